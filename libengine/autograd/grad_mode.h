@@ -1,0 +1,52 @@
+#pragma once
+/// @file grad_mode.h
+/// Thread-local switches: grad mode (no_grad) and anomaly detection.
+
+namespace actorgrad {
+
+/// Whether ops record backward graphs on this thread (default on).
+struct GradMode {
+  static bool is_enabled();
+  static void set_enabled(bool enabled);
+};
+
+/// Sets grad mode for a scope and restores it after.
+class AutoGradMode {
+public:
+  explicit AutoGradMode(bool enabled) : prev_(GradMode::is_enabled()) {
+    GradMode::set_enabled(enabled);
+  }
+  ~AutoGradMode() { GradMode::set_enabled(prev_); }
+  AutoGradMode(const AutoGradMode&) = delete;
+  AutoGradMode& operator=(const AutoGradMode&) = delete;
+
+private:
+  bool prev_;
+};
+
+/// `torch.no_grad()`: ops in scope record no graph.
+class NoGradGuard : public AutoGradMode {
+public:
+  NoGradGuard() : AutoGradMode(false) {}
+};
+
+/// Anomaly detection: when on for the thread that starts a backward, every
+/// node's outputs are checked for NaN and the error names the node.
+struct AnomalyMode {
+  static bool is_enabled();
+  static void set_enabled(bool enabled);
+};
+
+/// Turns anomaly detection on for a scope (`torch.autograd.detect_anomaly`).
+class DetectAnomalyGuard {
+public:
+  DetectAnomalyGuard() : prev_(AnomalyMode::is_enabled()) { AnomalyMode::set_enabled(true); }
+  ~DetectAnomalyGuard() { AnomalyMode::set_enabled(prev_); }
+  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
+
+private:
+  bool prev_;
+};
+
+} // namespace actorgrad

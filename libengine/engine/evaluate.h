@@ -1,0 +1,23 @@
+#pragma once
+/// @file evaluate.h
+/// Running one node for a GraphTask (PyTorch's evaluate_function / call_function).
+
+#include "libengine/engine/graph_task.h"
+
+namespace actorgrad {
+
+/// Runs `fn` on `inputs` for `task`: exec-info captures, tensor pre-hooks,
+/// pre-hooks, apply, output validation, post-hooks, release of saved
+/// variables unless keep_graph, and the anomaly-mode NaN check. Returns one
+/// gradient per next edge of `fn` for the caller to dispatch, or an empty
+/// list when there is nothing to dispatch (node not needed, no outputs).
+/// Errors are rethrown as EngineError naming the node. Sets grad mode and
+/// current_graph_task() for the duration.
+variable_list evaluate_function(GraphTask& task, Node& fn, InputBuffer&& inputs);
+
+/// Checks the gradients a node returned against the metadata of the inputs
+/// they flow to: count, dtype (cast), shape (reduced when it broadcasts) and
+/// device. `fn_name` names the node in errors.
+void validate_outputs(const edge_list& edges, variable_list& grads, const std::string& fn_name);
+
+} // namespace actorgrad

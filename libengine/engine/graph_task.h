@@ -1,0 +1,160 @@
+#pragma once
+/// @file graph_task.h
+/// The state of one backward()/grad() call, and the pure algorithms on it.
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "libengine/autograd/edge.h"
+#include "libengine/engine/input_buffer.h"
+#include "libengine/engine/node_task.h"
+
+namespace actorgrad {
+
+/// How a backward call runs (from the public API's arguments).
+struct ExecuteOptions {
+  /// retain_graph: keep saved tensors so the graph can run again.
+  bool keep_graph = false;
+  /// create_graph: run nodes in grad mode so gradients have graphs.
+  bool create_graph = false;
+  /// backward() (true: leaves accumulate into .grad) or grad() (false: the
+  /// gradients of `outputs` are captured and returned).
+  bool accumulate_grad = true;
+};
+
+/// Selective execution info of one node (PyTorch's ExecInfo), built by
+/// init_to_execute and read-only while the task runs.
+struct ExecInfo {
+  /// Captures the gradient arriving on input `input_idx` as result `output_idx`.
+  struct Capture {
+    std::uint32_t input_idx;
+    std::uint32_t output_idx;
+  };
+  bool needed = false;
+  std::vector<Capture> captures;
+  bool should_execute() const { return needed || !captures.empty(); }
+};
+
+/// A final callback (queue_callback) waiting for its GraphTask to finish.
+/// Pushed lock-free by whichever actor runs the node that queues it.
+struct FinalCallback {
+  std::function<void()> fn;
+  FinalCallback* next = nullptr;
+};
+
+/// One backward()/grad() call (PyTorch's GraphTask).
+///
+/// Note [Node state ownership]
+/// The per-node state (dependency count and InputBuffer) is created for
+/// every node of the graph by compute_dependencies, before any task runs,
+/// and the map is never inserted into afterwards. From then on the state of
+/// a node is read and written only by the actor that runs that node (the
+/// worker of `node->device()`, or the GraphTask's coordinator for CPU
+/// nodes), so no two actors touch the same entry and the map needs no lock.
+/// A gradient for a node owned by another actor travels to it as a message.
+class GraphTask {
+public:
+  GraphTask(ExecuteOptions options, int reentrant_depth);
+  GraphTask(const GraphTask&) = delete;
+  GraphTask& operator=(const GraphTask&) = delete;
+  ~GraphTask();
+
+  /// Builds a task for `roots` (one edge per root tensor) with `root_grads`,
+  /// computing dependencies and, when `outputs` is non-empty, the exec info
+  /// for grad(inputs=...) / backward(inputs=...). Returns the task and its
+  /// first NodeTask (the single root node, or a GraphRoot). Throws when the
+  /// graph has a cycle, naming a node on it.
+  static std::pair<std::shared_ptr<GraphTask>, NodeTask>
+  create(const edge_list& roots, variable_list root_grads, ExecuteOptions options,
+         const edge_list& outputs, int reentrant_depth);
+
+  /// Unique id of this call, for messages and traces.
+  const std::uint64_t id;
+  const ExecuteOptions options;
+  const int reentrant_depth;
+  /// Anomaly mode of the caller when the task was created.
+  const bool anomaly;
+
+  /// Owner side of a dispatch: adds `grad` into the InputBuffer of
+  /// `next.function` at `next.input_nr` and decrements its dependency count.
+  /// Returns the node's NodeTask when that count reaches zero and the node
+  /// is to run. Call only from the actor that owns `next.function`.
+  std::optional<NodeTask> accept(const Edge& next, Tensor&& grad);
+
+  /// Exec info of `fn`, or null when every node executes.
+  const ExecInfo* exec_info(const Node* fn) const;
+  bool selective() const { return !exec_info_.empty(); }
+
+  /// Stores a captured gradient (slots are disjoint: no two nodes write one).
+  void capture(std::uint32_t output_idx, Tensor grad) { captured_vars_[output_idx] = std::move(grad); }
+  /// The grad() results, once the task completed.
+  variable_list take_captured() { return std::move(captured_vars_); }
+
+  // -- completion and errors ------------------------------------------------
+
+  /// Ready NodeTasks plus gradients in flight between actors; the task is
+  /// complete when it reaches zero. Incremented before a task or message is
+  /// created, decremented after it is handled, so it never passes through
+  /// zero early.
+  std::atomic<std::int64_t> outstanding_tasks{0};
+
+  /// Records `e` if it is the first error (first error wins). Returns true if it was.
+  bool set_error(std::exception_ptr e);
+  bool has_error() const { return has_error_.load(std::memory_order_acquire); }
+  /// The first error (read after completion).
+  std::exception_ptr error() const { return error_; }
+
+  /// Queues `fn` to run when the task completes (lock-free; any actor).
+  void queue_callback(std::function<void()> fn);
+  /// Runs the queued callbacks in order, including ones they queue.
+  void run_final_callbacks();
+
+  /// Nodes counted by compute_dependencies (for tests and traces).
+  std::size_t num_nodes() const { return state_.size(); }
+
+private:
+  struct NodeState {
+    int dependencies = 0;
+    InputBuffer buffer;
+  };
+
+  void compute_dependencies(Node* root, std::uint64_t min_topo_nr);
+  void init_to_execute(Node& root, const edge_list& outputs, std::uint64_t min_topo_nr);
+
+  std::unordered_map<const Node*, NodeState> state_;
+  std::unordered_map<const Node*, ExecInfo> exec_info_;
+  variable_list captured_vars_;
+  std::atomic<bool> has_error_{false};
+  std::exception_ptr error_;
+  std::atomic<FinalCallback*> callbacks_{nullptr};
+  /// Keeps a GraphRoot alive for the task's lifetime.
+  std::shared_ptr<Node> graph_root_;
+};
+
+/// The GraphTask whose node runs on this thread right now (null outside
+/// a node), for queue_callback and for reentrant calls.
+GraphTask* current_graph_task();
+
+/// Sets current_graph_task() for a scope.
+class CurrentGraphTaskGuard {
+public:
+  explicit CurrentGraphTaskGuard(GraphTask* t);
+  ~CurrentGraphTaskGuard();
+  CurrentGraphTaskGuard(const CurrentGraphTaskGuard&) = delete;
+  CurrentGraphTaskGuard& operator=(const CurrentGraphTaskGuard&) = delete;
+
+private:
+  GraphTask* prev_;
+};
+
+/// `Variable._execution_engine.queue_callback`: runs `fn` when the backward
+/// call whose node is running on this thread completes. Throws outside one.
+void queue_callback(std::function<void()> fn);
+
+} // namespace actorgrad

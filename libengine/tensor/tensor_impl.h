@@ -1,0 +1,33 @@
+#pragma once
+/// @file tensor_impl.h
+/// What a Tensor handle points to. Internal: ops and autograd use it.
+
+#include <memory>
+
+#include "libengine/autograd/autograd_meta.h"
+#include "libengine/tensor/storage.h"
+#include "libengine/tensor/tensor.h"
+
+namespace actorgrad {
+
+/// Storage + view geometry + version counter + autograd state.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  std::int64_t offset = 0; ///< in elements
+  Shape shape;
+  Shape strides;
+  DType dtype = DType::f64;
+  std::shared_ptr<VersionCounter> version = std::make_shared<VersionCounter>();
+  /// Null until the tensor takes part in autograd.
+  std::unique_ptr<AutogradMeta> autograd;
+
+  /// Returns the autograd state, creating it on first use.
+  AutogradMeta& meta();
+
+  /// Element pointer (start of this view).
+  void* raw() const {
+    return static_cast<char*>(storage->data.get()) + offset * element_size(dtype);
+  }
+};
+
+} // namespace actorgrad
