@@ -58,7 +58,7 @@ struct FinalCallback {
 /// worker of `node->device()`, or the GraphTask's coordinator for CPU
 /// nodes), so no two actors touch the same entry and the map needs no lock.
 /// A gradient for a node owned by another actor travels to it as a message.
-class GraphTask {
+class GraphTask : public std::enable_shared_from_this<GraphTask> {
 public:
   GraphTask(ExecuteOptions options, int reentrant_depth);
   GraphTask(const GraphTask&) = delete;
@@ -115,8 +115,19 @@ public:
   /// Runs the queued callbacks in order, including ones they queue.
   void run_final_callbacks();
 
+  /// Ends a completed task on the caller: rethrows the first error, else
+  /// runs the final callbacks and returns the captured gradients.
+  variable_list finish();
+
   /// Nodes counted by compute_dependencies (for tests and traces).
   std::size_t num_nodes() const { return state_.size(); }
+  /// The distinct non-CPU devices whose actors run nodes of this task.
+  const std::vector<Device>& devices() const { return devices_; }
+
+  /// Opaque state of the executor running this task (the actor engine keeps
+  /// the coordinator's and workers' handles here). Set before the first
+  /// task runs, read-only afterwards.
+  std::shared_ptr<void> executor_data;
 
 private:
   struct NodeState {
@@ -128,8 +139,12 @@ private:
   void init_to_execute(Node& root, const edge_list& outputs, std::uint64_t min_topo_nr);
 
   std::unordered_map<const Node*, NodeState> state_;
+  void note_device(const Node* fn);
+
   std::unordered_map<const Node*, ExecInfo> exec_info_;
+  std::vector<Device> devices_;
   variable_list captured_vars_;
+  std::atomic<bool> first_error_claimed_{false};
   std::atomic<bool> has_error_{false};
   std::exception_ptr error_;
   std::atomic<FinalCallback*> callbacks_{nullptr};

@@ -1,0 +1,65 @@
+#include "actors/default_engine.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "actors/engine.h"
+#include "libengine/engine/reference_executor.h"
+
+namespace actorgrad {
+
+namespace {
+
+// ACTORGRAD_DEVICES: "sim:2" serves sim:0 and sim:1; "sim:0,sim:3" serves
+// those two. Unset: sim:0..sim:3 (idle workers only wait on their mailbox).
+std::vector<Device> devices_from_env() {
+  const char* env = std::getenv("ACTORGRAD_DEVICES");
+  std::string text = env ? env : "sim:4";
+  std::vector<Device> devices;
+  if (text.find(',') == std::string::npos && text.rfind("sim:", 0) == 0) {
+    int n = Device::parse(text).index;
+    for (int i = 0; i < n; ++i)
+      devices.push_back(Device::sim(i));
+    return devices;
+  }
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty() && item != "cpu")
+      devices.push_back(Device::parse(item));
+  return devices;
+}
+
+// Installed as the default executor when the program links the actor
+// engine; builds the engine on first use, not at static initialization.
+class LazyDefaultEngine final : public Executor {
+public:
+  variable_list execute(const edge_list& roots, variable_list root_grads,
+                        const ExecuteOptions& options, const edge_list& outputs) override {
+    return default_engine().execute(roots, std::move(root_grads), options, outputs);
+  }
+};
+
+std::shared_ptr<Executor> lazy_default() {
+  static auto lazy = std::make_shared<LazyDefaultEngine>();
+  return lazy;
+}
+
+} // namespace
+
+Engine& default_engine() {
+  static Engine engine(EngineConfig{devices_from_env()});
+  return engine;
+}
+
+void use_actor_engine() { set_default_executor(lazy_default()); }
+
+void use_reference_executor() { set_default_executor(std::make_shared<ReferenceExecutor>()); }
+
+} // namespace actorgrad
+
+/// Forced into every program that links actorgrad_actors (see
+/// actors/CMakeLists.txt), so linking the actor engine makes it the default.
+extern "C" const bool actorgrad_actor_engine_registrar = [] {
+  actorgrad::use_actor_engine();
+  return true;
+}();

@@ -1,0 +1,27 @@
+#pragma once
+/// @file device_worker.h
+/// The actor that runs the nodes of one device. Internal.
+
+#include <memory>
+
+#include <caf/blocking_actor.hpp>
+
+#include "actors/detail/engine_core.h"
+
+namespace actorgrad::detail {
+
+/// One per non-CPU device, shared by every GraphTask: a detached actor (its
+/// own thread) whose heap holds the ready nodes of that device for all
+/// tasks. Runs TaskRunner::serve until it gets msg::Shutdown.
+class DeviceWorker final : public caf::blocking_actor {
+public:
+  DeviceWorker(caf::actor_config& cfg, std::shared_ptr<EngineCore> core, Device device);
+  void act() override;
+  const char* name() const override { return "actorgrad.device_worker"; }
+
+private:
+  std::shared_ptr<EngineCore> core_;
+  Device device_;
+};
+
+} // namespace actorgrad::detail

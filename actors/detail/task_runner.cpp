@@ -1,0 +1,223 @@
+#include "actors/detail/task_runner.h"
+
+#include <caf/send.hpp>
+#include <caf/system_messages.hpp>
+
+#include "actors/messages.h"
+#include "libengine/engine/errors.h"
+#include "libengine/engine/evaluate.h"
+
+namespace actorgrad::detail {
+
+// Note [Completion without a lock]
+// GraphTask::outstanding_tasks counts the task's ready NodeTasks (in any
+// actor's heap or in a msg::Task) plus its msg::Grad messages in flight.
+// An actor increments it *before* it pushes a task or sends a message and
+// decrements it only *after* it finished the task or handled the message,
+// having first counted whatever that produced. So the count can only reach
+// zero when no work of the task is left anywhere. The actor whose decrement
+// reaches zero tells the coordinator with a msg::WakeUp, unless it is the
+// coordinator, whose loop checks the count after every message and task.
+// A WakeUp that arrives after its task was done is harmless.
+//
+// Note [Errors]
+// The first error wins (GraphTask::set_error). Afterwards every actor still
+// drains the task's tasks and messages, without running nodes, so the count
+// reaches zero and nothing of the task is left behind in any heap. Only a
+// dead worker ends the wait early: its share of the count is lost, and the
+// coordinator, which monitors the workers of its task, fails the task when
+// it sees the worker's down message.
+
+namespace {
+thread_local TaskRunner* current_runner = nullptr;
+} // namespace
+
+TaskRunner::TaskRunner(EngineCore& core, caf::blocking_actor* self,
+                       std::optional<Device> worker_device)
+  : core_(core),
+    self_(self),
+    worker_device_(worker_device),
+    device_(worker_device.value_or(Device::cpu())),
+    prev_current_(current_runner) {
+  current_runner = this;
+}
+
+TaskRunner::~TaskRunner() { current_runner = prev_current_; }
+
+TaskRunner* TaskRunner::current() { return current_runner; }
+
+void TaskRunner::ensure_mailbox() {
+  if (self_)
+    return;
+  own_mailbox_.emplace(core_.system, true);
+  self_ = own_mailbox_->ptr();
+}
+
+std::shared_ptr<TaskContext> TaskRunner::make_context(const GraphTask& task) {
+  auto ctx = std::make_shared<TaskContext>();
+  ctx->coordinator_runner = this;
+  if (task.devices().empty())
+    return ctx; // CPU only: every node runs here, no message is ever sent
+  ensure_mailbox();
+  ctx->coordinator = caf::actor_cast<caf::actor>(self_);
+  for (Device d : task.devices()) {
+    caf::actor w = core_.worker(d); // throws naming the served devices
+    self_->monitor(w);
+    ctx->workers.emplace_back(d, std::move(w));
+  }
+  return ctx;
+}
+
+bool TaskRunner::owned_here(const TaskContext& ctx, Device d) const {
+  return d.is_cpu() ? ctx.coordinator_runner == this : (worker_device_ && *worker_device_ == d);
+}
+
+void TaskRunner::coordinate(const std::shared_ptr<GraphTask>& task, NodeTask&& first) {
+  auto ctx = make_context(*task);
+  task->executor_data = ctx;
+  task->outstanding_tasks.store(1, std::memory_order_relaxed);
+  Device root_device = first.fn->device();
+  if (owned_here(*ctx, root_device))
+    heap_.push(std::move(first));
+  else
+    caf::anon_send(ctx->worker(root_device), msg::Task{std::move(first)});
+
+  frames_.push_back({task.get()});
+  const std::size_t frame = frames_.size() - 1;
+  while (task->outstanding_tasks.load(std::memory_order_acquire) != 0 && !frames_[frame].aborted) {
+    drain_mailbox();
+    if (!heap_.empty())
+      run_task(heap_.pop());
+    else if (task->outstanding_tasks.load(std::memory_order_acquire) != 0 && !frames_[frame].aborted)
+      await_message(); // the rest of the task is on other actors
+  }
+  frames_.pop_back();
+  for (const auto& [device, worker] : ctx->workers)
+    self_->demonitor(worker);
+}
+
+void TaskRunner::serve() {
+  while (!stop_) {
+    drain_mailbox();
+    if (heap_.empty()) {
+      await_message();
+      continue;
+    }
+    NodeTask t = heap_.pop();
+    if (t.shutdown)
+      return;
+    run_task(std::move(t));
+  }
+}
+
+void TaskRunner::run_task(NodeTask&& t) {
+  if (!t.fn) // wake-up task: only makes a waiting loop look again
+    return;
+  const std::shared_ptr<GraphTask>& task = t.graph_task;
+  if (!task->has_error()) {
+    try {
+      if (core_.config.on_node_start)
+        core_.config.on_node_start(device_, *task, *t.fn);
+      variable_list grads = evaluate_function(*task, *t.fn, std::move(t.inputs));
+      const TaskContext& ctx = context_of(*task);
+      for (std::size_t i = 0; i < grads.size(); ++i) {
+        const Edge& next = t.fn->next_edge(i);
+        if (next.is_valid())
+          deliver(task, ctx, next, std::move(grads[i]));
+      }
+    } catch (...) {
+      task->set_error(std::current_exception());
+    }
+  }
+  finish_one(task);
+}
+
+void TaskRunner::deliver(const std::shared_ptr<GraphTask>& task, const TaskContext& ctx,
+                         const Edge& next, Tensor&& grad) {
+  Device owner = next.function->device();
+  if (owned_here(ctx, owner)) {
+    accept_local(task, next, std::move(grad));
+    return;
+  }
+  task->outstanding_tasks.fetch_add(1, std::memory_order_relaxed);
+  caf::anon_send(owner.is_cpu() ? ctx.coordinator : ctx.worker(owner),
+                 msg::Grad{task, next, std::move(grad)});
+}
+
+void TaskRunner::accept_local(const std::shared_ptr<GraphTask>& task, const Edge& next,
+                              Tensor&& grad) {
+  if (auto ready = task->accept(next, std::move(grad))) {
+    task->outstanding_tasks.fetch_add(1, std::memory_order_relaxed);
+    heap_.push(std::move(*ready));
+  }
+}
+
+void TaskRunner::finish_one(const std::shared_ptr<GraphTask>& task) {
+  if (task->outstanding_tasks.fetch_sub(1, std::memory_order_acq_rel) != 1)
+    return;
+  const TaskContext& ctx = context_of(*task);
+  if (ctx.coordinator_runner != this)
+    caf::anon_send(ctx.coordinator, msg::WakeUp{task->id});
+}
+
+void TaskRunner::drain_mailbox() {
+  if (!self_)
+    return;
+  while (!stop_ && !self_->mailbox().empty()) {
+    auto element = self_->dequeue();
+    handle(*element);
+  }
+}
+
+void TaskRunner::await_message() {
+  if (!self_)
+    throw EngineError("internal: a coordinator without a mailbox waits for messages");
+  auto element = self_->dequeue();
+  handle(*element);
+}
+
+void TaskRunner::handle(caf::mailbox_element& element) {
+  auto& content = element.content();
+  if (content.match_elements<msg::Grad>()) {
+    auto& m = content.get_mutable_as<msg::Grad>(0);
+    if (!m.task->has_error()) {
+      try {
+        accept_local(m.task, m.next, std::move(m.grad));
+      } catch (...) {
+        m.task->set_error(std::current_exception());
+      }
+    }
+    finish_one(m.task);
+  } else if (content.match_elements<msg::Task>()) {
+    heap_.push(std::move(content.get_mutable_as<msg::Task>(0).task));
+  } else if (content.match_elements<msg::WakeUp>()) {
+    // nothing to do: the waiting loop re-checks its task's count
+  } else if (content.match_elements<msg::Shutdown>()) {
+    heap_.push(NodeTask::make_shutdown());
+  } else if (content.match_elements<caf::down_msg>()) {
+    const auto& m = content.get_as<caf::down_msg>(0);
+    on_worker_down(m.source, m.reason);
+  } else if (content.match_elements<caf::exit_msg>()) {
+    const auto& m = content.get_as<caf::exit_msg>(0);
+    if (worker_device_) { // a worker asked to exit stops at once
+      self_->fail_state(m.reason);
+      stop_ = true;
+    }
+  }
+}
+
+void TaskRunner::on_worker_down(const caf::actor_addr& source, const caf::error& reason) {
+  for (auto& frame : frames_) {
+    const TaskContext& ctx = context_of(*frame.task);
+    for (const auto& [device, worker] : ctx.workers) {
+      if (worker.address() != source)
+        continue;
+      frame.task->set_error(std::make_exception_ptr(EngineError(
+        "the device worker of " + device.str() + " stopped (" + core_.system.render(reason) +
+        ") while GraphTask " + std::to_string(frame.task->id) + " was running on it")));
+      frame.aborted = true;
+    }
+  }
+}
+
+} // namespace actorgrad::detail

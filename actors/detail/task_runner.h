@@ -1,0 +1,90 @@
+#pragma once
+/// @file task_runner.h
+/// The loop every engine actor runs: drain the mailbox into the ready heap,
+/// run the top task, drain again. Internal.
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <caf/blocking_actor.hpp>
+#include <caf/mailbox_element.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "actors/detail/engine_core.h"
+#include "actors/detail/task_context.h"
+#include "libengine/engine/node_task.h"
+
+namespace actorgrad::detail {
+
+/// The scheduling state of one actor: its ready heap (tasks of every
+/// GraphTask it runs nodes for) and its mailbox. Used by a DeviceWorker
+/// (for its whole life), by the caller of a synchronous backward (for the
+/// call), and by the actor of an asynchronous backward.
+///
+/// Note [Priority mailbox]
+/// CAF 0.17 mailboxes are FIFO with two priorities; the ready order
+/// (ReadyOrder: shutdown, wake-ups, depth, sequence_nr) lives here instead:
+/// every message is moved from the mailbox into the heap (or handled) before
+/// the next task is chosen, so a task that arrives later but ranks higher
+/// runs first.
+class TaskRunner {
+public:
+  /// `self` is the actor this runner serves; null for a caller thread that
+  /// has no mailbox yet (one is created when a task crosses devices).
+  /// `worker_device` is set for a DeviceWorker.
+  TaskRunner(EngineCore& core, caf::blocking_actor* self, std::optional<Device> worker_device);
+  ~TaskRunner();
+  TaskRunner(const TaskRunner&) = delete;
+  TaskRunner& operator=(const TaskRunner&) = delete;
+
+  /// The runner serving the calling thread, or null.
+  static TaskRunner* current();
+
+  EngineCore& core() const { return core_; }
+
+  /// Coordinates `task` from this actor: starts `first` on its owner, runs
+  /// the task's CPU nodes here and serves this actor's heap and mailbox
+  /// (other tasks' work included) until the task has no outstanding work or
+  /// a worker it uses died. Reentrant: a node run inside may call it again.
+  void coordinate(const std::shared_ptr<GraphTask>& task, NodeTask&& first);
+
+  /// A DeviceWorker's life: serves until Shutdown or an exit message.
+  void serve();
+
+private:
+  /// A GraphTask this runner coordinates (several when calls nest).
+  struct Frame {
+    GraphTask* task;
+    bool aborted = false;
+  };
+
+  void ensure_mailbox();
+  std::shared_ptr<TaskContext> make_context(const GraphTask& task);
+  bool owned_here(const TaskContext& ctx, Device d) const;
+
+  void run_task(NodeTask&& t);
+  void deliver(const std::shared_ptr<GraphTask>& task, const TaskContext& ctx, const Edge& next,
+               Tensor&& grad);
+  void accept_local(const std::shared_ptr<GraphTask>& task, const Edge& next, Tensor&& grad);
+  void finish_one(const std::shared_ptr<GraphTask>& task);
+
+  /// Moves every waiting message into the heap (or handles it).
+  void drain_mailbox();
+  /// Blocks for one message and handles it.
+  void await_message();
+  void handle(caf::mailbox_element& element);
+  void on_worker_down(const caf::actor_addr& source, const caf::error& reason);
+
+  EngineCore& core_;
+  caf::blocking_actor* self_;
+  std::optional<caf::scoped_actor> own_mailbox_;
+  std::optional<Device> worker_device_;
+  Device device_; ///< where this actor runs nodes (cpu for a coordinator)
+  ReadyHeap heap_;
+  std::vector<Frame> frames_;
+  bool stop_ = false;
+  TaskRunner* prev_current_;
+};
+
+} // namespace actorgrad::detail

@@ -1,0 +1,80 @@
+#pragma once
+/// @file engine.h
+/// The actor engine: an Executor whose GraphTasks and device workers are CAF actors.
+
+#include <future>
+#include <memory>
+#include <optional>
+
+#include "actors/engine_config.h"
+#include "libengine/engine/executor.h"
+
+namespace caf {
+class actor;
+class actor_system;
+class actor_system_config;
+} // namespace caf
+
+namespace actorgrad {
+
+namespace detail {
+struct EngineCore;
+}
+
+/// Runs backward passes on actors (DESIGN.md section 2).
+///
+/// - A synchronous call (execute, or the public API with this engine as the
+///   default executor) is coordinated by the caller's thread, which runs the
+///   CPU nodes, as in PyTorch. It gets a mailbox (a CAF scoped actor) only
+///   when the graph crosses to a device.
+/// - Each configured device has one DeviceWorker actor shared by all calls.
+/// - backward_async / grad_async / execute_async spawn a coordinator actor
+///   and return a future.
+///
+/// Thread-safe: any number of threads may call it at once.
+class Engine final : public Executor {
+public:
+  /// Owns an actor system with explicit scheduler settings.
+  explicit Engine(EngineConfig config = {});
+  /// Embeds in the application's actor system (which must outlive the Engine).
+  explicit Engine(caf::actor_system& system, EngineConfig config = {});
+  /// Stops the device workers (shutdown ranks first in their heaps) and
+  /// waits for them; an owned actor system waits for every actor. Call only
+  /// when no backward pass is running.
+  ~Engine() override;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  variable_list execute(const edge_list& roots, variable_list root_grads,
+                        const ExecuteOptions& options, const edge_list& outputs) override;
+
+  /// Like execute, on a spawned coordinator actor.
+  std::future<variable_list> execute_async(edge_list roots, variable_list root_grads,
+                                           ExecuteOptions options, edge_list outputs);
+
+  /// `actorgrad::backward` on a spawned coordinator actor. Argument errors
+  /// are thrown here; errors of nodes arrive through the future.
+  std::future<void> backward_async(const variable_list& tensors,
+                                   const variable_list& grad_tensors = {},
+                                   std::optional<bool> retain_graph = {}, bool create_graph = false,
+                                   const variable_list& inputs = {});
+
+  /// `actorgrad::grad` on a spawned coordinator actor.
+  std::future<variable_list> grad_async(const variable_list& outputs, const variable_list& inputs,
+                                        const variable_list& grad_outputs = {},
+                                        std::optional<bool> retain_graph = {},
+                                        bool create_graph = false, bool allow_unused = false);
+
+  /// The actor system the engine's actors live in.
+  caf::actor_system& system();
+  const EngineConfig& config() const;
+  /// The current DeviceWorker of `device` (throws if not served).
+  caf::actor worker(Device device) const;
+
+private:
+  std::unique_ptr<caf::actor_system_config> own_config_;
+  std::unique_ptr<caf::actor_system> own_system_;
+  std::shared_ptr<detail::EngineCore> core_;
+};
+
+} // namespace actorgrad

@@ -1,0 +1,134 @@
+#include "libengine/autograd.h"
+
+#include "libengine/autograd/graph_builder.h"
+#include "libengine/autograd/node.h"
+#include "libengine/engine/call_args.h"
+#include "libengine/engine/errors.h"
+#include "libengine/ops.h"
+
+namespace actorgrad {
+
+namespace {
+
+std::string nth(const char* what, std::size_t i) {
+  return std::string(what) + "[" + std::to_string(i) + "]";
+}
+
+edge_list root_edges(const variable_list& tensors, const char* api) {
+  if (tensors.empty())
+    throw EngineError(std::string(api) + "() called with an empty list of tensors");
+  edge_list roots;
+  roots.reserve(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (!t.defined())
+      throw EngineError(std::string(api) + ": " + nth("tensors", i) + " is undefined");
+    if (!t.requires_grad())
+      throw EngineError(std::string(api) + ": element " + std::to_string(i) + " of tensors (" +
+                        t.describe() + ") does not require grad and does not have a grad_fn");
+    roots.push_back(gradient_edge(t));
+  }
+  return roots;
+}
+
+// The root gradients: the given ones checked against the roots, or ones
+// for scalar roots (PyTorch's _make_grads).
+variable_list make_grads(const variable_list& tensors, const variable_list& grads) {
+  if (!grads.empty() && grads.size() != tensors.size())
+    throw EngineError("got " + std::to_string(grads.size()) + " grad_tensors for " +
+                      std::to_string(tensors.size()) + " tensors");
+  variable_list out;
+  out.reserve(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (grads.empty() || !grads[i].defined()) {
+      if (t.numel() != 1)
+        throw EngineError("grad can be implicitly created only for scalar outputs; " +
+                          nth("tensors", i) + " is " + t.describe());
+      out.push_back(Tensor::full_like(t, 1.0));
+      continue;
+    }
+    const Tensor& g = grads[i];
+    if (g.shape() != t.shape())
+      throw EngineError("Mismatch in shape: " + nth("grad_tensors", i) + " has a shape of " +
+                        shape_str(g.shape()) + " and " + nth("tensors", i) + " has a shape of " +
+                        shape_str(t.shape()));
+    if (g.device() != t.device())
+      throw EngineError("Mismatch in device: " + nth("grad_tensors", i) + " is on " +
+                        g.device().str() + " and " + nth("tensors", i) + " is on " +
+                        t.device().str());
+    out.push_back(g.dtype() == t.dtype() ? g : to_dtype(g, t.dtype()));
+  }
+  return out;
+}
+
+void check_input(const Tensor& t, std::size_t i, const char* api) {
+  if (!t.defined() || !t.requires_grad())
+    throw EngineError(std::string(api) + ": " + nth("inputs", i) + " (" +
+                      (t.defined() ? t.describe() : std::string("undefined")) +
+                      ") does not require grad");
+}
+
+} // namespace
+
+BackwardCall make_backward_call(const variable_list& tensors, const variable_list& grad_tensors,
+                                std::optional<bool> retain_graph, bool create_graph,
+                                const variable_list& inputs) {
+  BackwardCall call{root_edges(tensors, "backward"), make_grads(tensors, grad_tensors),
+                    {retain_graph.value_or(create_graph), create_graph, true}, {}};
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    Tensor t = inputs[i];
+    check_input(t, i, "backward");
+    if (!t.is_leaf())
+      t.retain_grad(); // a non-leaf input accumulates into .grad, as in PyTorch
+    call.outputs.push_back(gradient_edge(t));
+  }
+  return call;
+}
+
+BackwardCall make_grad_call(const variable_list& outputs, const variable_list& inputs,
+                            const variable_list& grad_outputs, std::optional<bool> retain_graph,
+                            bool create_graph) {
+  edge_list roots = root_edges(outputs, "grad");
+  if (inputs.empty())
+    throw EngineError("grad() called with an empty list of inputs");
+  BackwardCall call{std::move(roots), make_grads(outputs, grad_outputs),
+                    {retain_graph.value_or(create_graph), create_graph, false}, {}};
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    check_input(inputs[i], i, "grad");
+    if (auto fn = inputs[i].grad_fn())
+      call.outputs.push_back({std::move(fn), inputs[i].output_nr()});
+    else
+      call.outputs.push_back({try_get_grad_accumulator(inputs[i]), 0});
+  }
+  return call;
+}
+
+variable_list check_grad_results(variable_list result, const variable_list& inputs,
+                                 bool allow_unused) {
+  result.resize(inputs.size());
+  if (!allow_unused)
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (!result[i].defined())
+        throw EngineError("grad: " + nth("inputs", i) + " (" + inputs[i].describe() +
+                          ") appears to not have been used in the graph. Set allow_unused=true "
+                          "if this is the desired behavior.");
+  return result;
+}
+
+void backward(const variable_list& tensors, const variable_list& grad_tensors,
+              std::optional<bool> retain_graph, bool create_graph, const variable_list& inputs,
+              Executor& executor) {
+  auto call = make_backward_call(tensors, grad_tensors, retain_graph, create_graph, inputs);
+  executor.execute(call.roots, std::move(call.root_grads), call.options, call.outputs);
+}
+
+variable_list grad(const variable_list& outputs, const variable_list& inputs,
+                   const variable_list& grad_outputs, std::optional<bool> retain_graph,
+                   bool create_graph, bool allow_unused, Executor& executor) {
+  auto call = make_grad_call(outputs, inputs, grad_outputs, retain_graph, create_graph);
+  auto result = executor.execute(call.roots, std::move(call.root_grads), call.options, call.outputs);
+  return check_grad_results(std::move(result), inputs, allow_unused);
+}
+
+} // namespace actorgrad

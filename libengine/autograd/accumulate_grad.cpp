@@ -1,0 +1,50 @@
+#include "libengine/autograd/accumulate_grad.h"
+
+#include "libengine/autograd/grad_mode.h"
+#include "libengine/ops.h"
+#include "libengine/tensor/kernels.h"
+#include "libengine/tensor/tensor_impl.h"
+
+namespace actorgrad {
+
+AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
+  add_input_metadata(variable_);
+}
+
+std::vector<TensorPreHook> AccumulateGrad::tensor_pre_hooks() const {
+  std::vector<TensorPreHook> hooks = tensor_pre_hooks_;
+  auto& m = variable_.impl()->meta();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  for (const auto& h : m.hooks)
+    hooks.push_back({0, h});
+  return hooks;
+}
+
+variable_list AccumulateGrad::apply(variable_list&& grads) {
+  Tensor new_grad = std::move(grads.at(0));
+  if (!new_grad.defined())
+    return {};
+  auto& m = variable_.impl()->meta();
+  // Note [Concurrent accumulation]: several GraphTasks may reach the same
+  // leaf at once (each caller thread runs its own CPU nodes), so the leaf's
+  // gradient is guarded like PyTorch's AccumulateGrad guards it.
+  std::lock_guard<std::mutex> lock(m.mutex);
+  Tensor& grad = m.grad;
+  if (!grad.defined()) {
+    // Steal the incoming gradient when only the engine holds it and its
+    // storage (no copy); under create_graph keep it so it carries its graph.
+    const bool sole_owner =
+      new_grad.use_count() == 1 && new_grad.impl()->storage.use_count() == 1;
+    if (GradMode::is_enabled() || sole_owner)
+      grad = std::move(new_grad);
+    else
+      grad = kernels::clone(new_grad);
+  } else if (GradMode::is_enabled()) {
+    grad = add(grad, new_grad);
+  } else {
+    kernels::add_(grad, new_grad, 1.0);
+  }
+  return {};
+}
+
+} // namespace actorgrad

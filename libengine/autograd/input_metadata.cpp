@@ -1,0 +1,21 @@
+#include "libengine/autograd/input_metadata.h"
+
+#include "libengine/tensor/tensor.h"
+
+namespace actorgrad {
+
+InputMetadata::InputMetadata(const Tensor& t) : defined(t.defined()) {
+  if (defined) {
+    shape = t.shape();
+    dtype = t.dtype();
+    device = t.device();
+  }
+}
+
+std::string InputMetadata::describe() const {
+  if (!defined)
+    return "undefined";
+  return dtype_name(dtype) + shape_str(shape) + " on " + device.str();
+}
+
+} // namespace actorgrad

@@ -1,0 +1,72 @@
+#include "libengine/autograd/node.h"
+
+#include <atomic>
+
+#include "libengine/tensor/tensor.h"
+
+namespace actorgrad {
+
+std::uint64_t next_sequence_nr() {
+  static std::atomic<std::uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+Node::Node(edge_list next_edges) : sequence_nr_(next_sequence_nr()) {
+  next_edges_.reserve(next_edges.size());
+  for (auto& e : next_edges)
+    add_next_edge(std::move(e));
+}
+
+std::string Node::name() const { return "Node"; }
+
+void Node::add_next_edge(Edge e) {
+  if (e.function && e.function->topological_nr_ + 1 > topological_nr_)
+    topological_nr_ = e.function->topological_nr_ + 1;
+  next_edges_.push_back(std::move(e));
+}
+
+void Node::set_next_edge(std::size_t i, Edge e) {
+  next_edges_.at(i) = std::move(e);
+  // topological_nr is not lowered: a hand-edited graph may now violate it,
+  // which GraphTask::create checks (and searches for a cycle).
+  if (next_edges_[i].function && next_edges_[i].function->topological_nr_ + 1 > topological_nr_)
+    topological_nr_ = next_edges_[i].function->topological_nr_ + 1;
+}
+
+std::uint32_t Node::add_input_metadata(const Tensor& t) {
+  input_metadata_.emplace_back(t);
+  const auto& m = input_metadata_.back();
+  if (device_.is_cpu() && m.defined && !m.device.is_cpu())
+    device_ = m.device;
+  return static_cast<std::uint32_t>(input_metadata_.size() - 1);
+}
+
+namespace {
+
+// Moves out the next edges of `fn` whose node nobody else holds, so they
+// are destroyed by the loop in delete_node instead of recursively.
+void gather_functions(Node* fn, std::vector<std::shared_ptr<Node>>& stack) {
+  fn->release_variables();
+  for (const auto& edge : fn->next_edges()) {
+    auto& next = const_cast<Edge&>(edge).function;
+    if (next.use_count() == 1)
+      stack.push_back(std::move(next));
+    else
+      next.reset();
+  }
+}
+
+} // namespace
+
+void delete_node(Node* node) {
+  std::vector<std::shared_ptr<Node>> stack;
+  gather_functions(node, stack);
+  delete node;
+  while (!stack.empty()) {
+    auto fn = std::move(stack.back());
+    stack.pop_back();
+    gather_functions(fn.get(), stack);
+  }
+}
+
+} // namespace actorgrad

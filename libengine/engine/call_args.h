@@ -1,0 +1,35 @@
+#pragma once
+/// @file call_args.h
+/// Turning the public API's tensors into an executor's edges and gradients.
+
+#include <optional>
+
+#include "libengine/engine/graph_task.h"
+
+namespace actorgrad {
+
+/// The arguments of Executor::execute for one backward()/grad() call.
+struct BackwardCall {
+  edge_list roots;
+  variable_list root_grads;
+  ExecuteOptions options;
+  edge_list outputs;
+};
+
+/// Checks the arguments of backward() (clear errors naming the bad tensor)
+/// and builds the call.
+BackwardCall make_backward_call(const variable_list& tensors, const variable_list& grad_tensors,
+                                std::optional<bool> retain_graph, bool create_graph,
+                                const variable_list& inputs);
+
+/// Checks the arguments of grad() and builds the call.
+BackwardCall make_grad_call(const variable_list& outputs, const variable_list& inputs,
+                            const variable_list& grad_outputs, std::optional<bool> retain_graph,
+                            bool create_graph);
+
+/// The results of grad(): one per input; an undefined one is an error
+/// naming the input unless allow_unused.
+variable_list check_grad_results(variable_list results, const variable_list& inputs,
+                                 bool allow_unused);
+
+} // namespace actorgrad

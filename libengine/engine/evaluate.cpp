@@ -1,0 +1,119 @@
+#include "libengine/engine/evaluate.h"
+
+#include "libengine/autograd/grad_mode.h"
+#include "libengine/engine/errors.h"
+#include "libengine/ops.h"
+#include "libengine/tensor/kernels.h"
+
+namespace actorgrad {
+
+namespace {
+
+variable_list call_tensor_pre_hooks(Node& fn, variable_list inputs) {
+  if (!fn.has_tensor_pre_hooks())
+    return inputs;
+  auto apply = [&](const std::vector<TensorPreHook>& hooks) {
+    for (const auto& h : hooks) {
+      Tensor& g = inputs.at(h.input_nr);
+      if (!g.defined())
+        continue;
+      if (Tensor r = h.fn(g); r.defined())
+        g = std::move(r);
+    }
+  };
+  apply(fn.tensor_pre_hooks());
+  apply(fn.retains_grad_hooks());
+  return inputs;
+}
+
+// Hooks, apply and validation, in PyTorch's order: tensor pre-hooks ->
+// pre-hooks -> apply -> validate -> post-hooks.
+variable_list call_function(Node& fn, variable_list inputs) {
+  inputs = call_tensor_pre_hooks(fn, std::move(inputs));
+  for (const auto& hook : fn.pre_hooks())
+    if (auto r = hook(inputs); !r.empty())
+      inputs = std::move(r);
+  variable_list outputs;
+  if (fn.post_hooks().empty()) {
+    outputs = fn.apply(std::move(inputs));
+  } else {
+    variable_list copy = inputs;
+    outputs = fn.apply(std::move(copy));
+  }
+  validate_outputs(fn.next_edges(), outputs, fn.name());
+  for (const auto& hook : fn.post_hooks())
+    if (auto r = hook(outputs, inputs); !r.empty())
+      outputs = std::move(r);
+  return outputs;
+}
+
+std::string at_index(const std::string& fn_name, std::size_t i) {
+  return "Function " + fn_name + " returned an invalid gradient at index " + std::to_string(i);
+}
+
+} // namespace
+
+void validate_outputs(const edge_list& edges, variable_list& grads, const std::string& fn_name) {
+  if (grads.size() != edges.size())
+    throw EngineError("Function " + fn_name + " returned an incorrect number of gradients (expected " +
+                      std::to_string(edges.size()) + ", got " + std::to_string(grads.size()) + ")");
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const Edge& edge = edges[i];
+    Tensor& g = grads[i];
+    if (!edge.is_valid() || !g.defined())
+      continue;
+    if (edge.input_nr >= edge.function->num_inputs())
+      throw EngineError(at_index(fn_name, i) + ": its edge points at input " +
+                        std::to_string(edge.input_nr) + " of " + edge.function->name() +
+                        ", which has " + std::to_string(edge.function->num_inputs()) + " inputs");
+    const InputMetadata& meta = edge.function->input_metadata(edge.input_nr);
+    if (!meta.defined)
+      continue;
+    if (g.device() != meta.device)
+      throw EngineError(at_index(fn_name, i) + " - expected device " + meta.device.str() +
+                        " but got " + g.device().str());
+    if (g.shape() != meta.shape) {
+      if (!is_expandable_to(meta.shape, g.shape()))
+        throw EngineError(at_index(fn_name, i) + " - got " + shape_str(g.shape()) +
+                          " but expected shape compatible with " + shape_str(meta.shape));
+      g = sum_to(g, meta.shape);
+    }
+    if (g.dtype() != meta.dtype)
+      g = to_dtype(g, meta.dtype);
+  }
+}
+
+variable_list evaluate_function(GraphTask& task, Node& fn, InputBuffer&& buffer) {
+  CurrentGraphTaskGuard current(&task);
+  AutoGradMode grad_mode(task.options.create_graph);
+  try {
+    variable_list inputs = InputBuffer::variables(std::move(buffer));
+    if (task.selective()) {
+      const ExecInfo* info = task.exec_info(&fn);
+      const bool needed = info && info->needed;
+      // Tensor pre-hooks run once: here when the node only captures, else
+      // in call_function.
+      if (!needed)
+        inputs = call_tensor_pre_hooks(fn, std::move(inputs));
+      if (info)
+        for (const auto& c : info->captures)
+          task.capture(c.output_idx, inputs.at(c.input_idx));
+      if (!needed)
+        return {};
+    }
+    variable_list outputs = call_function(fn, std::move(inputs));
+    if (!task.options.keep_graph)
+      fn.release_variables();
+    if (task.anomaly)
+      for (std::size_t i = 0; i < outputs.size(); ++i)
+        if (outputs[i].defined() && kernels::any_nan(outputs[i]))
+          throw EngineError("Function '" + fn.name() + "' returned nan values in its " +
+                            std::to_string(i) + "th output.");
+    return outputs;
+  } catch (const std::exception& e) {
+    throw EngineError("in node " + fn.name() + " (sequence_nr " + std::to_string(fn.sequence_nr()) +
+                      "): " + e.what());
+  }
+}
+
+} // namespace actorgrad

@@ -1,0 +1,42 @@
+#include "libengine/engine/executor.h"
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "libengine/engine/reference_executor.h"
+
+namespace actorgrad {
+
+namespace {
+
+std::atomic<Executor*> current{nullptr};
+
+// Executors once installed stay alive for the process: default_executor()
+// hands out references that a concurrent set_default_executor must not
+// invalidate. Guarded by a mutex: this is start-up configuration.
+Executor* keep_alive(std::shared_ptr<Executor> e) {
+  static std::mutex mutex;
+  static std::vector<std::shared_ptr<Executor>> installed;
+  std::lock_guard<std::mutex> lock(mutex);
+  installed.push_back(std::move(e));
+  return installed.back().get();
+}
+
+Executor* reference() {
+  static Executor* ref = keep_alive(std::make_shared<ReferenceExecutor>());
+  return ref;
+}
+
+} // namespace
+
+Executor& default_executor() {
+  Executor* e = current.load(std::memory_order_acquire);
+  return e ? *e : *reference();
+}
+
+void set_default_executor(std::shared_ptr<Executor> e) {
+  current.store(e ? keep_alive(std::move(e)) : reference(), std::memory_order_release);
+}
+
+} // namespace actorgrad

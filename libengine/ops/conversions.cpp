@@ -1,0 +1,30 @@
+/// @file conversions.cpp
+/// Differentiable device moves and dtype casts: the gradient goes back.
+
+#include "libengine/ops.h"
+#include "libengine/ops/detail/function_node.h"
+#include "libengine/tensor/kernels.h"
+
+namespace actorgrad {
+
+using detail::record;
+
+Tensor to_device(const Tensor& a, Device device) {
+  if (a.device() == device)
+    return a;
+  return record("ToCopyBackward", kernels::to_device(a, device), {a},
+                [source = a.device()](const Tensor& g, const auto&, const auto&) -> variable_list {
+                  return {to_device(g, source)};
+                });
+}
+
+Tensor to_dtype(const Tensor& a, DType dtype) {
+  if (a.dtype() == dtype)
+    return a;
+  return record("ToCopyBackward", kernels::cast(a, dtype), {a},
+                [source = a.dtype()](const Tensor& g, const auto&, const auto&) -> variable_list {
+                  return {to_dtype(g, source)};
+                });
+}
+
+} // namespace actorgrad

@@ -1,0 +1,173 @@
+/// @file kernels_reduce.cpp
+/// Reductions and the softmax family (reductions along one dim).
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "libengine/tensor/detail/kernel_support.h"
+#include "libengine/tensor/kernels.h"
+
+namespace actorgrad::kernels {
+
+using namespace detail;
+
+namespace {
+
+/// Calls `f(base, stride)` for every lane along the split dim, in row-major
+/// order of the other dims: `base` is the offset of the lane's first element,
+/// `stride` the step between its elements.
+template <class F>
+void for_each_lane(const DimSplit& s, F&& f) {
+  for (std::int64_t o = 0; o < s.outer; ++o)
+    for (std::int64_t i = 0; i < s.inner; ++i)
+      f(o * s.size * s.inner + i, s.inner);
+}
+
+/// Softmax of `a` along `dim` (its log when `log`), shifted by the lane max.
+Tensor softmax_impl(const char* op, const Tensor& a, std::int64_t dim, bool log) {
+  check_defined(op, a);
+  const auto split = split_at(a.shape(), wrap_dim(dim, a.dim()));
+  auto out = empty_like(a, a.shape());
+  dispatch_dtype(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pa = a.data<T>();
+    T* po = out.data<T>();
+    for_each_lane(split, [&](std::int64_t base, std::int64_t stride) {
+      const auto n = split.size;
+      T max = -std::numeric_limits<T>::infinity();
+      for (std::int64_t j = 0; j < n; ++j)
+        max = std::max(max, pa[base + j * stride]);
+      if (std::isinf(max))
+        max = T(0); // all -inf (or an inf): keep the shift finite
+      T total = 0;
+      for (std::int64_t j = 0; j < n; ++j)
+        total += std::exp(pa[base + j * stride] - max);
+      const T log_total = std::log(total);
+      for (std::int64_t j = 0; j < n; ++j) {
+        const T shifted = pa[base + j * stride] - max;
+        po[base + j * stride] = log ? shifted - log_total : std::exp(shifted) / total;
+      }
+    });
+  });
+  return out;
+}
+
+} // namespace
+
+Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim) {
+  check_defined("sum", a);
+  const auto rank = a.dim();
+  std::vector<bool> reduced(rank, dims.empty());
+  for (auto d : dims) {
+    const auto w = wrap_dim(d, rank);
+    if (reduced[w])
+      throw std::invalid_argument("sum: dimension " + std::to_string(d) +
+                                  " appears more than once");
+    reduced[w] = true;
+  }
+  Shape kept = a.shape();
+  Shape out_shape;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    if (reduced[d])
+      kept[d] = 1;
+    if (!reduced[d] || keepdim)
+      out_shape.push_back(kept[d]);
+  }
+  auto out = empty_like(a, out_shape);
+  dispatch_dtype(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (numel_of(kept) == 1) {
+      *out.data<T>() = const_array_of<T>(a).sum();
+      return;
+    }
+    array_of<T>(out).setZero();
+    // Walk the input; each element adds into the output cell its kept index maps to.
+    Shape to_out = contiguous_strides(kept);
+    const Shape& from_in = a.strides();
+    for (std::int64_t d = 0; d < rank; ++d)
+      if (reduced[d])
+        to_out[d] = 0;
+    const T* pa = a.data<T>();
+    T* po = out.data<T>();
+    for_each_strided<2>(a.shape(), {&from_in, &to_out},
+                        [&](const auto& off) { po[off[1]] += pa[off[0]]; });
+  });
+  return out;
+}
+
+Tensor amax(const Tensor& a, std::int64_t dim, bool keepdim) {
+  check_defined("amax", a);
+  const auto d = wrap_dim(dim, a.dim());
+  const auto split = split_at(a.shape(), d);
+  if (split.size == 0)
+    throw std::invalid_argument("amax: dimension " + std::to_string(dim) + " of shape " +
+                                shape_str(a.shape()) + " is empty");
+  Shape out_shape = a.shape();
+  if (keepdim)
+    out_shape[d] = 1;
+  else
+    out_shape.erase(out_shape.begin() + d);
+  auto out = empty_like(a, out_shape);
+  dispatch_dtype(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pa = a.data<T>();
+    T* po = out.data<T>();
+    for_each_lane(split, [&](std::int64_t base, std::int64_t stride) {
+      T m = pa[base];
+      for (std::int64_t j = 1; j < split.size; ++j) {
+        const T v = pa[base + j * stride];
+        if (v > m || std::isnan(v))
+          m = v;
+      }
+      *po++ = m;
+    });
+  });
+  return out;
+}
+
+Tensor sum_to(const Tensor& a, const Shape& shape) {
+  check_defined("sum_to", a);
+  if (!is_expandable_to(shape, a.shape()))
+    throw std::invalid_argument("sum_to: shape " + shape_str(a.shape()) +
+                                " cannot be summed to " + shape_str(shape));
+  const auto lead = a.dim() - static_cast<std::int64_t>(shape.size());
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d = 0; d < a.dim(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && a.size(d) != 1))
+      dims.push_back(d);
+  if (dims.empty())
+    return clone(a);
+  return view(sum(a, dims, true), shape);
+}
+
+bool any_nan(const Tensor& a) {
+  check_defined("any_nan", a);
+  return dispatch_dtype(a.dtype(), [&](auto zero) {
+    return const_array_of<decltype(zero)>(a).isNaN().any();
+  });
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  check_compatible("max_abs_diff", a, b);
+  if (a.shape() != b.shape())
+    throw std::invalid_argument("max_abs_diff: shapes " + shape_str(a.shape()) + " and " +
+                                shape_str(b.shape()) + " differ");
+  if (a.numel() == 0)
+    return 0.0;
+  return dispatch_dtype(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    return static_cast<double>((const_array_of<T>(a) - const_array_of<T>(b)).abs().maxCoeff());
+  });
+}
+
+Tensor softmax(const Tensor& a, std::int64_t dim) {
+  return softmax_impl("softmax", a, dim, false);
+}
+
+Tensor log_softmax(const Tensor& a, std::int64_t dim) {
+  return softmax_impl("log_softmax", a, dim, true);
+}
+
+} // namespace actorgrad::kernels

@@ -1,0 +1,223 @@
+/// @file kernels_shape.cpp
+/// Shape changes and data movement: expand, transpose, view, row selection
+/// and scatter, copies, casts and device moves.
+
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "libengine/tensor/detail/kernel_support.h"
+#include "libengine/tensor/kernels.h"
+#include "libengine/tensor/tensor_impl.h"
+
+namespace actorgrad::kernels {
+
+using namespace detail;
+
+namespace {
+
+/// Copies `src` read through `strides` (in the rank of `out`) into `out`.
+Tensor gather_strided(const Tensor& src, const Shape& out_shape, const Shape& strides) {
+  auto out = empty_like(src, out_shape);
+  dispatch_dtype(src.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* ps = src.data<T>();
+    T* po = out.data<T>();
+    for_each_strided<1>(out_shape, {&strides}, [&](const auto& off) { *po++ = ps[off[0]]; });
+  });
+  return out;
+}
+
+/// Throws naming `op`, the index and the size when an index is outside [0, size).
+void check_indices(const char* op, const std::vector<std::int64_t>& index, std::int64_t size,
+                   std::int64_t dim) {
+  for (auto i : index)
+    if (i < 0 || i >= size)
+      throw std::out_of_range(std::string(op) + ": index " + std::to_string(i) +
+                              " is out of range for dimension " + std::to_string(dim) +
+                              " with size " + std::to_string(size));
+}
+
+/// Throws unless [start, start + length) lies in [0, size).
+void check_range(const char* op, std::int64_t dim, std::int64_t start, std::int64_t length,
+                 std::int64_t size) {
+  if (start < 0 || length < 0 || start + length > size)
+    throw std::out_of_range(std::string(op) + ": start " + std::to_string(start) +
+                            " and length " + std::to_string(length) +
+                            " are out of range for dimension " + std::to_string(dim) +
+                            " with size " + std::to_string(size));
+}
+
+std::vector<std::int64_t> iota(std::int64_t start, std::int64_t length) {
+  std::vector<std::int64_t> v(length);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+/// Zeros of `shape`; row index[j] along `dim` gets row j of `src` added.
+/// Arguments are already checked.
+Tensor scatter_add_rows(const Shape& shape, std::int64_t dim,
+                        const std::vector<std::int64_t>& index, const Tensor& src) {
+  auto out = Tensor::zeros(shape, src.dtype(), src.device());
+  const auto split = split_at(shape, dim);
+  const auto k = static_cast<std::int64_t>(index.size());
+  dispatch_dtype(src.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* ps = src.data<T>();
+    T* po = out.data<T>();
+    for (std::int64_t o = 0; o < split.outer; ++o)
+      for (std::int64_t j = 0; j < k; ++j) {
+        T* dst = po + (o * split.size + index[j]) * split.inner;
+        const T* row = ps + (o * k + j) * split.inner;
+        for (std::int64_t i = 0; i < split.inner; ++i)
+          dst[i] += row[i];
+      }
+  });
+  return out;
+}
+
+/// Checks that `src` has `shape` except along `dim` (and there `rows`, when
+/// given); returns `dim` wrapped.
+std::int64_t check_scatter_source(const char* op, const Shape& shape, std::int64_t dim,
+                                  const Tensor& src, std::optional<std::int64_t> rows) {
+  check_defined(op, src);
+  const auto d = wrap_dim(dim, static_cast<std::int64_t>(shape.size()));
+  bool fits = src.dim() == static_cast<std::int64_t>(shape.size());
+  for (std::int64_t i = 0; fits && i < src.dim(); ++i)
+    fits = i == d ? !rows || src.size(i) == *rows : src.size(i) == shape[i];
+  if (!fits)
+    throw std::invalid_argument(std::string(op) + ": source of shape " +
+                                shape_str(src.shape()) + " does not fit shape " +
+                                shape_str(shape) + " along dimension " + std::to_string(dim));
+  return d;
+}
+
+} // namespace
+
+Tensor expand(const Tensor& a, const Shape& shape) {
+  check_defined("expand", a);
+  if (!is_expandable_to(a.shape(), shape))
+    throw std::invalid_argument("expand: shape " + shape_str(a.shape()) +
+                                " cannot be expanded to " + shape_str(shape));
+  return gather_strided(a, shape, broadcast_strides(a.shape(), shape));
+}
+
+Tensor transpose(const Tensor& a, std::int64_t d0, std::int64_t d1) {
+  check_defined("transpose", a);
+  const auto i = wrap_dim(d0, a.dim());
+  const auto j = wrap_dim(d1, a.dim());
+  Shape shape = a.shape();
+  Shape strides = a.strides();
+  std::swap(shape[i], shape[j]);
+  std::swap(strides[i], strides[j]);
+  return gather_strided(a, shape, strides);
+}
+
+Tensor view(const Tensor& a, const Shape& shape) {
+  check_defined("view", a);
+  const auto mismatch = [&] {
+    return std::invalid_argument("view: shape " + shape_str(shape) + " is invalid for a tensor of shape " +
+                                 shape_str(a.shape()));
+  };
+  Shape resolved = shape;
+  std::int64_t known = 1;
+  std::int64_t inferred = -1;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1 && inferred < 0)
+      inferred = static_cast<std::int64_t>(d);
+    else if (shape[d] < 0)
+      throw mismatch();
+    else
+      known *= shape[d];
+  }
+  if (inferred >= 0) {
+    if (known == 0 || a.numel() % known != 0)
+      throw mismatch();
+    resolved[inferred] = a.numel() / known;
+  }
+  if (numel_of(resolved) != a.numel())
+    throw mismatch();
+  const auto& base = *a.impl();
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = base.storage;
+  impl->offset = base.offset;
+  impl->shape = std::move(resolved);
+  impl->strides = contiguous_strides(impl->shape);
+  impl->dtype = base.dtype;
+  impl->version = base.version;
+  return Tensor(std::move(impl));
+}
+
+Tensor index_select(const Tensor& a, std::int64_t dim, const std::vector<std::int64_t>& index) {
+  check_defined("index_select", a);
+  const auto d = wrap_dim(dim, a.dim());
+  check_indices("index_select", index, a.size(d), dim);
+  Shape shape = a.shape();
+  shape[d] = static_cast<std::int64_t>(index.size());
+  auto out = empty_like(a, shape);
+  const auto split = split_at(a.shape(), d);
+  const auto k = static_cast<std::int64_t>(index.size());
+  const auto row_bytes = static_cast<std::size_t>(split.inner) * element_size(a.dtype());
+  const auto* src = static_cast<const char*>(a.impl()->raw());
+  auto* dst = static_cast<char*>(out.impl()->raw());
+  for (std::int64_t o = 0; o < split.outer; ++o)
+    for (std::int64_t j = 0; j < k; ++j)
+      std::memcpy(dst + (o * k + j) * row_bytes, src + (o * split.size + index[j]) * row_bytes,
+                  row_bytes);
+  return out;
+}
+
+Tensor index_add_into_zeros(const Shape& shape, std::int64_t dim,
+                            const std::vector<std::int64_t>& index, const Tensor& src) {
+  const auto d = check_scatter_source("index_add_into_zeros", shape, dim, src,
+                                      static_cast<std::int64_t>(index.size()));
+  check_indices("index_add_into_zeros", index, shape[d], dim);
+  return scatter_add_rows(shape, d, index, src);
+}
+
+Tensor narrow(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t length) {
+  check_defined("narrow", a);
+  const auto d = wrap_dim(dim, a.dim());
+  check_range("narrow", dim, start, length, a.size(d));
+  return index_select(a, d, iota(start, length));
+}
+
+Tensor narrow_into_zeros(const Shape& shape, std::int64_t dim, std::int64_t start,
+                         const Tensor& src) {
+  const auto d = check_scatter_source("narrow_into_zeros", shape, dim, src, std::nullopt);
+  const auto length = src.size(d);
+  check_range("narrow_into_zeros", dim, start, length, shape[d]);
+  return scatter_add_rows(shape, d, iota(start, length), src);
+}
+
+Tensor clone(const Tensor& a) {
+  check_defined("clone", a);
+  auto out = empty_like(a, a.shape());
+  std::memcpy(out.impl()->raw(), a.impl()->raw(),
+              static_cast<std::size_t>(a.numel()) * element_size(a.dtype()));
+  return out;
+}
+
+Tensor cast(const Tensor& a, DType dtype) {
+  check_defined("cast", a);
+  auto out = Tensor::empty(a.shape(), dtype, a.device());
+  dispatch_dtype(a.dtype(), [&](auto from) {
+    dispatch_dtype(dtype, [&](auto to) {
+      using To = decltype(to);
+      array_of<To>(out) = const_array_of<decltype(from)>(a).template cast<To>();
+    });
+  });
+  return out;
+}
+
+Tensor to_device(const Tensor& a, Device device) {
+  check_defined("to_device", a);
+  auto out = Tensor::empty(a.shape(), a.dtype(), device);
+  std::memcpy(out.impl()->raw(), a.impl()->raw(),
+              static_cast<std::size_t>(a.numel()) * element_size(a.dtype()));
+  return out;
+}
+
+} // namespace actorgrad::kernels

@@ -1,0 +1,28 @@
+#include "libengine/tensor/storage.h"
+
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+
+namespace actorgrad {
+
+namespace {
+constexpr std::size_t alignment = 64;
+} // namespace
+
+std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device) {
+  if (device.type == DeviceType::cuda)
+    throw std::runtime_error("CUDA backend not built (allocating on " + device.str() + ")");
+  // aligned_alloc wants a size that is a multiple of the alignment (and non-zero).
+  const auto padded = (nbytes + alignment - 1) / alignment * alignment;
+  void* p = std::aligned_alloc(alignment, padded == 0 ? alignment : padded);
+  if (p == nullptr)
+    throw std::bad_alloc();
+  auto storage = std::make_shared<Storage>();
+  storage->data = std::shared_ptr<void>(p, std::free);
+  storage->nbytes = nbytes;
+  storage->device = device;
+  return storage;
+}
+
+} // namespace actorgrad

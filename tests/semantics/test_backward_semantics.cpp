@@ -1,0 +1,526 @@
+#define BOOST_TEST_MODULE backward_semantics
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "libengine/autograd.h"
+#include "libengine/autograd/graph_builder.h"
+#include "libengine/autograd/grad_mode.h"
+#include "libengine/autograd/node.h"
+#include "libengine/engine/errors.h"
+#include "libengine/engine/executor.h"
+#include "libengine/engine/graph_task.h"
+#include "libengine/ops.h"
+#include "tests/support/executor_fixture.h"
+
+using namespace actorgrad;
+
+// The macro pastes the name into an identifier: it must be unqualified.
+using actorgrad::testing::ExecutorFromEnv;
+BOOST_TEST_GLOBAL_FIXTURE(ExecutorFromEnv);
+
+namespace {
+
+// -- helpers --------------------------------------------------------------------
+
+Tensor leaf(const std::vector<double>& v, const Shape& shape) {
+  return Tensor::from_vector(v, shape).set_requires_grad(true);
+}
+Tensor leaf(const std::vector<double>& v) { return leaf(v, {static_cast<std::int64_t>(v.size())}); }
+
+/// Checks shape and values of `t` (tolerance for computed values).
+void check_values(const Tensor& t, const std::vector<double>& expected, double tol = 1e-12) {
+  BOOST_REQUIRE_MESSAGE(t.defined(), "tensor is undefined");
+  auto v = t.to_vector();
+  BOOST_REQUIRE_EQUAL(v.size(), expected.size());
+  for (std::size_t i = 0; i < v.size(); ++i)
+    BOOST_TEST(std::abs(v[i] - expected[i]) <= tol,
+               "element " << i << ": " << v[i] << " != " << expected[i]);
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+/// A BOOST_CHECK_EXCEPTION predicate: the message contains every one of
+/// `all` (case-insensitive) and, if `any` is non-empty, at least one of `any`.
+auto message_has(std::vector<std::string> all, std::vector<std::string> any = {}) {
+  return [all, any](const std::exception& e) {
+    const std::string msg = lower(e.what());
+    bool ok = true;
+    for (const auto& s : all)
+      if (msg.find(lower(s)) == std::string::npos) {
+        BOOST_TEST_MESSAGE("message lacks '" << s << "'");
+        ok = false;
+      }
+    if (!any.empty() && std::none_of(any.begin(), any.end(), [&](const std::string& s) {
+          return msg.find(lower(s)) != std::string::npos;
+        }))
+      ok = false;
+    BOOST_TEST(ok, "unexpected error message: " << e.what());
+    return ok;
+  };
+}
+
+/// After an error, a fresh backward still runs and gives the right result.
+void check_engine_still_works() {
+  auto x = leaf({1, 2, 3});
+  backward({sum(mul(x, x))});
+  check_values(x.grad(), {2, 4, 6});
+}
+
+/// A node whose backward is a user function (for hooks, errors, callbacks
+/// and hand-built graphs).
+class LambdaNode final : public Node {
+public:
+  using Fn = std::function<variable_list(variable_list&&)>;
+  LambdaNode(std::string name, Fn fn, edge_list next = {})
+      : Node(std::move(next)), name_(std::move(name)), fn_(std::move(fn)) {}
+  variable_list apply(variable_list&& grads) override { return fn_(std::move(grads)); }
+  std::string name() const override { return name_; }
+
+private:
+  std::string name_;
+  LambdaNode::Fn fn_;
+};
+
+/// y = x (a copy) whose backward is `fn`, recorded as a node named `name`.
+Tensor lambda_op(const Tensor& x, const std::string& name, LambdaNode::Fn fn) {
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = clone(x);
+  }
+  if (any_requires_grad({x}))
+    set_history(y, make_node<LambdaNode>(name, std::move(fn), collect_next_edges({x})));
+  return y;
+}
+
+variable_list identity(variable_list&& g) { return std::move(g); }
+
+/// Counts how often a node runs (with a pre-hook).
+std::shared_ptr<int> count_calls(const std::shared_ptr<Node>& fn) {
+  auto n = std::make_shared<int>(0);
+  fn->add_pre_hook([n](const variable_list&) {
+    ++*n;
+    return variable_list{};
+  });
+  return n;
+}
+
+} // namespace
+
+// -- accumulation and retain_graph ----------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(accumulation)
+
+BOOST_AUTO_TEST_CASE(leaf_grad_accumulates_across_calls_and_resets) {
+  auto x = leaf({1, 2, 3});
+  auto w = leaf({4, 5, 6});
+  auto run = [&] { sum(mul(x, w)).backward(); };
+  run();
+  check_values(x.grad(), {4, 5, 6});
+  run();
+  check_values(x.grad(), {8, 10, 12});
+  check_values(w.grad(), {2, 4, 6});
+  x.set_grad(Tensor());
+  BOOST_TEST(!x.grad().defined());
+  run();
+  check_values(x.grad(), {4, 5, 6});
+  check_values(w.grad(), {3, 6, 9});
+}
+
+BOOST_AUTO_TEST_CASE(second_backward_without_retain_graph_is_an_error) {
+  auto x = leaf({1, 2});
+  auto w = leaf({3, 4});
+  auto loss = sum(mul(x, w));
+  loss.backward();
+  BOOST_CHECK_EXCEPTION(loss.backward(), EngineError,
+                        message_has({"retain_graph"}, {"freed", "released"}));
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_CASE(retain_graph_allows_a_second_backward) {
+  auto x = leaf({1, 2});
+  auto w = leaf({3, 4});
+  auto loss = sum(mul(x, w));
+  loss.backward(Tensor(), /*retain_graph=*/true);
+  loss.backward();
+  check_values(x.grad(), {6, 8});
+  check_values(w.grad(), {2, 4});
+}
+
+BOOST_AUTO_TEST_CASE(multiple_roots_sum_their_gradients) {
+  auto x = leaf({1, 2, 3});
+  auto y1 = mul(x, 2.0);
+  auto y2 = mul(x, x);
+  auto g1 = Tensor::from_vector({1, 10, 100}, {3});
+  auto g2 = Tensor::from_vector({1, 1, 2}, {3});
+  backward({y1, y2}, {g1, g2});
+  // 2 g1 + 2 x g2
+  check_values(x.grad(), {2 + 2, 20 + 4, 200 + 12});
+}
+
+BOOST_AUTO_TEST_CASE(gradient_flowing_through_a_shared_subexpression_adds_up) {
+  auto x = leaf({2});
+  auto y = exp(x);
+  auto z = add(mul(y, 3.0), mul(y, y)); // 3e^x + e^2x
+  sum(z).backward();
+  check_values(x.grad(), {3 * std::exp(2.0) + 2 * std::exp(4.0)}, 1e-9);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// -- saved tensors --------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(in_place_change_of_a_saved_tensor_names_the_node_and_versions) {
+  auto x = Tensor::from_vector({1, 2, 3}, {3}); // does not require grad: may change in place
+  auto w = leaf({4, 5, 6});
+  auto y = mul(x, w);
+  const std::string node = y.grad_fn()->name();
+  BOOST_TEST(node.find("Mul") != std::string::npos, node);
+  BOOST_TEST(x.version() == 0u);
+  x.mul_(2);
+  x.mul_(2);
+  BOOST_TEST(x.version() == 2u);
+  BOOST_CHECK_EXCEPTION(sum(y).backward(), EngineError, message_has({node, "version", "2", "0"}));
+  BOOST_TEST(!w.grad().defined());
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_CASE(in_place_on_a_leaf_that_requires_grad_is_refused) {
+  auto x = leaf({1, 2});
+  BOOST_CHECK_EXCEPTION(x.mul_(2), std::exception,
+                        message_has({}, {"in-place", "inplace", "in place"}));
+  NoGradGuard no_grad;
+  x.mul_(2);
+  check_values(x, {2, 4});
+}
+
+// -- grad() ------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(grad_api)
+
+BOOST_AUTO_TEST_CASE(returns_only_the_requested_gradients_and_leaves_dot_grad_alone) {
+  auto x = leaf({1, 2});
+  auto w = leaf({3, 4});
+  auto y = sum(add(mul(x, w), x));
+  auto gs = grad({y}, {x});
+  BOOST_REQUIRE_EQUAL(gs.size(), 1u);
+  check_values(gs[0], {4, 5});
+  BOOST_TEST(!x.grad().defined());
+  BOOST_TEST(!w.grad().defined());
+}
+
+BOOST_AUTO_TEST_CASE(an_unused_input_is_an_error_unless_allow_unused) {
+  auto x = leaf({1, 2});
+  auto z = leaf({5});
+  auto make_y = [&] { return sum(mul(x, 2.0)); };
+  BOOST_CHECK_EXCEPTION(grad({make_y()}, {x, z}), EngineError, message_has({"allow_unused"}));
+  auto gs = grad({make_y()}, {x, z}, {}, {}, false, /*allow_unused=*/true);
+  BOOST_REQUIRE_EQUAL(gs.size(), 2u);
+  check_values(gs[0], {2, 2});
+  BOOST_TEST(!gs[1].defined());
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_CASE(grad_of_an_intermediate_tensor) {
+  auto x = leaf({1, 2});
+  auto h = mul(x, 3.0);
+  auto y = sum(mul(h, h));
+  auto gs = grad({y}, {h, x});
+  check_values(gs[0], {6, 12});
+  check_values(gs[1], {18, 36});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// -- selective execution ------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(backward_with_inputs_runs_only_the_needed_nodes) {
+  auto a = leaf({1, 2});
+  auto b = leaf({3, 4});
+  auto ya = exp(a);
+  auto yb = exp(b);
+  auto sa = sum(ya);
+  auto sb = sum(yb);
+  auto loss = add(sa, sb);
+  auto calls_a = count_calls(ya.grad_fn());
+  auto calls_b = count_calls(yb.grad_fn());
+  auto calls_sb = count_calls(sb.grad_fn());
+  backward({loss}, {}, {}, false, /*inputs=*/{a});
+  BOOST_TEST(*calls_a == 1);
+  BOOST_TEST(*calls_b == 0);
+  BOOST_TEST(*calls_sb == 0);
+  check_values(a.grad(), {std::exp(1.0), std::exp(2.0)}, 1e-12);
+  BOOST_TEST(!b.grad().defined());
+}
+
+BOOST_AUTO_TEST_CASE(backward_with_an_intermediate_input_retains_its_gradient_only) {
+  auto x = leaf({1, 2});
+  auto h = mul(x, 3.0);
+  auto loss = sum(mul(h, h));
+  backward({loss}, {}, {}, false, {h});
+  check_values(h.grad(), {6, 12});
+  BOOST_TEST(!x.grad().defined());
+}
+
+// -- hooks --------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(hooks)
+
+BOOST_AUTO_TEST_CASE(order_is_tensor_pre_hook_node_pre_hook_apply_post_hook) {
+  std::vector<std::string> log;
+  auto x = leaf({1, 2});
+  auto y = lambda_op(x, "RecordingBackward", [&](variable_list&& g) {
+    log.push_back("apply");
+    return std::move(g);
+  });
+  auto fn = y.grad_fn();
+  y.register_hook([&](const Tensor&) {
+    log.push_back("tensor_pre_hook");
+    return Tensor();
+  });
+  fn->add_pre_hook([&](const variable_list&) {
+    log.push_back("pre_hook");
+    return variable_list{};
+  });
+  fn->add_post_hook([&](const variable_list& grad_inputs, const variable_list& grad_outputs) {
+    log.push_back("post_hook");
+    BOOST_TEST(grad_inputs.size() == 1u);
+    BOOST_TEST(grad_outputs.size() == 1u);
+    return variable_list{};
+  });
+  sum(mul(y, 2.0)).backward();
+  BOOST_TEST(log == (std::vector<std::string>{"tensor_pre_hook", "pre_hook", "apply", "post_hook"}),
+             boost::test_tools::per_element());
+  check_values(x.grad(), {2, 2});
+}
+
+BOOST_AUTO_TEST_CASE(tensor_hook_replacing_the_gradient_changes_the_result) {
+  auto x = leaf({1, 2});
+  auto y = mul(x, 3.0);
+  y.register_hook([](const Tensor& g) { return mul(g, 10.0); });
+  x.register_hook([](const Tensor& g) { return add(g, 1.0); });
+  sum(y).backward();
+  check_values(x.grad(), {31, 31});
+}
+
+BOOST_AUTO_TEST_CASE(node_hooks_replacing_gradients_change_the_result) {
+  auto x = leaf({1, 2});
+  auto y = mul(x, 3.0);
+  y.grad_fn()->add_pre_hook([](const variable_list& g) { return variable_list{mul(g[0], 2.0)}; });
+  y.grad_fn()->add_post_hook(
+    [](const variable_list& in, const variable_list&) { return variable_list{add(in[0], 1.0)}; });
+  sum(y).backward();
+  check_values(x.grad(), {7, 7});
+}
+
+BOOST_AUTO_TEST_CASE(retain_grad_keeps_a_non_leaf_gradient) {
+  auto x = leaf({1, 2});
+  auto y = mul(x, 3.0);
+  auto u = mul(x, 4.0);
+  y.retain_grad();
+  BOOST_TEST(y.retains_grad());
+  sum(mul(y, y)).backward();
+  check_values(y.grad(), {6, 12});
+  check_values(x.grad(), {18, 36});
+  BOOST_TEST(!u.grad().defined());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// -- higher order ------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(create_graph_gives_the_second_derivative_of_a_cube) {
+  auto x = leaf({1, 2, -3});
+  auto y = sum(pow(x, 3.0));
+  auto g = grad({y}, {x}, {}, {}, /*create_graph=*/true);
+  check_values(g[0], {3, 12, 27}, 1e-10);
+  BOOST_TEST(g[0].requires_grad());
+  auto h = grad({sum(g[0])}, {x}, {}, /*retain_graph=*/true);
+  check_values(h[0], {6, 12, -18}, 1e-10);
+  BOOST_TEST(!x.grad().defined());
+  // backward of a gradient accumulates the second derivative into .grad
+  sum(g[0]).backward();
+  check_values(x.grad(), {6, 12, -18}, 1e-10);
+}
+
+BOOST_AUTO_TEST_CASE(backward_with_create_graph_leaves_a_differentiable_grad) {
+  auto x = leaf({2});
+  sum(mul(mul(x, x), x)).backward(Tensor(), true, /*create_graph=*/true);
+  check_values(x.grad(), {12}, 1e-12);
+  BOOST_TEST(x.grad().requires_grad());
+  auto h = grad({sum(x.grad())}, {x});
+  check_values(h[0], {12}, 1e-12);
+}
+
+// -- anomaly mode -------------------------------------------------------------------------
+
+namespace {
+/// x = 0: y = x^0.5 = 0 is fine forward; backward gets 0 * inf = NaN in PowBackward.
+struct NanInBackward {
+  Tensor x = leaf({0.0, 1.0});
+  Tensor y = pow(x, 0.5);
+  Tensor loss = sum(mul(y, Tensor::from_vector({0.0, 1.0}, {2})));
+};
+} // namespace
+
+BOOST_AUTO_TEST_CASE(anomaly_mode_names_the_node_that_produced_nan) {
+  NanInBackward g;
+  const std::string node = g.y.grad_fn()->name();
+  BOOST_TEST(node.find("Pow") != std::string::npos, node);
+  {
+    DetectAnomalyGuard anomaly;
+    BOOST_CHECK_EXCEPTION(g.loss.backward(), EngineError, message_has({node, "nan"}));
+  }
+  BOOST_TEST(!AnomalyMode::is_enabled());
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_CASE(without_anomaly_mode_nan_flows_through) {
+  NanInBackward g;
+  BOOST_CHECK_NO_THROW(g.loss.backward());
+  BOOST_REQUIRE(g.x.grad().defined());
+  auto v = g.x.grad().to_vector();
+  BOOST_TEST(std::isnan(v[0]));
+  BOOST_TEST(std::abs(v[1] - 0.5) < 1e-12);
+}
+
+// -- bad inputs ---------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(bad_inputs)
+
+BOOST_AUTO_TEST_CASE(grad_tensor_of_the_wrong_shape_names_both_shapes) {
+  auto x = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto y = mul(x, 2.0);
+  BOOST_CHECK_EXCEPTION(backward({y}, {Tensor::ones({3, 2})}), EngineError,
+                        message_has({"[2, 3]", "[3, 2]"}));
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_CASE(empty_root_list) {
+  BOOST_CHECK_EXCEPTION(backward({}), EngineError, message_has({}, {"empty", "no tensor", "no root"}));
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_CASE(root_that_does_not_require_grad) {
+  auto x = Tensor::ones({2});
+  BOOST_CHECK_EXCEPTION(backward({sum(x)}), EngineError, message_has({"require"}));
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_CASE(non_scalar_root_without_grad_tensors) {
+  auto x = leaf({1, 2});
+  BOOST_CHECK_EXCEPTION(backward({mul(x, 2.0)}), EngineError, message_has({"scalar"}));
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_CASE(hand_built_cycle_is_refused_naming_a_node_on_it) {
+  auto meta = Tensor::zeros({1});
+  // root -> CycleA -> CycleB -> CycleA
+  auto a = make_node<LambdaNode>("CycleA", identity, edge_list{Edge{}});
+  auto b = make_node<LambdaNode>("CycleB", identity, edge_list{Edge{a, 0}});
+  auto root = make_node<LambdaNode>("CycleRoot", identity, edge_list{Edge{a, 0}});
+  for (auto& n : {a, b, root})
+    n->add_input_metadata(meta);
+  a->set_next_edge(0, Edge{b, 0});
+  BOOST_CHECK_EXCEPTION(
+    default_executor().execute({Edge{root, 0}}, {Tensor::ones({1})}, ExecuteOptions{}, {}),
+    EngineError, message_has({"cycle"}, {"CycleA", "CycleB"}));
+  a->set_next_edge(0, Edge{}); // break the reference cycle
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_CASE(exception_in_a_node_reaches_the_caller_naming_the_node) {
+  auto x = leaf({1, 2});
+  auto y = lambda_op(x, "ExplodingBackward", [](variable_list&&) -> variable_list {
+    throw std::runtime_error("boom in backward");
+  });
+  BOOST_CHECK_EXCEPTION(sum(y).backward(), EngineError,
+                        message_has({"ExplodingBackward", "boom in backward"}));
+  BOOST_TEST(!x.grad().defined());
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_CASE(node_returning_a_gradient_of_the_wrong_shape_is_named) {
+  auto x = leaf({1, 2, 3}, {3});
+  auto y = lambda_op(x, "BadShapeBackward",
+                     [](variable_list&&) { return variable_list{Tensor::ones({2, 2})}; });
+  BOOST_CHECK_EXCEPTION(sum(y).backward(), EngineError,
+                        message_has({"BadShapeBackward", "[2, 2]", "[3]"}));
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// -- final callbacks ------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(queue_callback_runs_once_after_the_backward_completes) {
+  std::vector<std::string> log;
+  int callbacks = 0;
+  bool grad_ready_in_callback = false;
+  auto x = leaf({1, 2});
+  auto y = lambda_op(x, "QueueingBackward", [&](variable_list&& g) {
+    log.push_back("node");
+    queue_callback([&] {
+      ++callbacks;
+      grad_ready_in_callback = x.grad().defined();
+      log.push_back("callback");
+    });
+    return std::move(g);
+  });
+  x.register_hook([&](const Tensor&) {
+    log.push_back("leaf");
+    return Tensor();
+  });
+  sum(y).backward();
+  BOOST_TEST(callbacks == 1);
+  BOOST_TEST(grad_ready_in_callback);
+  BOOST_TEST(log == (std::vector<std::string>{"node", "leaf", "callback"}),
+             boost::test_tools::per_element());
+  sum(mul(x, 1.0)).backward(); // a later backward does not run it again
+  BOOST_TEST(callbacks == 1);
+}
+
+BOOST_AUTO_TEST_CASE(queue_callback_outside_a_backward_throws) {
+  BOOST_CHECK_THROW(queue_callback([] {}), std::exception);
+}
+
+// -- graph construction ---------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(no_grad_builds_no_graph) {
+  auto x = leaf({1, 2});
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    BOOST_TEST(!GradMode::is_enabled());
+    y = mul(exp(x), 2.0);
+  }
+  BOOST_TEST(GradMode::is_enabled());
+  BOOST_TEST(!y.requires_grad());
+  BOOST_TEST(!y.grad_fn());
+  BOOST_TEST(y.is_leaf());
+  auto z = mul(x, 2.0);
+  BOOST_TEST(z.requires_grad());
+  BOOST_TEST((z.grad_fn() != nullptr));
+}
+
+BOOST_AUTO_TEST_CASE(detach_stops_gradients) {
+  auto x = leaf({1, 2});
+  auto y = mul(x, 2.0);
+  auto d = y.detach();
+  BOOST_TEST(!d.requires_grad());
+  BOOST_TEST(!d.grad_fn());
+  sum(mul(d, x)).backward();
+  check_values(x.grad(), {2, 4}); // d, not 2d: no gradient through y
+}

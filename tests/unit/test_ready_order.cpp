@@ -1,0 +1,125 @@
+#define BOOST_TEST_MODULE ready_order
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "libengine/engine/node_task.h"
+
+using namespace actorgrad;
+
+namespace {
+
+struct DummyNode final : Node {
+  variable_list apply(variable_list&&) override { return {}; }
+};
+
+/// Nodes in creation order: nodes[i+1] has a higher sequence_nr than nodes[i].
+std::vector<std::shared_ptr<Node>> make_nodes(int n) {
+  std::vector<std::shared_ptr<Node>> nodes;
+  for (int i = 0; i < n; ++i)
+    nodes.push_back(make_node<DummyNode>());
+  return nodes;
+}
+
+NodeTask task(const std::shared_ptr<Node>& fn, int depth) {
+  return NodeTask{nullptr, fn, InputBuffer{}, depth, false};
+}
+
+/// True when `a` is popped before `b`.
+bool runs_before(const NodeTask& a, const NodeTask& b) { return ReadyOrder{}(b, a); }
+
+/// What the order can tell apart: (shutdown, wake-up, depth, sequence_nr).
+/// Wake-ups are all equivalent, whatever their depth.
+std::tuple<bool, bool, int, std::uint64_t> key(const NodeTask& t) {
+  if (t.shutdown)
+    return {true, false, 0, 0};
+  if (!t.fn)
+    return {false, true, 0, 0};
+  return {false, false, t.reentrant_depth, t.fn->sequence_nr()};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(sequence_numbers_increase_with_creation) {
+  auto nodes = make_nodes(3);
+  BOOST_TEST(nodes[0]->sequence_nr() < nodes[1]->sequence_nr());
+  BOOST_TEST(nodes[1]->sequence_nr() < nodes[2]->sequence_nr());
+}
+
+BOOST_AUTO_TEST_CASE(pairwise_rules) {
+  auto nodes = make_nodes(2);
+  auto older = nodes[0], newer = nodes[1];
+  const auto shutdown = NodeTask::make_shutdown();
+  const auto wake = NodeTask::wake_up(0);
+  const auto deep_wake = NodeTask::wake_up(7);
+
+  // shutdown beats everything
+  BOOST_TEST(runs_before(shutdown, wake));
+  BOOST_TEST(!runs_before(wake, shutdown));
+  BOOST_TEST(runs_before(shutdown, task(newer, 9)));
+  BOOST_TEST(!runs_before(task(newer, 9), shutdown));
+  // wake-ups beat node tasks of any depth, and tie with each other
+  BOOST_TEST(runs_before(wake, task(newer, 9)));
+  BOOST_TEST(!runs_before(task(newer, 9), wake));
+  BOOST_TEST(!runs_before(wake, deep_wake));
+  BOOST_TEST(!runs_before(deep_wake, wake));
+  // higher reentrant depth beats higher sequence_nr
+  BOOST_TEST(runs_before(task(older, 2), task(newer, 1)));
+  BOOST_TEST(!runs_before(task(newer, 1), task(older, 2)));
+  // same depth: the later-created node first
+  BOOST_TEST(runs_before(task(newer, 3), task(older, 3)));
+  BOOST_TEST(!runs_before(task(older, 3), task(newer, 3)));
+  // irreflexive on node tasks
+  BOOST_TEST(!runs_before(task(older, 3), task(older, 3)));
+}
+
+BOOST_AUTO_TEST_CASE(heap_pops_in_sorted_order_for_random_tasks) {
+  std::mt19937 rng(12345);
+  for (int round = 0; round < 20; ++round) {
+    auto nodes = make_nodes(40);
+    std::vector<NodeTask> tasks;
+    std::uniform_int_distribution<int> depth(0, 3), pick(0, 39), kind(0, 9);
+    for (int i = 0; i < 60; ++i) {
+      const int k = kind(rng);
+      if (k == 0)
+        tasks.push_back(NodeTask::wake_up(depth(rng)));
+      else // a node may appear in several tasks (several GraphTasks)
+        tasks.push_back(task(nodes[static_cast<std::size_t>(pick(rng))], depth(rng)));
+    }
+    if (round % 2 == 0) // at most one shutdown: two shutdowns are not ordered strictly
+      tasks.push_back(NodeTask::make_shutdown());
+    std::shuffle(tasks.begin(), tasks.end(), rng);
+
+    ReadyHeap heap;
+    for (const auto& t : tasks)
+      heap.push(NodeTask(t));
+    BOOST_TEST(heap.size() == tasks.size());
+
+    auto expected = tasks;
+    std::sort(expected.begin(), expected.end(), runs_before);
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      BOOST_REQUIRE(!heap.empty());
+      BOOST_TEST((key(heap.top()) == key(expected[i])), "round " << round << " position " << i);
+      NodeTask popped = heap.pop();
+      BOOST_TEST((key(popped) == key(expected[i])), "round " << round << " position " << i);
+    }
+    BOOST_TEST(heap.empty());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(heap_moves_the_task_out_intact) {
+  auto nodes = make_nodes(1);
+  ReadyHeap heap;
+  InputBuffer buf(2);
+  buf[1] = Tensor::ones({2});
+  heap.push(NodeTask{nullptr, nodes[0], std::move(buf), 4, false});
+  NodeTask t = heap.pop();
+  BOOST_TEST(t.fn == nodes[0]);
+  BOOST_TEST(t.reentrant_depth == 4);
+  BOOST_REQUIRE(t.inputs.size() == 2u);
+  BOOST_TEST(!t.inputs[0].defined());
+  BOOST_TEST(t.inputs[1].defined());
+}

@@ -1,0 +1,15 @@
+#pragma once
+/// @file commands.h
+/// Subcommands of the `actorgrad` command line. Each lives in its own file
+/// (train.cpp, ...) and is registered in the table in main.cpp.
+
+namespace actorgrad::cli {
+
+/// `actorgrad train`: trains a small MLP on two spirals (train.cpp).
+/// `argv[0]` is "train"; returns the process exit code.
+int run_train(int argc, char** argv);
+
+/// Exit code for a bad command line (unknown flag, bad value).
+inline constexpr int kUsageError = 2;
+
+} // namespace actorgrad::cli

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for actorgrad and builds it into build/.
+#
+#   tools/setup.sh                    build dependencies, then configure + build
+#   tools/setup.sh --with-test-deps   also libtorch-dev (the gradient cross-check
+#                                     test) and chromium (the trace screenshot test)
+#   tools/setup.sh --no-build         install packages only
+#
+# Idempotent: packages already installed are not touched, `apt-get update`
+# runs only when something is missing, and a configured build/ is reused.
+# Environment: BUILD_DIR (default build), BUILD_TYPE (default Release).
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${BUILD_DIR:-build}"
+build_type="${BUILD_TYPE:-Release}"
+with_test_deps=0
+do_build=1
+for arg in "$@"; do
+  case "$arg" in
+    --with-test-deps) with_test_deps=1 ;;
+    --no-build) do_build=0 ;;
+    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+packages=(cmake g++ make ccache libcaf-dev libboost-test-dev libbenchmark-dev libeigen3-dev)
+if [[ $with_test_deps == 1 ]]; then
+  packages+=(libtorch-dev chromium)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" != "install ok installed" ]]; then
+    missing+=("$p")
+  fi
+done
+
+if (( ${#missing[@]} > 0 )); then
+  if [[ $(id -u) == 0 ]]; then
+    sudo=()
+  elif command -v sudo >/dev/null; then
+    sudo=(sudo)
+  else
+    echo "setup.sh: missing packages (${missing[*]}) and not root, and sudo is not installed" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake_args=(-S "$repo_root" -B "$repo_root/$build_dir" -DCMAKE_BUILD_TYPE="$build_type")
+if [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  echo "CUDA found: $(/usr/local/cuda/bin/nvcc --version | tail -n 1)"
+  cmake_args+=(--no-warn-unused-cli -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+else
+  echo "CUDA not found: building without the CUDA backend"
+fi
+
+if [[ $do_build == 1 ]]; then
+  cmake "${cmake_args[@]}" >/dev/null
+  cmake --build "$repo_root/$build_dir" -j"$(nproc)"
+fi
