@@ -6,6 +6,7 @@
 #include <caf/send.hpp>
 
 #include "actors/detail/engine_core.h"
+#include "actors/detail/reentrant_pool.h"
 #include "actors/detail/task_runner.h"
 #include "actors/messages.h"
 #include "libengine/engine/call_args.h"
@@ -29,16 +30,24 @@ int reentrant_depth_here() {
 
 Engine::Engine(EngineConfig config)
   : own_config_(make_system_config(config)),
-    own_system_(std::make_unique<caf::actor_system>(*own_config_)),
-    core_(std::make_shared<detail::EngineCore>(*own_system_, std::move(config))) {
-  for (std::size_t i = 0; i < core_->num_workers; ++i)
-    core_->spawn_worker(core_->workers[i]);
+    own_system_(std::make_unique<caf::actor_system>(*own_config_)) {
+  start(std::move(config));
 }
 
-Engine::Engine(caf::actor_system& system, EngineConfig config)
-  : core_(std::make_shared<detail::EngineCore>(system, std::move(config))) {
+Engine::Engine(caf::actor_system& system, EngineConfig config) : own_system_(nullptr) {
+  core_ = std::make_shared<detail::EngineCore>(system, std::move(config));
+  spawn_actors();
+}
+
+void Engine::start(EngineConfig config) {
+  core_ = std::make_shared<detail::EngineCore>(*own_system_, std::move(config));
+  spawn_actors();
+}
+
+void Engine::spawn_actors() {
   for (std::size_t i = 0; i < core_->num_workers; ++i)
     core_->spawn_worker(core_->workers[i]);
+  core_->pool = core_->system.spawn<detail::ReentrantPool>(core_);
 }
 
 Engine::~Engine() {
@@ -50,6 +59,8 @@ Engine::~Engine() {
       caf::anon_send<caf::message_priority::high>(w, msg::Shutdown{});
       self->wait_for(w);
     }
+    caf::anon_send<caf::message_priority::high>(core_->pool, msg::Shutdown{});
+    self->wait_for(core_->pool);
   }
   core_.reset();
   own_system_.reset(); // waits for every actor it still runs
@@ -59,6 +70,7 @@ variable_list Engine::execute(const edge_list& roots, variable_list root_grads,
                               const ExecuteOptions& options, const edge_list& outputs) {
   auto [task, first] =
     GraphTask::create(roots, std::move(root_grads), options, outputs, reentrant_depth_here());
+  task->executor = this;
   // A call made inside a node (reentrant backward) is coordinated by the
   // actor running that node, which keeps serving its own heap meanwhile.
   auto* runner = detail::TaskRunner::current();
@@ -77,8 +89,8 @@ namespace {
 // `finish(captured gradients)`: errors of the call, from its arguments to
 // its nodes, arrive through the future.
 template <class R, class Finish>
-std::future<R> run_async(const std::shared_ptr<detail::EngineCore>& core, BackwardCall call,
-                         Finish finish) {
+std::future<R> run_async(Executor* engine, const std::shared_ptr<detail::EngineCore>& core,
+                         BackwardCall call, Finish finish) {
   auto promise = std::make_shared<std::promise<R>>();
   auto result = promise->get_future();
   auto complete = [promise, finish](const std::shared_ptr<GraphTask>& task) {
@@ -92,6 +104,7 @@ std::future<R> run_async(const std::shared_ptr<detail::EngineCore>& core, Backwa
   try {
     auto created = std::make_shared<std::pair<std::shared_ptr<GraphTask>, NodeTask>>(
       GraphTask::create(call.roots, std::move(call.root_grads), call.options, call.outputs, 0));
+    created->first->executor = engine;
     core->system.spawn([core, created, promise, complete](caf::blocking_actor* self) {
       auto& [task, first] = *created;
       try {
@@ -113,7 +126,7 @@ std::future<R> run_async(const std::shared_ptr<detail::EngineCore>& core, Backwa
 std::future<variable_list> Engine::execute_async(edge_list roots, variable_list root_grads,
                                                  ExecuteOptions options, edge_list outputs) {
   BackwardCall call{std::move(roots), std::move(root_grads), options, std::move(outputs)};
-  return run_async<variable_list>(core_, std::move(call), [](variable_list v) { return v; });
+  return run_async<variable_list>(this, core_, std::move(call), [](variable_list v) { return v; });
 }
 
 std::future<void> Engine::backward_async(const variable_list& tensors,
@@ -121,7 +134,7 @@ std::future<void> Engine::backward_async(const variable_list& tensors,
                                          std::optional<bool> retain_graph, bool create_graph,
                                          const variable_list& inputs) {
   auto call = make_backward_call(tensors, grad_tensors, retain_graph, create_graph, inputs);
-  return run_async<void>(core_, std::move(call), [](const variable_list&) {});
+  return run_async<void>(this, core_, std::move(call), [](const variable_list&) {});
 }
 
 std::future<variable_list> Engine::grad_async(const variable_list& outputs,
@@ -130,7 +143,7 @@ std::future<variable_list> Engine::grad_async(const variable_list& outputs,
                                               std::optional<bool> retain_graph, bool create_graph,
                                               bool allow_unused) {
   auto call = make_grad_call(outputs, inputs, grad_outputs, retain_graph, create_graph);
-  return run_async<variable_list>(core_, std::move(call), [inputs, allow_unused](variable_list v) {
+  return run_async<variable_list>(this, core_, std::move(call), [inputs, allow_unused](variable_list v) {
     return check_grad_results(std::move(v), inputs, allow_unused);
   });
 }
@@ -138,5 +151,9 @@ std::future<variable_list> Engine::grad_async(const variable_list& outputs,
 caf::actor_system& Engine::system() { return core_->system; }
 const EngineConfig& Engine::config() const { return core_->config; }
 caf::actor Engine::worker(Device device) const { return core_->worker(device); }
+
+EngineStats Engine::stats() const {
+  return {core_->max_reentrant_frames.load(), core_->handoffs.load(), core_->pool_workers.load()};
+}
 
 } // namespace actorgrad

@@ -21,6 +21,17 @@ namespace detail {
 struct EngineCore;
 }
 
+/// Counters of reentrant execution.
+struct EngineStats {
+  /// Most reentrant backward calls seen nested on one thread (never above
+  /// EngineConfig::max_recursion_depth).
+  int max_reentrant_frames_per_thread = 0;
+  /// Reentrant calls handed to the pool at the depth limit.
+  std::int64_t handoffs = 0;
+  /// Pool workers spawned (the pool reuses idle ones).
+  int pool_workers = 0;
+};
+
 /// Runs backward passes on actors (DESIGN.md section 2).
 ///
 /// - A synchronous call (execute, or the public API with this engine as the
@@ -70,8 +81,13 @@ public:
   const EngineConfig& config() const;
   /// The current DeviceWorker of `device` (throws if not served).
   caf::actor worker(Device device) const;
+  /// Counters of reentrant execution since the engine started.
+  EngineStats stats() const;
 
 private:
+  void start(EngineConfig config);
+  void spawn_actors();
+
   std::unique_ptr<caf::actor_system_config> own_config_;
   std::unique_ptr<caf::actor_system> own_system_;
   std::shared_ptr<detail::EngineCore> core_;

@@ -2,9 +2,12 @@
 /// @file messages.h
 /// Every message the actor engine sends, in one place.
 ///
-/// Where they are sent:   TaskRunner::deliver, TaskRunner::finish_task,
-///                        Engine::start_on_owner, Engine::~Engine.
-/// Where they are handled: TaskRunner::handle (task_runner.cpp).
+/// Where they are sent:    TaskRunner::{coordinate, deliver, finish_one,
+///                         coordinate_in_pool, serve_handoff}, ReentrantPool,
+///                         Engine::~Engine.
+/// Where they are handled: TaskRunner::handle and TaskRunner::coordinate_in_pool
+///                         (task_runner.cpp), ReentrantPool/PoolWorker::act
+///                         (reentrant_pool.cpp).
 ///
 /// These messages stay inside one process and carry shared_ptrs to engine
 /// state, so they are declared with CAF_ALLOW_UNSAFE_MESSAGE_TYPE (CAF 0.17's
@@ -13,7 +16,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
+#include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
 
 #include "libengine/autograd/edge.h"
@@ -44,8 +49,41 @@ struct WakeUp {
   std::uint64_t task_id;
 };
 
-/// Stops a DeviceWorker (sent with high priority; ranks first in the heap).
+/// Stops a DeviceWorker, the ReentrantPool or a pool worker (sent with
+/// high priority; ranks first in a worker's heap).
 struct Shutdown {};
+
+/// A reentrant call past max_recursion_depth: the calling actor hands its
+/// whole ready queue (heap and identity) and the nested GraphTask to a pool
+/// worker, which serves both until the nested task completes. Sent to the
+/// ReentrantPool, which forwards it to an idle (or new) pool worker.
+struct Handoff {
+  std::shared_ptr<GraphTask> task;
+  NodeTask first;
+  ReadyHeap heap;
+  /// Identity of the queue handed over (see TaskContext::coordinator_queue).
+  const void* queue;
+  /// The device whose nodes the queue holds, for a DeviceWorker's queue.
+  std::optional<Device> worker_device;
+  /// The actor waiting for its queue back.
+  caf::actor requester;
+};
+
+/// A pool worker tells the requester it now serves its queue: from here on
+/// the requester forwards what reaches its mailbox to `worker`.
+struct Serving {
+  caf::actor worker;
+};
+
+/// The queue goes back to the requester once the nested task completed.
+struct HandBack {
+  ReadyHeap heap;
+};
+
+/// A pool worker is free again (sent to the ReentrantPool).
+struct Idle {
+  caf::actor worker;
+};
 
 } // namespace actorgrad::msg
 
@@ -53,3 +91,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Grad)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::WakeUp)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Shutdown)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Handoff)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Serving)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::HandBack)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Idle)

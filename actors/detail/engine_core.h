@@ -34,6 +34,16 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   std::size_t num_workers = 0;
   /// Set by ~Engine: a worker that stops now is not respawned.
   std::atomic<bool> shutting_down{false};
+  /// The ReentrantPool (serves reentrant calls past max_recursion_depth).
+  caf::actor pool;
+
+  // -- statistics (read by Engine::stats) ---------------------------------
+  /// Most reentrant frames seen nested on one thread.
+  std::atomic<int> max_reentrant_frames{0};
+  /// Reentrant calls handed to the pool.
+  std::atomic<std::int64_t> handoffs{0};
+  /// Pool workers spawned so far.
+  std::atomic<int> pool_workers{0};
 
   /// The slot of `d`, or null when the engine does not serve it.
   WorkerSlot* slot(Device d) const;

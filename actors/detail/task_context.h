@@ -19,9 +19,11 @@ struct TaskContext {
   /// The actor that coordinates the task and runs its CPU nodes (empty
   /// handle for a caller that needs no mailbox: a CPU-only task).
   caf::actor coordinator;
-  /// Identity of the coordinator's runner (compared, never dereferenced
-  /// by other actors).
-  const TaskRunner* coordinator_runner = nullptr;
+  /// Identity of the ready queue that runs the task's CPU nodes: the
+  /// coordinator's, or (after a depth handoff) the queue of the actor that
+  /// made the reentrant call, now served by a pool worker. Compared, never
+  /// dereferenced.
+  const void* coordinator_queue = nullptr;
   /// Snapshot of the workers of the task's devices.
   std::vector<std::pair<Device, caf::actor>> workers;
 

@@ -3,7 +3,6 @@
 #include <caf/send.hpp>
 #include <caf/system_messages.hpp>
 
-#include "actors/messages.h"
 #include "libengine/engine/errors.h"
 #include "libengine/engine/evaluate.h"
 
@@ -16,9 +15,9 @@ namespace actorgrad::detail {
 // decrements it only *after* it finished the task or handled the message,
 // having first counted whatever that produced. So the count can only reach
 // zero when no work of the task is left anywhere. The actor whose decrement
-// reaches zero tells the coordinator with a msg::WakeUp, unless it is the
-// coordinator, whose loop checks the count after every message and task.
-// A WakeUp that arrives after its task was done is harmless.
+// reaches zero tells the coordinator with a msg::WakeUp, unless it serves
+// the coordinator's queue, whose loop checks the count after every message
+// and task. A WakeUp that arrives after its task was done is harmless.
 //
 // Note [Errors]
 // The first error wins (GraphTask::set_error). Afterwards every actor still
@@ -27,15 +26,41 @@ namespace actorgrad::detail {
 // dead worker ends the wait early: its share of the count is lost, and the
 // coordinator, which monitors the workers of its task, fails the task when
 // it sees the worker's down message.
+//
+// Note [Reentrant backward and the depth handoff]
+// A node that calls backward runs inside run_task, inside this actor's
+// loop. The nested GraphTask is coordinated by the same runner, with the
+// same heap and mailbox (coordinate is simply called again): the nested
+// loop keeps serving everything this actor owns, other tasks included,
+// and the nested task's tasks run first because they are deeper. Each such
+// frame costs stack, so after max_recursion_depth nested frames on one
+// thread the runner hands its whole queue (heap + identity, `queue_`) and
+// the nested task to a pool worker and waits. While it waits, every message
+// that reaches its mailbox is forwarded to that worker, which owns the
+// queue meanwhile; down messages are handled here, because the frames they
+// abort are here. When the nested task completes, the pool worker drains
+// its mailbox into the heap and hands the queue back (msg::HandBack); a
+// message forwarded after that final drain reaches the pool worker when it
+// no longer serves the queue, and is routed back by ownership (handle()
+// re-delivers whatever is not owned by the queue it serves). Message order
+// between two actors is FIFO, so Serving precedes HandBack and the
+// requester never loses track of who holds its queue.
 
 namespace {
 thread_local TaskRunner* current_runner = nullptr;
+
+void raise_max(std::atomic<int>& max, int value) {
+  int seen = max.load(std::memory_order_relaxed);
+  while (value > seen && !max.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
 } // namespace
 
 TaskRunner::TaskRunner(EngineCore& core, caf::blocking_actor* self,
                        std::optional<Device> worker_device)
   : core_(core),
     self_(self),
+    queue_(this),
     worker_device_(worker_device),
     device_(worker_device.value_or(Device::cpu())),
     prev_current_(current_runner) {
@@ -55,24 +80,44 @@ void TaskRunner::ensure_mailbox() {
 
 std::shared_ptr<TaskContext> TaskRunner::make_context(const GraphTask& task) {
   auto ctx = std::make_shared<TaskContext>();
-  ctx->coordinator_runner = this;
-  if (task.devices().empty())
-    return ctx; // CPU only: every node runs here, no message is ever sent
+  ctx->coordinator_queue = queue_;
+  if (task.devices().empty() && !worker_device_)
+    return ctx; // CPU only, on a caller: every node runs here, no message is sent
   ensure_mailbox();
   ctx->coordinator = caf::actor_cast<caf::actor>(self_);
   for (Device d : task.devices()) {
     caf::actor w = core_.worker(d); // throws naming the served devices
-    self_->monitor(w);
+    if (w != ctx->coordinator)
+      self_->monitor(w);
     ctx->workers.emplace_back(d, std::move(w));
   }
   return ctx;
 }
 
 bool TaskRunner::owned_here(const TaskContext& ctx, Device d) const {
-  return d.is_cpu() ? ctx.coordinator_runner == this : (worker_device_ && *worker_device_ == d);
+  return d.is_cpu() ? ctx.coordinator_queue == queue_ : (worker_device_ && *worker_device_ == d);
 }
 
 void TaskRunner::coordinate(const std::shared_ptr<GraphTask>& task, NodeTask&& first) {
+  const bool reentrant = current_graph_task() != nullptr;
+  if (reentrant && reentrant_frames_ >= core_.config.max_recursion_depth) {
+    coordinate_in_pool(task, std::move(first));
+    return;
+  }
+  if (reentrant) {
+    ++reentrant_frames_;
+    raise_max(core_.max_reentrant_frames, reentrant_frames_);
+  }
+  try {
+    coordinate_here(task, std::move(first));
+  } catch (...) {
+    reentrant_frames_ -= reentrant ? 1 : 0;
+    throw;
+  }
+  reentrant_frames_ -= reentrant ? 1 : 0;
+}
+
+void TaskRunner::coordinate_here(const std::shared_ptr<GraphTask>& task, NodeTask&& first) {
   auto ctx = make_context(*task);
   task->executor_data = ctx;
   task->outstanding_tasks.store(1, std::memory_order_relaxed);
@@ -84,16 +129,50 @@ void TaskRunner::coordinate(const std::shared_ptr<GraphTask>& task, NodeTask&& f
 
   frames_.push_back({task.get()});
   const std::size_t frame = frames_.size() - 1;
-  while (task->outstanding_tasks.load(std::memory_order_acquire) != 0 && !frames_[frame].aborted) {
+  auto waiting = [&] {
+    return task->outstanding_tasks.load(std::memory_order_acquire) != 0 && !frames_[frame].aborted;
+  };
+  while (waiting()) {
     drain_mailbox();
     if (!heap_.empty())
       run_task(heap_.pop());
-    else if (task->outstanding_tasks.load(std::memory_order_acquire) != 0 && !frames_[frame].aborted)
+    else if (waiting())
       await_message(); // the rest of the task is on other actors
   }
   frames_.pop_back();
   for (const auto& [device, worker] : ctx->workers)
-    self_->demonitor(worker);
+    if (worker != ctx->coordinator)
+      self_->demonitor(worker);
+}
+
+void TaskRunner::coordinate_in_pool(const std::shared_ptr<GraphTask>& task, NodeTask&& first) {
+  ensure_mailbox();
+  core_.handoffs.fetch_add(1, std::memory_order_relaxed);
+  caf::anon_send(core_.pool, msg::Handoff{task, std::move(first), std::move(heap_), queue_,
+                                          worker_device_, caf::actor_cast<caf::actor>(self_)});
+  heap_ = ReadyHeap{};
+  caf::actor server;
+  std::vector<caf::mailbox_element_ptr> early; // arrived before Serving
+  for (;;) {
+    auto element = self_->dequeue();
+    auto& content = element->content();
+    if (content.match_elements<msg::HandBack>()) {
+      heap_ = std::move(content.get_mutable_as<msg::HandBack>(0).heap);
+      return;
+    }
+    if (content.match_elements<msg::Serving>()) {
+      server = content.get_as<msg::Serving>(0).worker;
+      for (auto& e : early)
+        server->enqueue(std::move(e), nullptr);
+      early.clear();
+    } else if (content.match_elements<caf::down_msg>() || content.match_elements<caf::exit_msg>()) {
+      handle(*element);
+    } else if (server) {
+      server->enqueue(std::move(element), nullptr);
+    } else {
+      early.push_back(std::move(element));
+    }
+  }
 }
 
 void TaskRunner::serve() {
@@ -108,6 +187,25 @@ void TaskRunner::serve() {
       return;
     run_task(std::move(t));
   }
+}
+
+void TaskRunner::serve_handoff(msg::Handoff&& h) {
+  queue_ = h.queue;
+  worker_device_ = h.worker_device;
+  device_ = h.worker_device.value_or(Device::cpu());
+  heap_ = std::move(h.heap);
+  caf::anon_send(h.requester, msg::Serving{caf::actor_cast<caf::actor>(self_)});
+  // The handed-off call is a reentrant frame on this thread too, so no
+  // thread ever holds more than max_recursion_depth of them.
+  reentrant_frames_ = 1;
+  raise_max(core_.max_reentrant_frames, reentrant_frames_);
+  coordinate_here(h.task, std::move(h.first));
+  reentrant_frames_ = 0;
+  drain_mailbox(); // what the requester forwarded so far belongs in its heap
+  caf::anon_send(h.requester, msg::HandBack{std::move(heap_)});
+  heap_ = ReadyHeap{};
+  queue_ = this;
+  worker_device_.reset();
 }
 
 void TaskRunner::run_task(NodeTask&& t) {
@@ -156,7 +254,7 @@ void TaskRunner::finish_one(const std::shared_ptr<GraphTask>& task) {
   if (task->outstanding_tasks.fetch_sub(1, std::memory_order_acq_rel) != 1)
     return;
   const TaskContext& ctx = context_of(*task);
-  if (ctx.coordinator_runner != this)
+  if (ctx.coordinator_queue != queue_)
     caf::anon_send(ctx.coordinator, msg::WakeUp{task->id});
 }
 
@@ -180,6 +278,12 @@ void TaskRunner::handle(caf::mailbox_element& element) {
   auto& content = element.content();
   if (content.match_elements<msg::Grad>()) {
     auto& m = content.get_mutable_as<msg::Grad>(0);
+    const TaskContext& ctx = context_of(*m.task);
+    Device owner = m.next.function->device();
+    if (!owned_here(ctx, owner)) { // see Note [Reentrant backward and the depth handoff]
+      caf::anon_send(owner.is_cpu() ? ctx.coordinator : ctx.worker(owner), std::move(m));
+      return;
+    }
     if (!m.task->has_error()) {
       try {
         accept_local(m.task, m.next, std::move(m.grad));
@@ -189,7 +293,13 @@ void TaskRunner::handle(caf::mailbox_element& element) {
     }
     finish_one(m.task);
   } else if (content.match_elements<msg::Task>()) {
-    heap_.push(std::move(content.get_mutable_as<msg::Task>(0).task));
+    auto& m = content.get_mutable_as<msg::Task>(0);
+    const TaskContext& ctx = context_of(*m.task.graph_task);
+    Device owner = m.task.fn->device();
+    if (!owned_here(ctx, owner))
+      caf::anon_send(owner.is_cpu() ? ctx.coordinator : ctx.worker(owner), std::move(m));
+    else
+      heap_.push(std::move(m.task));
   } else if (content.match_elements<msg::WakeUp>()) {
     // nothing to do: the waiting loop re-checks its task's count
   } else if (content.match_elements<msg::Shutdown>()) {

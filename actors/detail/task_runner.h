@@ -13,21 +13,23 @@
 
 #include "actors/detail/engine_core.h"
 #include "actors/detail/task_context.h"
+#include "actors/messages.h"
 #include "libengine/engine/node_task.h"
 
 namespace actorgrad::detail {
 
-/// The scheduling state of one actor: its ready heap (tasks of every
-/// GraphTask it runs nodes for) and its mailbox. Used by a DeviceWorker
-/// (for its whole life), by the caller of a synchronous backward (for the
-/// call), and by the actor of an asynchronous backward.
+/// The scheduling state of one actor: its ready queue (a heap of the tasks
+/// of every GraphTask it runs nodes for) and its mailbox. Used by a
+/// DeviceWorker (for its whole life), by the caller of a synchronous
+/// backward (for the call), by the actor of an asynchronous backward, and
+/// by a pool worker serving a handed-off queue.
 ///
 /// Note [Priority mailbox]
 /// CAF 0.17 mailboxes are FIFO with two priorities; the ready order
 /// (ReadyOrder: shutdown, wake-ups, depth, sequence_nr) lives here instead:
-/// every message is moved from the mailbox into the heap (or handled) before
-/// the next task is chosen, so a task that arrives later but ranks higher
-/// runs first.
+/// every waiting message is moved from the mailbox into the heap (or
+/// handled) before the next task is chosen, so a task that arrives later
+/// but ranks higher runs first.
 class TaskRunner {
 public:
   /// `self` is the actor this runner serves; null for a caller thread that
@@ -46,11 +48,21 @@ public:
   /// Coordinates `task` from this actor: starts `first` on its owner, runs
   /// the task's CPU nodes here and serves this actor's heap and mailbox
   /// (other tasks' work included) until the task has no outstanding work or
-  /// a worker it uses died. Reentrant: a node run inside may call it again.
+  /// a worker it uses died. Reentrant: a node run inside may call it again;
+  /// past max_recursion_depth nested calls on this thread the task and the
+  /// whole queue go to a pool worker (coordinate_in_pool).
   void coordinate(const std::shared_ptr<GraphTask>& task, NodeTask&& first);
 
   /// A DeviceWorker's life: serves until Shutdown or an exit message.
   void serve();
+
+  /// A pool worker's job: adopt the queue in `h`, coordinate its task, then
+  /// hand the queue back to the requester.
+  void serve_handoff(msg::Handoff&& h);
+
+  /// Handles a message that reached an idle pool worker (it belonged to a
+  /// queue this worker no longer serves: routed on to its owner).
+  void handle(caf::mailbox_element& element);
 
 private:
   /// A GraphTask this runner coordinates (several when calls nest).
@@ -62,6 +74,8 @@ private:
   void ensure_mailbox();
   std::shared_ptr<TaskContext> make_context(const GraphTask& task);
   bool owned_here(const TaskContext& ctx, Device d) const;
+  void coordinate_here(const std::shared_ptr<GraphTask>& task, NodeTask&& first);
+  void coordinate_in_pool(const std::shared_ptr<GraphTask>& task, NodeTask&& first);
 
   void run_task(NodeTask&& t);
   void deliver(const std::shared_ptr<GraphTask>& task, const TaskContext& ctx, const Edge& next,
@@ -73,16 +87,19 @@ private:
   void drain_mailbox();
   /// Blocks for one message and handles it.
   void await_message();
-  void handle(caf::mailbox_element& element);
   void on_worker_down(const caf::actor_addr& source, const caf::error& reason);
 
   EngineCore& core_;
   caf::blocking_actor* self_;
   std::optional<caf::scoped_actor> own_mailbox_;
+  /// Identity of the queue this runner serves (itself, or an adopted one).
+  const void* queue_;
   std::optional<Device> worker_device_;
   Device device_; ///< where this actor runs nodes (cpu for a coordinator)
   ReadyHeap heap_;
   std::vector<Frame> frames_;
+  /// Reentrant coordinate calls now nested on this thread.
+  int reentrant_frames_ = 0;
   bool stop_ = false;
   TaskRunner* prev_current_;
 };

@@ -21,8 +21,10 @@ public:
                                 const ExecuteOptions& options, const edge_list& outputs) = 0;
 };
 
-/// The executor the public API and Tensor::backward use: the one last set
-/// by set_default_executor, else a ReferenceExecutor.
+/// The executor the public API and Tensor::backward use: inside a node, the
+/// executor running that node (so a reentrant call stays on its engine);
+/// elsewhere the one last set by set_default_executor, else a
+/// ReferenceExecutor.
 Executor& default_executor();
 
 /// Installs `e` as the default executor (null restores the reference one).

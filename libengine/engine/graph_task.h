@@ -124,6 +124,10 @@ public:
   /// The distinct non-CPU devices whose actors run nodes of this task.
   const std::vector<Device>& devices() const { return devices_; }
 
+  /// The executor running this task: a backward call made inside one of
+  /// its nodes (a reentrant call) defaults to it.
+  class Executor* executor = nullptr;
+
   /// Opaque state of the executor running this task (the actor engine keeps
   /// the coordinator's and workers' handles here). Set before the first
   /// task runs, read-only afterwards.

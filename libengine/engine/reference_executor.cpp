@@ -13,6 +13,7 @@ variable_list ReferenceExecutor::execute(const edge_list& roots, variable_list r
                                          const edge_list& outputs) {
   auto [task, first] =
     GraphTask::create(roots, std::move(root_grads), options, outputs, reference_depth);
+  task->executor = this;
   struct DepthGuard {
     DepthGuard() { ++reference_depth; }
     ~DepthGuard() { --reference_depth; }

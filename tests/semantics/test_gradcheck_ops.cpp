@@ -49,21 +49,31 @@ void check(const TensorFn& f, const std::vector<Tensor>& inputs, GradcheckOption
 
 using V = const std::vector<Tensor>&;
 
-/// A node with a deliberately wrong backward (d(x*x) = 3g instead of 2xg),
-/// to show that the checker can fail.
+/// d(x*x) with a deliberately wrong backward (3g instead of 2xg), to show
+/// that the first-order checker can fail.
 struct WrongSquareBackward final : Node {
   using Node::Node;
   variable_list apply(variable_list&& g) override { return {mul(g[0], 3.0)}; }
   std::string name() const override { return "WrongSquareBackward"; }
 };
-Tensor wrong_square(const Tensor& x) {
+/// d(x*x) = 2xg with x saved detached: right to first order, but its
+/// gradient does not depend on x differentiably, so the second order is
+/// wrong (what gradgradcheck must catch).
+struct DetachedSquareBackward final : Node {
+  DetachedSquareBackward(edge_list next, Tensor x) : Node(std::move(next)), x_(x.detach()) {}
+  variable_list apply(variable_list&& g) override { return {mul(g[0], mul(x_, 2.0))}; }
+  std::string name() const override { return "DetachedSquareBackward"; }
+  Tensor x_;
+};
+template <class NodeT, class... Extra>
+Tensor custom_square(const Tensor& x, Extra&&... extra) {
   Tensor y;
   {
     NoGradGuard ng;
     y = mul(x, x);
   }
   if (any_requires_grad({x}))
-    set_history(y, make_node<WrongSquareBackward>(collect_next_edges({x})));
+    set_history(y, make_node<NodeT>(collect_next_edges({x}), std::forward<Extra>(extra)...));
   return y;
 }
 
@@ -72,17 +82,23 @@ Tensor wrong_square(const Tensor& x) {
 BOOST_AUTO_TEST_SUITE(checker)
 
 BOOST_AUTO_TEST_CASE(detects_a_wrong_first_derivative) {
-  auto r = testing::gradcheck([](V x) { return wrong_square(x[0]); }, {pos({3})});
+  auto r = testing::gradcheck([](V x) { return custom_square<WrongSquareBackward>(x[0]); },
+                              {pos({3})});
   BOOST_TEST(!r.ok);
   BOOST_TEST(r.max_abs_err > 0.1);
   BOOST_TEST(r.message.find("input 0") != std::string::npos, r.message);
 }
 
 BOOST_AUTO_TEST_CASE(detects_a_wrong_second_derivative) {
-  // First order of x*x*x via mul is right; the second order of
-  // wrong_square(x) * x is not (its backward ignores x).
-  auto r = testing::gradgradcheck([](V x) { return mul(wrong_square(x[0]), x[0]); }, {pos({3})});
-  BOOST_TEST(!r.ok);
+  auto f = [](V x) { return custom_square<DetachedSquareBackward>(x[0], x[0]); };
+  auto first = testing::gradcheck(f, {pos({3})});
+  BOOST_TEST(first.ok, first.message);
+  auto second = testing::gradgradcheck(f, {pos({3})});
+  BOOST_TEST(!second.ok);
+  BOOST_TEST(second.message.find("input 0") != std::string::npos, second.message);
+  // only the 3 entries of x are wrong: the derivative with respect to
+  // grad_output is still right
+  BOOST_TEST(second.message.rfind("3 entries differ", 0) == 0u, second.message);
 }
 
 BOOST_AUTO_TEST_CASE(passes_a_correct_function_with_a_constant_input) {

@@ -1,0 +1,108 @@
+/// bench_chain_driver ENGINE CASE N [ITERS] [--mem]
+///
+/// Builds one graph (CASE: chain_passthrough, chain_mul, fan, mlp,
+/// random_dag), runs its backward once to warm up, then ITERS more times
+/// (default 10) between CALLGRIND_START_INSTRUMENTATION and
+/// CALLGRIND_STOP_INSTRUMENTATION, so `valgrind --tool=callgrind
+/// --instr-atstart=no` counts the backward passes only. ENGINE: actor,
+/// baseline, reference, sequential (lower bound), torch, torch_seq (libtorch
+/// nodes called directly). Prints one line: engine case n nodes iters
+/// ns_per_node peak_rss_graph_bytes peak_rss_after_bytes.
+/// With --mem, one backward only (no warm-up), to read the peak memory of
+/// a backward from ru_maxrss.
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+
+#if ACTORGRAD_BENCH_HAVE_CALLGRIND
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_START_INSTRUMENTATION
+#define CALLGRIND_STOP_INSTRUMENTATION
+#endif
+
+#include "bench/common/workloads.h"
+#if ACTORGRAD_BENCH_HAVE_TORCH
+#include "bench/torch/torch_cases.h"
+#endif
+
+using namespace actorgrad;
+using namespace actorgrad::bench;
+
+namespace {
+
+Graph build(const std::string& kind, int n) {
+  if (kind == "chain_passthrough") return chain_passthrough(n);
+  if (kind == "chain_mul") return chain_mul(n);
+  if (kind == "fan") return fan(n);
+  if (kind == "mlp") return mlp();
+  if (kind == "random_dag") return random_dag(n);
+  std::fprintf(stderr, "unknown case %s\n", kind.c_str());
+  std::exit(2);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s ENGINE CASE N [ITERS] [--mem]\n", argv[0]);
+    return 2;
+  }
+  const std::string eng = argv[1], kind = argv[2];
+  const int n = std::atoi(argv[3]);
+  int iters = argc > 4 && argv[4][0] != '-' ? std::atoi(argv[4]) : 10;
+  bool mem = false;
+  for (int i = 4; i < argc; ++i)
+    if (std::string(argv[i]) == "--mem")
+      mem = true;
+
+  std::function<void()> once;
+  std::size_t nodes = 0;
+  Graph g;
+  std::unique_ptr<SequentialPlan> plan;
+#if ACTORGRAD_BENCH_HAVE_TORCH
+  std::shared_ptr<torchb::TorchGraph> tg;
+#endif
+  if (eng == "torch" || eng == "torch_seq") {
+#if ACTORGRAD_BENCH_HAVE_TORCH
+    tg = torchb::make(kind, n);
+    nodes = torchb::nodes(*tg);
+    if (eng == "torch")
+      once = [&] { torchb::backward(*tg); };
+    else
+      once = [&] { torchb::sequential(*tg); };
+#else
+    std::fprintf(stderr, "built without libtorch\n");
+    return 77;
+#endif
+  } else {
+    g = build(kind, n);
+    nodes = g.nodes;
+    if (eng == "sequential") {
+      plan = std::make_unique<SequentialPlan>(g);
+      once = [&] { plan->run(); };
+    } else {
+      Executor& e = engine(eng);
+      once = [&e, &g] { run_backward(e, g); };
+    }
+  }
+  const std::size_t rss_graph = peak_rss_bytes();
+  if (mem)
+    iters = 1;
+  else
+    once(); // warm-up: first-use allocations, lazily started threads
+  const auto t0 = std::chrono::steady_clock::now();
+  CALLGRIND_START_INSTRUMENTATION;
+  for (int i = 0; i < iters; ++i)
+    once();
+  CALLGRIND_STOP_INSTRUMENTATION;
+  const auto t1 = std::chrono::steady_clock::now();
+  const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
+  std::printf("%s %s %d %zu %d %.1f %zu %zu\n", eng.c_str(), kind.c_str(), n, nodes, iters,
+              ns / iters / static_cast<double>(nodes), rss_graph, peak_rss_bytes());
+  std::fflush(stdout);
+  std::_Exit(0); // skip static destruction of engines and graphs
+}

@@ -1,0 +1,241 @@
+/// The engine suite: every graph on every engine, side by side in one process.
+///
+/// Engines: sequential (the lower bound: nodes called directly in ready
+/// order), reference (one thread, one heap), baseline (PyTorch's design:
+/// mutex/condvar ReadyQueues, mutex-guarded GraphTask), actor (the CAF
+/// engine), and, with libtorch, torch (its own engine) and torch_seq (its
+/// nodes called directly in ready order, the bound for `torch`).
+///
+/// Per single-device case, counters (wall time, min over iterations: the
+/// machine is shared, the minimum is the least disturbed run):
+///   ns_per_node        backward time / nodes
+///   overhead_ns        ns_per_node minus the lower bound's (sequential, or
+///                      torch_seq for torch)
+///   actor_vs_baseline  actor overhead / baseline overhead   (actor rows)
+///   actor_vs_torch     actor overhead / torch overhead      (actor rows)
+/// Multi-device cases: makespan_us, cp_us (critical path: busy time of the
+/// longest path), makespan_over_cp, makespan_over_bound (bound = max(cp,
+/// total work / cores)). Concurrent cases: nodes_per_s over all threads.
+///
+/// Benchmarks are registered so that the bounds run before the engines that
+/// use them; keep the default order (a filter that drops a bound leaves the
+/// derived counters out).
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/common/workloads.h"
+#if ACTORGRAD_BENCH_HAVE_TORCH
+#include "bench/torch/torch_cases.h"
+#endif
+
+using namespace actorgrad;
+using namespace actorgrad::bench;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+/// ns per node measured so far, by "case/n" then engine.
+std::map<std::string, std::map<std::string, double>> g_ns;
+
+Graph build(const std::string& kind, int n) {
+  if (kind == "chain_passthrough") return chain_passthrough(n);
+  if (kind == "chain_mul") return chain_mul(n);
+  if (kind == "fan") return fan(n);
+  if (kind == "mlp") return mlp();
+  return random_dag(n);
+}
+
+/// Times `once` per iteration; returns the minimum in ns.
+double timed_loop(benchmark::State& state, const std::function<void()>& once) {
+  double best = 1e300, total = 0;
+  for (auto _ : state) {
+    auto t0 = clk::now();
+    once();
+    double ns = std::chrono::duration<double, std::nano>(clk::now() - t0).count();
+    best = std::min(best, ns);
+    total += ns;
+  }
+  state.counters["mean_ns_per_iter"] = total / static_cast<double>(state.iterations());
+  return best;
+}
+
+void single(benchmark::State& state, const std::string& kind, int n, const std::string& eng) {
+  std::function<void()> once;
+  std::size_t nodes = 0;
+  Graph g;
+  std::unique_ptr<SequentialPlan> plan;
+#if ACTORGRAD_BENCH_HAVE_TORCH
+  std::shared_ptr<torchb::TorchGraph> tg;
+#endif
+  if (eng == "torch" || eng == "torch_seq") {
+#if ACTORGRAD_BENCH_HAVE_TORCH
+    tg = torchb::make(kind, n);
+    nodes = torchb::nodes(*tg);
+    once = eng == "torch" ? std::function<void()>([&] { torchb::backward(*tg); })
+                          : std::function<void()>([&] { torchb::sequential(*tg); });
+#endif
+  } else {
+    g = build(kind, n);
+    nodes = g.nodes;
+    if (eng == "sequential") {
+      plan = std::make_unique<SequentialPlan>(g);
+      once = [&] { plan->run(); };
+    } else {
+      Executor& e = engine(eng);
+      once = [&e, &g] { run_backward(e, g); };
+    }
+  }
+  once(); // warm-up
+  const double best = timed_loop(state, once);
+  const double per_node = best / static_cast<double>(nodes);
+  const std::string key = kind + "/" + std::to_string(n);
+  auto& row = g_ns[key];
+  row[eng] = per_node;
+  state.counters["nodes"] = static_cast<double>(nodes);
+  state.counters["ns_per_node"] = per_node;
+  const std::string bound = eng.rfind("torch", 0) == 0 ? "torch_seq" : "sequential";
+  if (eng != bound && row.count(bound)) {
+    const double ov = per_node - row[bound];
+    row[eng + "_overhead"] = ov;
+    state.counters["overhead_ns"] = ov;
+    if (eng == "actor") {
+      if (row.count("baseline_overhead"))
+        state.counters["actor_vs_baseline"] = ov / row["baseline_overhead"];
+      if (row.count("torch_overhead"))
+        state.counters["actor_vs_torch"] = ov / row["torch_overhead"];
+    }
+  }
+}
+
+void devices_case(benchmark::State& state, const std::string& pattern, int devices, int spin_us,
+                  const std::string& eng) {
+  const auto spin = std::chrono::microseconds(spin_us);
+  Graph g = pattern == "pipeline" ? busy_pipeline(64, devices, spin)
+                                  : busy_branches(32, devices, spin);
+  std::unique_ptr<SequentialPlan> plan;
+  std::function<void()> once;
+  if (eng == "sequential") {
+    plan = std::make_unique<SequentialPlan>(g);
+    once = [&] { plan->run(); };
+  } else {
+    Executor& e = engine(eng);
+    once = [&e, &g] { run_backward(e, g); };
+  }
+  once();
+  const double best = timed_loop(state, once);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const double bound = std::max(g.critical_path_ns, g.total_work_ns / cores);
+  state.counters["nodes"] = static_cast<double>(g.nodes);
+  state.counters["makespan_us"] = best / 1e3;
+  state.counters["cp_us"] = g.critical_path_ns / 1e3;
+  state.counters["makespan_over_cp"] = best / g.critical_path_ns;
+  state.counters["makespan_over_bound"] = best / bound;
+  state.counters["overhead_ns_per_node"] = (best - bound) / static_cast<double>(g.nodes);
+}
+
+void concurrent(benchmark::State& state, const std::string& eng, int n) {
+  std::function<void()> once;
+  std::size_t nodes = 0;
+  Graph g;
+#if ACTORGRAD_BENCH_HAVE_TORCH
+  std::shared_ptr<torchb::TorchGraph> tg;
+#endif
+  {
+    static std::mutex build_mutex; // graph building is not what is measured
+    std::lock_guard<std::mutex> lock(build_mutex);
+    if (eng == "torch") {
+#if ACTORGRAD_BENCH_HAVE_TORCH
+      tg = torchb::make("chain_passthrough", n);
+      nodes = torchb::nodes(*tg);
+      once = [&] { torchb::backward(*tg); };
+#endif
+    } else {
+      g = chain_passthrough(n);
+      nodes = g.nodes;
+      Executor& e = engine(eng);
+      once = [&e, &g] { run_backward(e, g); };
+    }
+  }
+  once();
+  for (auto _ : state)
+    once();
+  state.counters["nodes_per_s"] = benchmark::Counter(
+    static_cast<double>(state.iterations() * nodes), benchmark::Counter::kIsRate);
+}
+
+std::vector<std::string> single_engines() {
+  std::vector<std::string> e{"sequential"};
+#if ACTORGRAD_BENCH_HAVE_TORCH
+  e.push_back("torch_seq");
+  e.push_back("torch");
+#endif
+  e.insert(e.end(), {"reference", "baseline", "actor"});
+  return e;
+}
+
+void register_all() {
+  struct Case {
+    std::string kind;
+    int n;
+  };
+  std::vector<Case> cases;
+  for (int n : {100, 1000, 10000, 100000})
+    cases.push_back({"chain_passthrough", n});
+  for (int n : {100, 1000, 10000, 100000})
+    cases.push_back({"chain_mul", n});
+  for (int w : {16, 256})
+    cases.push_back({"fan", w});
+  cases.push_back({"mlp", 4});
+  cases.push_back({"random_dag", 1000});
+  for (const auto& c : cases)
+    for (const auto& eng : single_engines())
+      benchmark::RegisterBenchmark(("single/" + c.kind + "/" + std::to_string(c.n) + "/" + eng).c_str(),
+                                   [c, eng](benchmark::State& s) { single(s, c.kind, c.n, eng); })
+        ->Unit(benchmark::kMicrosecond)
+        ->MinTime(c.n >= 10000 ? 0.5 : 0.2);
+
+  for (std::string pattern : {"pipeline", "branches"})
+    for (int d : {2, 4})
+      for (int us : {1, 10, 100})
+        for (std::string eng : {"sequential", "reference", "baseline", "actor"})
+          benchmark::RegisterBenchmark(
+            ("devices/" + pattern + "/" + std::to_string(d) + "dev/" + std::to_string(us) + "us/" + eng)
+              .c_str(),
+            [=](benchmark::State& s) { devices_case(s, pattern, d, us, eng); })
+            ->Unit(benchmark::kMicrosecond)
+            ->MinTime(0.2);
+
+  std::vector<std::string> conc{"baseline", "actor"};
+#if ACTORGRAD_BENCH_HAVE_TORCH
+  conc.push_back("torch");
+#endif
+  for (const auto& eng : conc)
+    benchmark::RegisterBenchmark(("concurrent/chain_passthrough/1000/" + eng).c_str(),
+                                 [eng](benchmark::State& s) { concurrent(s, eng, 1000); })
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(0.2)
+      ->UseRealTime()
+      ->ThreadRange(1, 8);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::fflush(stdout);
+  std::_Exit(0); // engines and graphs are process-wide: skip their teardown
+}

@@ -1,0 +1,300 @@
+#include "bench/common/workloads.h"
+
+#include <sys/resource.h>
+
+#include <mutex>
+#include <queue>
+#include <random>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "actors/engine.h"
+#include "bench/baseline/baseline_engine.h"
+#include "libengine/autograd/grad_mode.h"
+#include "libengine/autograd/graph_builder.h"
+#include "libengine/engine/graph_task.h"
+#include "libengine/engine/reference_executor.h"
+#include "libengine/ops.h"
+
+namespace actorgrad::bench {
+
+namespace {
+
+ExecuteOptions retain() {
+  ExecuteOptions o;
+  o.keep_graph = true;
+  o.create_graph = false;
+  o.accumulate_grad = true;
+  return o;
+}
+
+Graph finish_graph(Graph g, const Tensor& out) {
+  g.keep.push_back(out);
+  g.roots = {gradient_edge(out)};
+  g.root_grads = {Tensor::full_like(out, 1.0)};
+  auto [task, first] = GraphTask::create(g.roots, g.root_grads, retain(), {}, 0);
+  g.nodes = task->num_nodes();
+  return g;
+}
+
+Tensor leaf(const Shape& s, std::uint64_t seed = 1) {
+  Tensor x = Tensor::randn(s, seed);
+  x.set_requires_grad(true);
+  return x;
+}
+
+} // namespace
+
+Graph chain_passthrough(int n) {
+  Graph g;
+  Tensor x = leaf({1});
+  g.keep.push_back(x);
+  Tensor y = x;
+  for (int i = 0; i < n; ++i)
+    y = y + 1.0;
+  return finish_graph(std::move(g), y);
+}
+
+Graph chain_mul(int n) {
+  Graph g;
+  Tensor x = leaf({1});
+  g.keep.push_back(x);
+  Tensor y = x;
+  for (int i = 0; i < n; ++i)
+    y = y * 1.0001;
+  return finish_graph(std::move(g), y);
+}
+
+Graph fan(int w) {
+  Graph g;
+  Tensor x = leaf({1});
+  g.keep.push_back(x);
+  Tensor h = x + 1.0;
+  Tensor s;
+  for (int i = 0; i < w; ++i) {
+    Tensor b = h * (1.0 + 1e-3 * i);
+    s = i == 0 ? b : s + b;
+  }
+  return finish_graph(std::move(g), s);
+}
+
+Graph mlp(int layers, int batch, int width) {
+  Graph g;
+  Tensor h = Tensor::randn({batch, width}, 7);
+  for (int l = 0; l < layers; ++l) {
+    Tensor w = Tensor::randn({width, width}, 100 + l) * (1.0 / width);
+    w = w.detach();
+    w.set_requires_grad(true);
+    Tensor b = leaf({width}, 200 + l);
+    g.keep.push_back(w);
+    g.keep.push_back(b);
+    h = tanh(matmul(h, w) + b);
+  }
+  return finish_graph(std::move(g), sum(h));
+}
+
+Graph random_dag(int n, std::uint64_t seed) {
+  Graph g;
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> pool{leaf({1})};
+  g.keep.push_back(pool[0]);
+  auto pick = [&] {
+    std::size_t lo = pool.size() > 8 ? pool.size() - 8 : 0;
+    return pool[lo + rng() % (pool.size() - lo)];
+  };
+  for (int i = 0; i < n; ++i) {
+    switch (rng() % 3) {
+    case 0: pool.push_back(pick() + 1.0); break;
+    case 1: pool.push_back(pick() * 0.999); break;
+    default: pool.push_back(pick() + pick()); break;
+    }
+  }
+  return finish_graph(std::move(g), pool.back());
+}
+
+// -- busy nodes on sim devices ---------------------------------------------------
+
+void spin_for(std::chrono::nanoseconds d) {
+  if (d.count() <= 0)
+    return;
+  const auto end = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+BusyNode::BusyNode(std::chrono::nanoseconds spin, Tensor input_like) : spin_(spin) {
+  add_input_metadata(input_like);
+}
+
+void BusyNode::connect(const std::shared_ptr<Node>& next, Tensor grad_for_next) {
+  add_next_edge(Edge{next, 0});
+  outs_.push_back(std::move(grad_for_next));
+}
+
+variable_list BusyNode::apply(variable_list&&) {
+  spin_for(spin_);
+  return outs_;
+}
+
+namespace {
+
+Tensor on(Device d) { return Tensor::scalar(1.0, DType::f64, d); }
+
+Graph finish_busy(Graph g, const std::shared_ptr<Node>& root, Device root_device) {
+  g.keep.push_back(on(root_device));
+  g.roots = {Edge{root, 0}};
+  g.root_grads = {on(root_device)};
+  auto [task, first] = GraphTask::create(g.roots, g.root_grads, retain(), {}, 0);
+  g.nodes = task->num_nodes();
+  return g;
+}
+
+// Keeps the hand-built nodes alive (Graph holds tensors only).
+struct NodeHolder {
+  std::vector<std::shared_ptr<Node>> nodes;
+};
+
+} // namespace
+
+static std::vector<std::shared_ptr<NodeHolder>> g_holders;
+
+Graph busy_pipeline(int n, int devices, std::chrono::nanoseconds spin) {
+  auto holder = std::make_shared<NodeHolder>();
+  auto dev = [&](int j) { return Device::sim(static_cast<int>(static_cast<long>(j) * devices / n)); };
+  std::shared_ptr<BusyNode> next;
+  for (int j = n - 1; j >= 0; --j) { // j = position in execution order
+    auto node = make_node<BusyNode>(spin, on(dev(j)));
+    if (next)
+      node->connect(next, on(dev(j + 1)));
+    holder->nodes.push_back(node);
+    next = node;
+  }
+  g_holders.push_back(holder);
+  Graph g;
+  g.critical_path_ns = static_cast<double>(spin.count()) * n;
+  g.total_work_ns = g.critical_path_ns;
+  return finish_busy(std::move(g), next, dev(0));
+}
+
+Graph busy_branches(int n, int devices, std::chrono::nanoseconds spin) {
+  auto holder = std::make_shared<NodeHolder>();
+  auto root = make_node<BusyNode>(std::chrono::nanoseconds(0), on(Device::cpu()));
+  for (int k = 0; k < devices; ++k) {
+    std::shared_ptr<BusyNode> next;
+    for (int j = n - 1; j >= 0; --j) {
+      auto node = make_node<BusyNode>(spin, on(Device::sim(k)));
+      if (next)
+        node->connect(next, on(Device::sim(k)));
+      holder->nodes.push_back(node);
+      next = node;
+    }
+    root->connect(next, on(Device::sim(k)));
+  }
+  holder->nodes.push_back(root);
+  g_holders.push_back(holder);
+  Graph g;
+  g.critical_path_ns = static_cast<double>(spin.count()) * n;
+  g.total_work_ns = g.critical_path_ns * devices;
+  return finish_busy(std::move(g), root, Device::cpu());
+}
+
+void run_backward(Executor& e, const Graph& g) { e.execute(g.roots, g.root_grads, retain(), {}); }
+
+// -- sequential lower bound ------------------------------------------------------
+
+SequentialPlan::SequentialPlan(const Graph& g) : graph_(&g) {
+  Node* root = g.roots.at(0).function.get();
+  std::unordered_map<Node*, int> deps;
+  std::vector<Node*> stack{root};
+  deps[root] = 0;
+  while (!stack.empty()) {
+    Node* fn = stack.back();
+    stack.pop_back();
+    for (const auto& e : fn->next_edges()) {
+      if (!e.is_valid())
+        continue;
+      auto [it, fresh] = deps.try_emplace(e.function.get(), 0);
+      ++it->second;
+      if (fresh)
+        stack.push_back(e.function.get());
+    }
+  }
+  auto later = [](Node* a, Node* b) { return a->sequence_nr() < b->sequence_nr(); };
+  std::priority_queue<Node*, std::vector<Node*>, decltype(later)> ready(later);
+  ready.push(root);
+  std::unordered_map<Node*, std::int32_t> index;
+  std::vector<Node*> nodes;
+  while (!ready.empty()) {
+    Node* fn = ready.top();
+    ready.pop();
+    index[fn] = static_cast<std::int32_t>(nodes.size());
+    nodes.push_back(fn);
+    for (const auto& e : fn->next_edges())
+      if (e.is_valid() && --deps[e.function.get()] == 0)
+        ready.push(e.function.get());
+  }
+  for (Node* fn : nodes) {
+    Step s{fn, static_cast<std::uint32_t>(fn->num_inputs()), {}};
+    for (const auto& e : fn->next_edges())
+      s.targets.emplace_back(e.is_valid() ? index.at(e.function.get()) : -1, e.input_nr);
+    order_.push_back(std::move(s));
+  }
+  buffers_.resize(order_.size());
+}
+
+void SequentialPlan::run() {
+  NoGradGuard no_grad;
+  for (std::size_t i = 0; i < order_.size(); ++i)
+    buffers_[i] = InputBuffer(order_[i].num_inputs);
+  buffers_[0].add(graph_->roots[0].input_nr, Tensor(graph_->root_grads[0]));
+  for (std::size_t i = 0; i < order_.size(); ++i) {
+    const Step& s = order_[i];
+    variable_list out = s.fn->apply(InputBuffer::variables(std::move(buffers_[i])));
+    for (std::size_t k = 0; k < out.size() && k < s.targets.size(); ++k)
+      if (s.targets[k].first >= 0)
+        buffers_[s.targets[k].first].add(s.targets[k].second, std::move(out[k]));
+  }
+}
+
+// -- engines ---------------------------------------------------------------------
+
+namespace {
+
+std::vector<Device> sim_devices() { return {Device::sim(0), Device::sim(1), Device::sim(2), Device::sim(3)}; }
+
+} // namespace
+
+Executor& engine(const std::string& name) {
+  static std::mutex m;
+  static std::unordered_map<std::string, std::unique_ptr<Executor>> engines;
+  std::lock_guard<std::mutex> lock(m);
+  auto& e = engines[name];
+  if (!e) {
+    if (name == "actor") {
+      EngineConfig c;
+      c.devices = sim_devices();
+      e = std::make_unique<Engine>(std::move(c));
+    } else if (name == "baseline") {
+      e = std::make_unique<BaselineEngine>(sim_devices());
+    } else if (name == "reference") {
+      e = std::make_unique<ReferenceExecutor>();
+    } else {
+      engines.erase(name);
+      throw std::invalid_argument("unknown engine " + name);
+    }
+  }
+  return *e;
+}
+
+const std::vector<std::string>& engine_names() {
+  static const std::vector<std::string> names{"actor", "baseline", "reference"};
+  return names;
+}
+
+std::size_t peak_rss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<std::size_t>(ru.ru_maxrss) * 1024;
+}
+
+} // namespace actorgrad::bench

@@ -1,0 +1,100 @@
+#pragma once
+/// @file workloads.h
+/// The graphs the engine benchmarks run, the engines they run on, and the
+/// sequential lower bound (the same nodes called in a precomputed order).
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "libengine/autograd/node.h"
+#include "libengine/engine/executor.h"
+#include "libengine/engine/input_buffer.h"
+#include "libengine/tensor/tensor.h"
+
+namespace actorgrad::bench {
+
+/// One backward graph, built once and run many times (retain_graph).
+struct Graph {
+  variable_list keep;        ///< leaves and outputs kept alive
+  edge_list roots;           ///< one root edge
+  variable_list root_grads;  ///< its gradient
+  std::size_t nodes = 0;     ///< nodes the backward runs (GraphTask::num_nodes)
+  /// Multi-device cases: busy time of the longest path and of all nodes (ns).
+  double critical_path_ns = 0;
+  double total_work_ns = 0;
+};
+
+/// `y = y + 1`, n times, from a leaf of shape [1]: every backward node
+/// returns its gradient unchanged, so the time is the engine's.
+Graph chain_passthrough(int n);
+/// `y = y * 1.0001`, n times (each backward allocates a [1] tensor).
+Graph chain_mul(int n);
+/// h = x + 1; b_i = h * c_i (i < w); s = b_0 + ... + b_{w-1}: w-wide fan-out
+/// at h (w gradients accumulate in its InputBuffer) and a chain of adds.
+Graph fan(int w);
+/// 4 layers h = tanh(h @ W + b), batch 32, width 64, loss = sum(h).
+Graph mlp(int layers = 4, int batch = 32, int width = 64);
+/// n random ops (x + 1, x * c, x + y) on [1] tensors picking inputs among
+/// the 8 most recent, seeded.
+Graph random_dag(int n, std::uint64_t seed = 42);
+
+/// A node whose backward spins for a fixed time and returns prebuilt
+/// gradients (already on the consumers' devices).
+class BusyNode final : public Node {
+public:
+  BusyNode(std::chrono::nanoseconds spin, Tensor input_like);
+  void connect(const std::shared_ptr<Node>& next, Tensor grad_for_next);
+  variable_list apply(variable_list&& grads) override;
+  std::string name() const override { return "BusyNode"; }
+
+private:
+  std::chrono::nanoseconds spin_;
+  variable_list outs_;
+};
+
+/// Busy-wait for `d` of wall time.
+void spin_for(std::chrono::nanoseconds d);
+
+/// A chain of n busy nodes over `devices` sim devices in contiguous stages
+/// (stage k on sim:k): one backward crosses devices-1 times.
+Graph busy_pipeline(int n, int devices, std::chrono::nanoseconds spin);
+/// A CPU root feeding `devices` independent chains of n busy nodes, chain k on sim:k.
+Graph busy_branches(int n, int devices, std::chrono::nanoseconds spin);
+
+/// Runs the graph's backward with retain_graph on `e`.
+void run_backward(Executor& e, const Graph& g);
+
+/// The sequential lower bound: the graph's nodes in the order the reference
+/// executor runs them (ready order), called directly (`apply`, grad mode
+/// off) with their gradients accumulated in plain InputBuffers. No
+/// dependency counting, no queue, no validation or hooks.
+class SequentialPlan {
+public:
+  explicit SequentialPlan(const Graph& g);
+  void run();
+  std::size_t size() const { return order_.size(); }
+
+private:
+  struct Step {
+    Node* fn;
+    std::uint32_t num_inputs;
+    std::vector<std::pair<std::int32_t, std::uint32_t>> targets; ///< (step, input) per output; step -1: none
+  };
+  std::vector<Step> order_;
+  std::vector<InputBuffer> buffers_;
+  const Graph* graph_;
+};
+
+/// Engines by name: "actor", "baseline", "reference". Built on first use,
+/// each serving sim:0..sim:3, shared by the whole process.
+Executor& engine(const std::string& name);
+/// The names engine() knows, in report order.
+const std::vector<std::string>& engine_names();
+
+/// Peak resident set size of this process so far, in bytes.
+std::size_t peak_rss_bytes();
+
+} // namespace actorgrad::bench

@@ -1,0 +1,160 @@
+#include "bench/torch/torch_cases.h"
+
+#include <queue>
+#include <random>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace actorgrad::bench::torchb {
+
+using torch::autograd::Node;
+using torch::autograd::variable_list;
+
+struct TorchGraph {
+  std::vector<torch::Tensor> keep;
+  torch::Tensor root;
+  torch::Tensor root_grad;
+  struct Step {
+    Node* fn;
+    std::size_t num_inputs;
+    std::vector<std::pair<std::int32_t, std::uint32_t>> targets;
+  };
+  std::vector<Step> order;
+  std::vector<variable_list> buffers;
+};
+
+namespace {
+
+torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kFloat64); }
+
+torch::Tensor leaf(std::vector<std::int64_t> shape) {
+  return torch::randn(shape, f64()).requires_grad_(true);
+}
+
+void plan(TorchGraph& g) {
+  Node* root = g.root.grad_fn().get();
+  std::unordered_map<Node*, int> deps{{root, 0}};
+  std::vector<Node*> stack{root};
+  while (!stack.empty()) {
+    Node* fn = stack.back();
+    stack.pop_back();
+    for (const auto& e : fn->next_edges()) {
+      if (!e.is_valid())
+        continue;
+      auto [it, fresh] = deps.try_emplace(e.function.get(), 0);
+      ++it->second;
+      if (fresh)
+        stack.push_back(e.function.get());
+    }
+  }
+  auto later = [](Node* a, Node* b) { return a->sequence_nr() < b->sequence_nr(); };
+  std::priority_queue<Node*, std::vector<Node*>, decltype(later)> ready(later);
+  ready.push(root);
+  std::unordered_map<Node*, std::int32_t> index;
+  std::vector<Node*> nodes;
+  while (!ready.empty()) {
+    Node* fn = ready.top();
+    ready.pop();
+    index[fn] = static_cast<std::int32_t>(nodes.size());
+    nodes.push_back(fn);
+    for (const auto& e : fn->next_edges())
+      if (e.is_valid() && --deps[e.function.get()] == 0)
+        ready.push(e.function.get());
+  }
+  for (Node* fn : nodes) {
+    TorchGraph::Step s{fn, fn->num_inputs(), {}};
+    for (const auto& e : fn->next_edges())
+      s.targets.emplace_back(e.is_valid() ? index.at(e.function.get()) : -1, e.input_nr);
+    g.order.push_back(std::move(s));
+  }
+  g.buffers.resize(g.order.size());
+}
+
+} // namespace
+
+std::shared_ptr<TorchGraph> make(const std::string& kind, int n) {
+  auto g = std::make_shared<TorchGraph>();
+  torch::manual_seed(1);
+  torch::Tensor y;
+  if (kind == "chain_passthrough" || kind == "chain_mul") {
+    torch::Tensor x = leaf({1});
+    g->keep.push_back(x);
+    y = x;
+    for (int i = 0; i < n; ++i)
+      y = kind == "chain_mul" ? y * 1.0001 : y + 1.0;
+  } else if (kind == "fan") {
+    torch::Tensor x = leaf({1});
+    g->keep.push_back(x);
+    torch::Tensor h = x + 1.0;
+    for (int i = 0; i < n; ++i) {
+      torch::Tensor b = h * (1.0 + 1e-3 * i);
+      y = i == 0 ? b : y + b;
+    }
+  } else if (kind == "mlp") {
+    const int layers = 4, batch = 32, width = 64;
+    torch::Tensor h = torch::randn({batch, width}, f64());
+    for (int l = 0; l < layers; ++l) {
+      torch::Tensor w = (torch::randn({width, width}, f64()) / width).requires_grad_(true);
+      torch::Tensor b = leaf({width});
+      g->keep.push_back(w);
+      g->keep.push_back(b);
+      h = torch::tanh(torch::matmul(h, w) + b);
+    }
+    y = h.sum();
+  } else if (kind == "random_dag") {
+    std::mt19937_64 rng(42);
+    std::vector<torch::Tensor> pool{leaf({1})};
+    g->keep.push_back(pool[0]);
+    auto pick = [&] {
+      std::size_t lo = pool.size() > 8 ? pool.size() - 8 : 0;
+      return pool[lo + rng() % (pool.size() - lo)];
+    };
+    for (int i = 0; i < n; ++i) {
+      switch (rng() % 3) {
+      case 0: pool.push_back(pick() + 1.0); break;
+      case 1: pool.push_back(pick() * 0.999); break;
+      default: pool.push_back(pick() + pick()); break;
+      }
+    }
+    y = pool.back();
+  } else {
+    throw std::invalid_argument("unknown torch graph " + kind);
+  }
+  g->root = y;
+  g->root_grad = torch::ones_like(y);
+  g->keep.push_back(y);
+  plan(*g);
+  return g;
+}
+
+std::size_t nodes(const TorchGraph& g) { return g.order.size(); }
+
+void backward(TorchGraph& g) {
+  torch::autograd::backward({g.root}, {g.root_grad}, /*retain_graph=*/true);
+}
+
+void sequential(TorchGraph& g) {
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < g.order.size(); ++i)
+    g.buffers[i].assign(g.order[i].num_inputs, torch::Tensor());
+  g.buffers[0][g.root.output_nr()] = g.root_grad;
+  for (std::size_t i = 0; i < g.order.size(); ++i) {
+    const auto& s = g.order[i];
+    variable_list out = (*s.fn)(std::move(g.buffers[i]));
+    for (std::size_t k = 0; k < out.size() && k < s.targets.size(); ++k) {
+      if (s.targets[k].first < 0 || !out[k].defined())
+        continue;
+      // What the engine's validate_outputs does for a broadcast input.
+      const auto& meta = s.fn->next_edge(k).function->input_metadata(s.targets[k].second);
+      if (!meta.is_same_shape(out[k]))
+        out[k] = meta.reduce_grad(out[k]);
+      torch::Tensor& slot = g.buffers[s.targets[k].first][s.targets[k].second];
+      slot = slot.defined() ? slot + out[k] : std::move(out[k]);
+    }
+  }
+}
+
+} // namespace actorgrad::bench::torchb

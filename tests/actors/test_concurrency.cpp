@@ -1,0 +1,242 @@
+#define BOOST_TEST_MODULE actors_concurrency
+#include <boost/test/unit_test.hpp>
+
+// Many threads calling one Engine at once: separate graphs, one shared graph
+// with retain_graph (grad() checked per call), and backward() accumulating
+// into a shared leaf. Graphs cross sim devices in some iterations. Every
+// wait is bounded: a deadlock fails the test instead of hanging CI.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "actors/engine.h"
+#include "libengine/autograd.h"
+#include "libengine/engine/reference_executor.h"
+#include "tests/actors/actor_test_util.h"
+
+using namespace actorgrad;
+using namespace actorgrad::actors_test;
+
+namespace {
+
+constexpr int kThreads = 8;
+constexpr int kIterations = 1000;
+constexpr auto kLimit = std::chrono::seconds(60);
+
+Engine& engine() {
+  static Engine e(EngineConfig{{Device::sim(0), Device::sim(1), Device::sim(2)}});
+  return e;
+}
+
+/// Runs `body(thread_index)` on kThreads threads at once (released
+/// together) and waits at most kLimit for all. A deadlock ends the process
+/// with a message (a test stuck in a join would hang CI). Exceptions of the
+/// threads are rethrown. Returns the wall time in seconds.
+template <class Body>
+double run_threads(Body body) {
+  std::promise<void> go;
+  std::shared_future<void> start = go.get_future().share();
+  std::vector<std::future<void>> done;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    std::packaged_task<void()> pt([&body, start, t] {
+      start.wait();
+      body(t);
+    });
+    done.push_back(pt.get_future());
+    threads.emplace_back(std::move(pt));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  go.set_value();
+  const auto deadline = t0 + kLimit;
+  for (auto& f : done)
+    if (f.wait_until(deadline) != std::future_status::ready) {
+      std::cerr << "FATAL: concurrent backward calls did not finish within " << kLimit.count()
+                << " s (deadlock?)" << std::endl;
+      std::_Exit(3);
+    }
+  for (auto& th : threads)
+    th.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& f : done)
+    f.get();
+  return secs;
+}
+
+/// Device of iteration `i` of thread `t`: cpu, or one of the sim devices.
+Device device_for(int t, int i) {
+  switch ((t + i) % 4) {
+  case 0: return Device::cpu();
+  default: return Device::sim((t + i) % 3);
+  }
+}
+
+std::string show(const std::vector<double>& v) {
+  std::ostringstream os;
+  for (double x : v)
+    os << x << " ";
+  return os.str();
+}
+
+} // namespace
+
+// 8 threads x 1,000 backward calls, each on its own graph; every other
+// iteration the graph crosses from the cpu to a sim device and back.
+BOOST_AUTO_TEST_CASE(separate_graphs_in_parallel) {
+  Engine& eng = engine();
+  std::atomic<int> wrong{0}, crossing{0};
+  std::string first_wrong;
+  std::atomic<bool> reported{false};
+
+  double secs = run_threads([&](int t) {
+    ReferenceExecutor reference;
+    for (int i = 0; i < kIterations; ++i) {
+      const Device d = device_for(t, i);
+      const std::uint64_t seed = static_cast<std::uint64_t>(t * 100000 + i);
+      Tensor x = Tensor::uniform({2, 2}, -1, 1, seed).set_requires_grad(true);
+      Tensor w = Tensor::uniform({2, 2}, -1, 1, seed + 7, DType::f64, d).set_requires_grad(true);
+      // x (cpu) -> d: h = tanh(x_d @ w) * w ; loss on cpu: sum(h) + sum(sigmoid(x))
+      Tensor xd = x.to(d);
+      Tensor h = mul(tanh(matmul(xd, w)), w);
+      Tensor loss = add(sum(h.to(Device::cpu())), sum(sigmoid(x)));
+      if (!d.is_cpu())
+        crossing.fetch_add(1, std::memory_order_relaxed);
+
+      auto expected = grad({loss}, {x, w}, {}, true, false, false, reference);
+      variable_list got;
+      if (i % 2 == 0) {
+        got = grad({loss}, {x, w}, {}, false, false, false, eng);
+      } else { // backward() into the leaves' .grad
+        backward({loss}, {}, false, false, {}, eng);
+        got = {x.grad(), w.grad()};
+      }
+      bool ok = got.size() == 2;
+      for (std::size_t k = 0; ok && k < 2; ++k)
+        ok = got[k].defined() && got[k].device() == expected[k].device() &&
+             bitwise_equal(got[k].to_vector(), expected[k].to_vector());
+      if (!ok) {
+        wrong.fetch_add(1);
+        if (!reported.exchange(true)) {
+          std::ostringstream os;
+          os << "thread " << t << " iteration " << i << " on " << d.str() << ": expected "
+             << show(expected[0].to_vector()) << "| " << show(expected[1].to_vector()) << " got "
+             << (got.size() == 2 && got[0].defined() ? show(got[0].to_vector()) : "?");
+          first_wrong = os.str();
+        }
+      }
+    }
+  });
+  BOOST_TEST_MESSAGE("separate graphs: " << kThreads * kIterations << " calls in " << secs << " s");
+  BOOST_TEST(wrong.load() == 0, first_wrong);
+  BOOST_TEST(crossing.load() > kThreads * kIterations / 2);
+}
+
+namespace {
+
+/// A graph shared by every thread: x (cpu leaf), v (sim:1 leaf); branches
+/// on sim:0, sim:1 and cpu meet on cpu. Its gradients are small dyadic
+/// numbers (exact in float64 even when added 8,000 times).
+struct SharedGraph {
+  Tensor x = Tensor::from_vector({0.5, -1.25, 2.0, 0.75}, {2, 2}).set_requires_grad(true);
+  Tensor v = Tensor::from_vector({1.5, -0.5}, {2}, DType::f64, Device::sim(1)).set_requires_grad(true);
+  Tensor w0 = Tensor::from_vector({0.25, 0.5, -0.75, 1.0}, {2, 2}, DType::f64, Device::sim(0));
+  Tensor w1 = Tensor::from_vector({-0.125, 0.375}, {2}, DType::f64, Device::sim(1));
+  Tensor w2 = Tensor::from_vector({2.0, -1.0, 0.5, 0.25}, {2, 2});
+  Tensor loss;
+
+  SharedGraph() {
+    Tensor a = sum(mul(x.to(Device::sim(0)), w0)).to(Device::cpu());           // d/dx = w0
+    Tensor xv = sum(x, {0}, false).to(Device::sim(1));                           // [2] on sim:1
+    Tensor b = sum(add(mul(xv, w1), mul(v, w1))).to(Device::cpu());              // d/dx = w1 per col, d/dv = w1
+    Tensor c = sum(mul(x, w2));                                                  // d/dx = w2
+    loss = add(add(a, b), c);
+  }
+  std::vector<double> expected_x() const {
+    auto a = w0.to_vector(), c = w2.to_vector(), b = w1.to_vector();
+    return {a[0] + b[0] + c[0], a[1] + b[1] + c[1], a[2] + b[0] + c[2], a[3] + b[1] + c[3]};
+  }
+  std::vector<double> expected_v() const { return w1.to_vector(); }
+};
+
+} // namespace
+
+// 8 threads x 1,000 grad() calls on ONE graph (retain_graph): every result
+// is checked; nodes on sim:0 and sim:1 are run by the shared workers for
+// several GraphTasks at once.
+BOOST_AUTO_TEST_CASE(shared_graph_grad_retain_graph) {
+  Engine& eng = engine();
+  SharedGraph g;
+  const auto ex = g.expected_x();
+  const auto ev = g.expected_v();
+  std::atomic<int> wrong{0};
+  double secs = run_threads([&](int) {
+    for (int i = 0; i < kIterations; ++i) {
+      auto r = grad({g.loss}, {g.x, g.v}, {}, true, false, false, eng);
+      if (r.size() != 2 || !r[0].defined() || !r[1].defined() ||
+          r[1].device() != Device::sim(1) || r[0].to_vector() != ex || r[1].to_vector() != ev)
+        wrong.fetch_add(1);
+    }
+  });
+  BOOST_TEST_MESSAGE("shared graph grad(): " << kThreads * kIterations << " calls in " << secs << " s");
+  BOOST_TEST(wrong.load() == 0);
+  BOOST_TEST(!g.x.grad().defined()); // grad() leaves .grad alone
+}
+
+// The same with backward(): 8,000 calls accumulate into the shared leaves
+// x (cpu: accumulated by the 8 callers' threads at once) and v (sim:1: by
+// its worker). The final .grad is exactly 8,000 times one gradient.
+BOOST_AUTO_TEST_CASE(shared_graph_backward_accumulates_into_shared_leaf) {
+  Engine& eng = engine();
+  SharedGraph g;
+  auto ex = g.expected_x();
+  auto ev = g.expected_v();
+  double secs = run_threads([&](int) {
+    for (int i = 0; i < kIterations; ++i)
+      backward({g.loss}, {}, true, false, {}, eng);
+  });
+  BOOST_TEST_MESSAGE("shared graph backward(): " << kThreads * kIterations << " calls in " << secs
+                                                 << " s");
+  const double n = kThreads * kIterations;
+  for (auto& e : ex)
+    e *= n;
+  for (auto& e : ev)
+    e *= n;
+  BOOST_REQUIRE(g.x.grad().defined());
+  BOOST_REQUIRE(g.v.grad().defined());
+  BOOST_TEST(g.x.grad().to_vector() == ex, boost::test_tools::per_element());
+  BOOST_TEST(g.v.grad().to_vector() == ev, boost::test_tools::per_element());
+  BOOST_TEST(g.v.grad().device() == Device::sim(1));
+}
+
+// Synchronous and asynchronous calls mixed on the shared graph.
+BOOST_AUTO_TEST_CASE(sync_and_async_calls_mixed) {
+  Engine& eng = engine();
+  SharedGraph g;
+  const auto ex = g.expected_x();
+  std::atomic<int> wrong{0};
+  run_threads([&](int t) {
+    for (int i = 0; i < kIterations / 4; ++i) {
+      variable_list r;
+      if ((t + i) % 2) {
+        auto f = eng.grad_async({g.loss}, {g.x}, {}, true);
+        if (f.wait_for(kWaitLimit) != std::future_status::ready) {
+          std::cerr << "FATAL: grad_async did not complete" << std::endl;
+          std::_Exit(3);
+        }
+        r = f.get();
+      } else {
+        r = grad({g.loss}, {g.x}, {}, true, false, false, eng);
+      }
+      if (r.size() != 1 || !r[0].defined() || r[0].to_vector() != ex)
+        wrong.fetch_add(1);
+    }
+  });
+  BOOST_TEST(wrong.load() == 0);
+}

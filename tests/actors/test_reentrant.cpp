@@ -1,0 +1,236 @@
+#define BOOST_TEST_MODULE reentrant
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "actors/engine.h"
+#include "libengine/autograd.h"
+#include "libengine/autograd/custom_function.h"
+#include "libengine/autograd/grad_mode.h"
+#include "libengine/engine/errors.h"
+#include "libengine/engine/graph_task.h"
+#include "libengine/ops.h"
+#include "libengine/tensor/kernels.h"
+
+using namespace actorgrad;
+
+namespace {
+
+// Identity in forward; its backward checks one nested backward of depth
+// `levels - 1` (d/dz sum(3 * F(z)) == 3) before passing the gradient on.
+// So backward through F with `levels` = n runs n nested backward calls,
+// each from inside the node of the one before.
+variable_list reentrant(const Tensor& x, int levels, std::atomic<int>* nested_ok) {
+  auto forward = [levels, nested_ok](FunctionContext& ctx, const variable_list& in) {
+    ctx.saved_data["levels"] = levels;
+    ctx.saved_data["ok"] = nested_ok;
+    return variable_list{in[0].detach()};
+  };
+  auto backward = [](FunctionContext& ctx, const variable_list& g) {
+    int n = std::any_cast<int>(ctx.saved_data["levels"]);
+    auto* ok = std::any_cast<std::atomic<int>*>(ctx.saved_data["ok"]);
+    if (n > 0) {
+      AutoGradMode enable(true); // backward runs with grad mode off (no create_graph)
+      Tensor z = Tensor::ones({2}, DType::f64, g[0].device()).set_requires_grad();
+      Tensor w = reentrant(z, n - 1, ok)[0] * 3.0;
+      Tensor dz = grad({sum(w)}, {z})[0];
+      if (dz.to_vector() == std::vector<double>{3.0, 3.0})
+        ok->fetch_add(1);
+    }
+    return variable_list{g[0]};
+  };
+  return apply_custom_function("ReentrantBackward", {x}, forward, backward);
+}
+
+struct DepthCase {
+  int depth;
+  Device device;
+};
+
+void check_depth(Engine& engine, int depth, Device device) {
+  std::atomic<int> ok{0};
+  Tensor x = Tensor::from_vector({1, 2}, {2}, DType::f64, device).set_requires_grad();
+  Tensor y = reentrant(x, depth, &ok)[0] * 2.0;
+  auto g = grad({sum(y)}, {x}, {}, {}, false, false, engine)[0];
+  BOOST_TEST(g.to_vector() == std::vector<double>({2.0, 2.0}));
+  BOOST_TEST(ok.load() == depth, "nested backward calls that gave the right gradient");
+  BOOST_TEST(engine.stats().max_reentrant_frames_per_thread <= engine.config().max_recursion_depth);
+}
+
+EngineConfig sim_config() { return EngineConfig{{Device::sim(0), Device::sim(1)}}; }
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(nested_depths_on_cpu_and_sim) {
+  Engine engine(sim_config());
+  for (int depth : {1, 59, 60, 61, 200})
+    for (Device d : {Device::cpu(), Device::sim(0)}) {
+      BOOST_TEST_CONTEXT("depth " << depth << " on " << d.str()) { check_depth(engine, depth, d); }
+    }
+  auto stats = engine.stats();
+  BOOST_TEST(stats.max_reentrant_frames_per_thread == 60);
+  BOOST_TEST(stats.handoffs > 0);
+  BOOST_TEST(stats.pool_workers >= 1);
+}
+
+BOOST_AUTO_TEST_CASE(configurable_depth_limit) {
+  EngineConfig cfg = sim_config();
+  cfg.max_recursion_depth = 5;
+  Engine engine(cfg);
+  check_depth(engine, 23, Device::cpu());
+  BOOST_TEST(engine.stats().max_reentrant_frames_per_thread == 5);
+  BOOST_TEST(engine.stats().handoffs >= 4);
+}
+
+BOOST_AUTO_TEST_CASE(four_threads_each_reentrant_to_depth_100) {
+  Engine engine(sim_config());
+  std::vector<std::future<void>> runs;
+  for (int i = 0; i < 4; ++i)
+    runs.push_back(std::async(std::launch::async, [&engine, i] {
+      check_depth(engine, 100, i % 2 ? Device::sim(i / 2) : Device::cpu());
+    }));
+  for (auto& r : runs) {
+    BOOST_REQUIRE(r.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+    r.get();
+  }
+}
+
+BOOST_AUTO_TEST_CASE(checkpointed_mlp_matches_plain_mlp) {
+  Engine engine(sim_config());
+  const int blocks = 8, width = 6;
+  std::vector<Tensor> ws, bs;
+  for (int i = 0; i < blocks; ++i) {
+    ws.push_back(Tensor::randn({width, width}, 100 + i).set_requires_grad());
+    bs.push_back(Tensor::randn({width}, 200 + i).set_requires_grad());
+  }
+  // The input requires grad so every checkpointed block records its node.
+  Tensor input = Tensor::randn({4, width}, 7).set_requires_grad();
+  auto block = [&](int i) {
+    return [&, i](const variable_list& in) { return variable_list{tanh(matmul(in[0], ws[i]) + bs[i])}; };
+  };
+  auto params = ws;
+  params.insert(params.end(), bs.begin(), bs.end());
+
+  Tensor h = input;
+  for (int i = 0; i < blocks; ++i)
+    h = block(i)({h})[0];
+  auto plain = grad({sum(h * h)}, params, {}, {}, false, false, engine);
+
+  Tensor c = input;
+  for (int i = 0; i < blocks; ++i)
+    c = checkpoint(block(i), {c})[0];
+  // The weights are captured by the blocks, not inputs of the checkpointed
+  // functions: their gradients reach .grad through the nested backward
+  // calls (as with torch.utils.checkpoint's reentrant variant).
+  backward({sum(c * c)}, {}, {}, false, {}, engine);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    BOOST_REQUIRE(params[i].grad().defined());
+    BOOST_TEST(kernels::max_abs_diff(plain[i], params[i].grad()) < 1e-12);
+  }
+}
+
+namespace {
+
+// A custom function whose backward runs `nested` (a nested backward).
+Tensor with_nested_backward(const Tensor& x, std::function<void()> nested, const char* name) {
+  auto forward = [](FunctionContext&, const variable_list& in) { return variable_list{in[0]}; };
+  auto backward = [nested](FunctionContext&, const variable_list& g) {
+    nested();
+    return variable_list{g[0]};
+  };
+  return apply_custom_function(name, {x}, forward, backward)[0];
+}
+
+// A custom function whose backward throws.
+Tensor throwing(const Tensor& x) {
+  auto forward = [](FunctionContext&, const variable_list& in) { return variable_list{in[0]}; };
+  auto backward = [](FunctionContext&, const variable_list&) -> variable_list {
+    throw std::runtime_error("inner failure");
+  };
+  return apply_custom_function("InnerThrowBackward", {x}, forward, backward)[0];
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(error_in_nested_backward_names_both_nodes) {
+  Engine engine(sim_config());
+  for (Device d : {Device::cpu(), Device::sim(0)}) {
+    Tensor x = Tensor::ones({2}, DType::f64, d).set_requires_grad();
+    Tensor y = with_nested_backward(x, [d] {
+      AutoGradMode enable(true);
+      Tensor z = Tensor::ones({2}, DType::f64, d).set_requires_grad();
+      backward({sum(throwing(z))});
+    }, "OuterReentrantBackward");
+    BOOST_CHECK_EXCEPTION(grad({sum(y)}, {x}, {}, {}, false, false, engine), EngineError,
+                          [](const EngineError& e) {
+                            std::string m = e.what();
+                            return m.find("OuterReentrantBackward") != std::string::npos &&
+                                   m.find("InnerThrowBackward") != std::string::npos &&
+                                   m.find("inner failure") != std::string::npos;
+                          });
+    // The engine is still usable.
+    Tensor a = Tensor::ones({2}, DType::f64, d).set_requires_grad();
+    BOOST_TEST(grad({sum(a * 5.0)}, {a}, {}, {}, false, false, engine)[0].to_vector() ==
+               std::vector<double>({5.0, 5.0}));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(nested_tasks_run_before_the_parents_waiting_tasks) {
+  std::mutex m; // guards `order`: the hook runs on the actors' threads
+  std::vector<std::pair<std::string, int>> order;
+  EngineConfig cfg = sim_config();
+  cfg.on_node_start = [&](Device, const GraphTask& t, const Node& n) {
+    std::lock_guard<std::mutex> lock(m);
+    order.emplace_back(n.name(), t.reentrant_depth);
+  };
+  Engine engine(cfg);
+  Tensor x = Tensor::ones({2}).set_requires_grad();
+  // Branch b is created first (lower sequence_nr): it waits in the heap
+  // while the reentrant node (created later, so it runs first) runs its
+  // nested backward, whose nodes (depth 1) must all run before b's.
+  Tensor b = exp(x);
+  Tensor a = with_nested_backward(x, [] {
+    AutoGradMode enable(true);
+    Tensor z = Tensor::ones({2}).set_requires_grad();
+    backward({sum(tanh(z * 2.0))});
+  }, "ParentReentrantBackward");
+  grad({sum(a + b)}, {x}, {}, {}, false, false, engine);
+  auto pos = [&](const std::string& name, int depth) {
+    for (std::size_t i = 0; i < order.size(); ++i)
+      if (order[i].first == name && order[i].second == depth)
+        return static_cast<int>(i);
+    return -1;
+  };
+  int parent = pos("ParentReentrantBackward", 0), waiting = pos("ExpBackward", 0);
+  BOOST_REQUIRE(parent >= 0);
+  BOOST_REQUIRE(waiting > parent);
+  int nested = 0;
+  for (int i = parent + 1; i < waiting; ++i)
+    nested += order[i].second == 1;
+  BOOST_TEST(nested >= 3, "nested nodes (TanhBackward, MulBackward, AccumulateGrad...) between");
+  for (std::size_t i = waiting; i < order.size(); ++i)
+    BOOST_TEST(order[i].second == 0);
+}
+
+BOOST_AUTO_TEST_CASE(final_callbacks_belong_to_their_own_graph_task) {
+  Engine engine(sim_config());
+  std::vector<std::string> log;
+  Tensor x = Tensor::ones({2}).set_requires_grad();
+  Tensor y = with_nested_backward(x, [&] {
+    queue_callback([&] { log.push_back("parent"); });
+    AutoGradMode enable(true);
+    Tensor z = Tensor::ones({2}).set_requires_grad();
+    Tensor w = with_nested_backward(z, [&] { queue_callback([&] { log.push_back("child"); }); },
+                                    "ChildNode");
+    backward({sum(w)});
+    log.push_back("after nested");
+  }, "ParentNode");
+  grad({sum(y)}, {x}, {}, {}, false, false, engine);
+  BOOST_TEST(log == std::vector<std::string>({"child", "after nested", "parent"}),
+             boost::test_tools::per_element());
+}
+

@@ -1,0 +1,139 @@
+#define BOOST_TEST_MODULE input_buffer_saved_variable
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+#include "libengine/autograd/grad_mode.h"
+#include "libengine/autograd/node.h"
+#include "libengine/autograd/saved_variable.h"
+#include "libengine/engine/errors.h"
+#include "libengine/engine/input_buffer.h"
+#include "libengine/ops.h"
+
+using namespace actorgrad;
+
+namespace {
+
+Tensor vec(std::vector<double> v) {
+  return Tensor::from_vector(v, {static_cast<std::int64_t>(v.size())});
+}
+
+auto message_has(std::vector<std::string> parts) {
+  return [parts](const std::exception& e) {
+    const std::string msg = e.what();
+    bool ok = true;
+    for (const auto& p : parts)
+      ok = ok && msg.find(p) != std::string::npos;
+    BOOST_TEST(ok, "unexpected error message: " << msg);
+    return ok;
+  };
+}
+
+struct NamedNode final : Node {
+  variable_list apply(variable_list&&) override { return {}; }
+  std::string name() const override { return "SavingBackward"; }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(input_buffer)
+
+BOOST_AUTO_TEST_CASE(slots_add_up_and_undefined_gradients_are_ignored) {
+  NoGradGuard no_grad;
+  InputBuffer buf(3);
+  BOOST_TEST(buf.size() == 3u);
+  buf.add(0, vec({1, 2}));
+  buf.add(0, vec({10, 20}));
+  buf.add(2, vec({5}));
+  buf.add(2, Tensor());
+  auto vars = InputBuffer::variables(std::move(buf));
+  BOOST_REQUIRE(vars.size() == 3u);
+  BOOST_TEST(vars[0].to_vector() == (std::vector<double>{11, 22}), boost::test_tools::per_element());
+  BOOST_TEST(!vars[1].defined());
+  BOOST_TEST(vars[2].to_vector() == (std::vector<double>{5}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_gradient_someone_else_holds_is_not_modified) {
+  NoGradGuard no_grad;
+  auto a = vec({1, 2});
+  auto b = vec({3, 4});
+  InputBuffer buf(1);
+  buf.add(0, Tensor(a));
+  buf.add(0, Tensor(b));
+  BOOST_TEST(buf[0].to_vector() == (std::vector<double>{4, 6}), boost::test_tools::per_element());
+  BOOST_TEST(a.to_vector() == (std::vector<double>{1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(b.to_vector() == (std::vector<double>{3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(a.version() == 0u);
+  BOOST_TEST(b.version() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(under_grad_mode_the_sum_keeps_its_graph) {
+  auto x = vec({1, 2}).set_requires_grad(true);
+  auto g1 = mul(x, 2.0);
+  InputBuffer buf(1);
+  buf.add(0, Tensor(g1));
+  buf.add(0, mul(x, 3.0));
+  BOOST_TEST(buf[0].requires_grad());
+  BOOST_TEST((buf[0].grad_fn() != nullptr));
+  BOOST_TEST(buf[0].to_vector() == (std::vector<double>{5, 10}), boost::test_tools::per_element());
+  BOOST_TEST(g1.to_vector() == (std::vector<double>{2, 4}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(saved_variable)
+
+BOOST_AUTO_TEST_CASE(unpack_returns_the_saved_tensor) {
+  auto node = make_node<NamedNode>();
+  auto t = vec({1, 2});
+  SavedVariable sv(t, false);
+  BOOST_TEST(sv.was_defined());
+  BOOST_TEST(sv.unpack(node.get()).to_vector() == t.to_vector(), boost::test_tools::per_element());
+  SavedVariable empty(Tensor(), false);
+  BOOST_TEST(!empty.was_defined());
+  BOOST_TEST(!empty.unpack(node.get()).defined());
+}
+
+BOOST_AUTO_TEST_CASE(in_place_change_after_saving_names_the_node_and_versions) {
+  auto node = make_node<NamedNode>();
+  auto t = vec({1, 2});
+  SavedVariable sv(t, false);
+  t.mul_(2);
+  t.mul_(2);
+  t.mul_(2);
+  BOOST_CHECK_EXCEPTION(sv.unpack(node.get()), EngineError,
+                        message_has({"SavingBackward", "version 3", "version 0"}));
+}
+
+BOOST_AUTO_TEST_CASE(in_place_change_through_a_view_is_noticed) {
+  auto node = make_node<NamedNode>();
+  auto t = vec({1, 2, 3, 4});
+  SavedVariable sv(t, false);
+  auto v = reshape(t, {2, 2});
+  v.fill_(0);
+  BOOST_CHECK_EXCEPTION(sv.unpack(node.get()), EngineError,
+                        message_has({"SavingBackward", "version 1"}));
+}
+
+BOOST_AUTO_TEST_CASE(unpack_after_release_mentions_retain_graph) {
+  auto node = make_node<NamedNode>();
+  SavedVariable sv(vec({1}), false);
+  sv.reset_data();
+  BOOST_CHECK_EXCEPTION(sv.unpack(node.get()), EngineError,
+                        message_has({"SavingBackward", "retain_graph"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_saved_output_gets_its_grad_fn_back_on_unpack) {
+  auto x = vec({1, 2}).set_requires_grad(true);
+  auto y = exp(x);
+  SavedVariable sv(y, /*is_output=*/true);
+  auto fn = y.grad_fn();
+  auto back = sv.unpack(fn.get());
+  BOOST_TEST(back.requires_grad());
+  BOOST_TEST((back.grad_fn() == fn));
+  BOOST_TEST(back.output_nr() == y.output_nr());
+  BOOST_TEST(back.to_vector() == y.to_vector(), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
