@@ -152,6 +152,10 @@ caf::actor_system& Engine::system() { return core_->system; }
 const EngineConfig& Engine::config() const { return core_->config; }
 caf::actor Engine::worker(Device device) const { return core_->worker(device); }
 
+void Engine::post(Device device, std::function<void()> job) {
+  caf::anon_send(core_->worker(device), msg::Job{std::move(job)});
+}
+
 EngineStats Engine::stats() const {
   return {core_->max_reentrant_frames.load(), core_->handoffs.load(), core_->pool_workers.load()};
 }

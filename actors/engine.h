@@ -2,6 +2,7 @@
 /// @file engine.h
 /// The actor engine: an Executor whose GraphTasks and device workers are CAF actors.
 
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -81,6 +82,9 @@ public:
   const EngineConfig& config() const;
   /// The current DeviceWorker of `device` (throws if not served).
   caf::actor worker(Device device) const;
+  /// Runs `job` on the DeviceWorker of `device` (between its node tasks).
+  /// The job must not throw: report failures through what it captures.
+  void post(Device device, std::function<void()> job);
   /// Counters of reentrant execution since the engine started.
   EngineStats stats() const;
 

@@ -15,6 +15,7 @@
 /// Messages that cross processes are separate, serializable types.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -47,6 +48,13 @@ struct Task {
 /// no-op: the waiting loop re-checks its exit condition after every message.
 struct WakeUp {
   std::uint64_t task_id;
+};
+
+/// Work to run on a device's actor between node tasks (used for forward
+/// passes scheduled on the device that owns their tensors). Runs when the
+/// message is drained, in arrival order.
+struct Job {
+  std::function<void()> fn;
 };
 
 /// Stops a DeviceWorker, the ReentrantPool or a pool worker (sent with
@@ -91,6 +99,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Grad)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::WakeUp)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Shutdown)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Handoff)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Serving)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::HandBack)

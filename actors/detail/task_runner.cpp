@@ -199,7 +199,11 @@ void TaskRunner::serve_handoff(msg::Handoff&& h) {
   // thread ever holds more than max_recursion_depth of them.
   reentrant_frames_ = 1;
   raise_max(core_.max_reentrant_frames, reentrant_frames_);
-  coordinate_here(h.task, std::move(h.first));
+  try {
+    coordinate_here(h.task, std::move(h.first));
+  } catch (...) { // e.g. a device the engine does not serve: the requester rethrows it
+    h.task->set_error(std::current_exception());
+  }
   reentrant_frames_ = 0;
   drain_mailbox(); // what the requester forwarded so far belongs in its heap
   caf::anon_send(h.requester, msg::HandBack{std::move(heap_)});
@@ -300,6 +304,8 @@ void TaskRunner::handle(caf::mailbox_element& element) {
       caf::anon_send(owner.is_cpu() ? ctx.coordinator : ctx.worker(owner), std::move(m));
     else
       heap_.push(std::move(m.task));
+  } else if (content.match_elements<msg::Job>()) {
+    content.get_mutable_as<msg::Job>(0).fn(); // exceptions are the job's to report
   } else if (content.match_elements<msg::WakeUp>()) {
     // nothing to do: the waiting loop re-checks its task's count
   } else if (content.match_elements<msg::Shutdown>()) {

@@ -212,7 +212,7 @@ BOOST_AUTO_TEST_CASE(shared_graph_backward_accumulates_into_shared_leaf) {
   BOOST_REQUIRE(g.v.grad().defined());
   BOOST_TEST(g.x.grad().to_vector() == ex, boost::test_tools::per_element());
   BOOST_TEST(g.v.grad().to_vector() == ev, boost::test_tools::per_element());
-  BOOST_TEST(g.v.grad().device() == Device::sim(1));
+  BOOST_TEST((g.v.grad().device() == Device::sim(1)));
 }
 
 // Synchronous and asynchronous calls mixed on the shared graph.

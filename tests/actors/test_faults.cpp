@@ -43,7 +43,7 @@ void check_engine_works(Device d) {
   Tensor loss = add(sum(mul(x, x)).to(Device::cpu()), sum(mul(y, x.to(Device::cpu()))));
   bounded([&] { backward({loss}, {}, false, false, {}, engine()); });
   BOOST_REQUIRE(x.grad().defined());
-  BOOST_TEST(x.grad().device() == d);
+  BOOST_TEST((x.grad().device() == d));
   // d/dx = 2x + y, d/dy = x
   BOOST_TEST(x.grad().to_vector() == (std::vector<double>{2.5, 3, 8}), boost::test_tools::per_element());
   BOOST_TEST(y.grad().to_vector() == (std::vector<double>{1, 2, 3}), boost::test_tools::per_element());

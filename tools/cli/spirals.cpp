@@ -12,6 +12,9 @@ SpiralData make_spirals(std::int64_t points_per_class, double noise, std::uint64
   d.y.reserve(static_cast<std::size_t>(2 * points_per_class));
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> jitter(0.0, noise);
+  // Outer radius 4: on the unit scale the first tanh layer starts nearly
+  // linear and training depends much more on the initial weights.
+  constexpr double kRadius = 4.0;
   constexpr double kStart = 0.25;
   constexpr double kTurns = 1.75 * 2.0 * std::numbers::pi;
   const double denom = points_per_class > 1 ? double(points_per_class - 1) : 1.0;
@@ -20,8 +23,8 @@ SpiralData make_spirals(std::int64_t points_per_class, double noise, std::uint64
     for (std::int64_t i = 0; i < points_per_class; ++i) {
       const double t = kStart + kTurns * double(i) / denom;
       const double r = t / (kStart + kTurns);
-      d.x.push_back(sign * r * std::cos(t) + jitter(rng));
-      d.x.push_back(sign * r * std::sin(t) + jitter(rng));
+      d.x.push_back(kRadius * (sign * r * std::cos(t) + jitter(rng)));
+      d.x.push_back(kRadius * (sign * r * std::sin(t) + jitter(rng)));
       d.y.push_back(cls);
     }
   }
