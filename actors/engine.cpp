@@ -160,4 +160,13 @@ EngineStats Engine::stats() const {
   return {core_->max_reentrant_frames.load(), core_->handoffs.load(), core_->pool_workers.load()};
 }
 
+void Engine::start_recording() {
+  core_->recording.store(std::make_shared<trace::Recorder>(), std::memory_order_release);
+}
+
+trace::Trace Engine::stop_recording() {
+  auto recorder = core_->recording.exchange(nullptr, std::memory_order_acq_rel);
+  return recorder ? recorder->snapshot() : trace::Trace{};
+}
+
 } // namespace actorgrad

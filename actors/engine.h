@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "actors/engine_config.h"
+#include "actors/trace/event.h"
 #include "libengine/engine/executor.h"
 
 namespace caf {
@@ -42,6 +43,10 @@ struct EngineStats {
 /// - Each configured device has one DeviceWorker actor shared by all calls.
 /// - backward_async / grad_async / execute_async spawn a coordinator actor
 ///   and return a future.
+///
+/// Recording: `start_recording()` ... `stop_recording()` returns the
+/// message flow (trace::Trace) of every backward call started in between,
+/// for tools/trace (Chrome trace, summary, HTML report). Off by default.
 ///
 /// Thread-safe: any number of threads may call it at once.
 class Engine final : public Executor {
@@ -87,6 +92,17 @@ public:
   void post(Device device, std::function<void()> job);
   /// Counters of reentrant execution since the engine started.
   EngineStats stats() const;
+
+  /// Records every backward call started from now on (sync or async, and
+  /// the reentrant calls they make): per message sent and received and per
+  /// node made ready, fed, started and finished, on each actor that runs a
+  /// part of it (actors/trace/recorder.h). Starts a new recording when one
+  /// is in progress (the calls already started keep the old one).
+  void start_recording();
+  /// Stops recording and returns what the calls started while recording
+  /// have recorded so far (all of it once they returned). Empty when not
+  /// recording.
+  trace::Trace stop_recording();
 
 private:
   void start(EngineConfig config);

@@ -35,12 +35,16 @@ struct Grad {
   std::shared_ptr<GraphTask> task;
   Edge next;
   Tensor grad;
+  /// Pairs the send and receive of this message in a recording (0: not recorded).
+  std::uint64_t trace = 0;
 };
 
 /// A ready NodeTask handed to its owner (the first task of a GraphTask whose
 /// root node lives on a device). Counted like a ready task.
 struct Task {
   NodeTask task;
+  /// Pairs the send and receive of this message in a recording (0: not recorded).
+  std::uint64_t trace = 0;
 };
 
 /// Tells a coordinator that one of its GraphTasks reached zero outstanding
@@ -48,6 +52,8 @@ struct Task {
 /// no-op: the waiting loop re-checks its exit condition after every message.
 struct WakeUp {
   std::uint64_t task_id;
+  /// Pairs the send and receive of this message in a recording (0: not recorded).
+  std::uint64_t trace = 0;
 };
 
 /// Work to run on a device's actor between node tasks (used for forward

@@ -11,6 +11,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/engine_config.h"
+#include "actors/trace/recorder.h"
 
 namespace actorgrad::detail {
 
@@ -36,6 +37,9 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   std::atomic<bool> shutting_down{false};
   /// The ReentrantPool (serves reentrant calls past max_recursion_depth).
   caf::actor pool;
+  /// The recording GraphTasks started now join (Engine::start_recording);
+  /// null when not recording.
+  std::atomic<std::shared_ptr<trace::Recorder>> recording;
 
   // -- statistics (read by Engine::stats) ---------------------------------
   /// Most reentrant frames seen nested on one thread.

@@ -7,6 +7,7 @@
 
 #include <caf/actor.hpp>
 
+#include "actors/trace/recorder.h"
 #include "device/device.h"
 #include "libengine/engine/graph_task.h"
 
@@ -26,6 +27,9 @@ struct TaskContext {
   const void* coordinator_queue = nullptr;
   /// Snapshot of the workers of the task's devices.
   std::vector<std::pair<Device, caf::actor>> workers;
+  /// The recording this task's actors append to, or null (the switch: every
+  /// recording site is one `if (ctx.recorder) [[unlikely]]`).
+  std::shared_ptr<trace::Recorder> recorder;
 
   /// Worker handle of `d` (the task's devices are checked at start).
   const caf::actor& worker(Device d) const {

@@ -1,7 +1,12 @@
 #include "actors/detail/task_runner.h"
 
+#include <unistd.h>
+
 #include <caf/send.hpp>
 #include <caf/system_messages.hpp>
+
+#include "actors/detail/device_worker.h"
+#include "actors/detail/reentrant_pool.h"
 
 #include "libengine/engine/errors.h"
 #include "libengine/engine/evaluate.h"
@@ -81,6 +86,7 @@ void TaskRunner::ensure_mailbox() {
 std::shared_ptr<TaskContext> TaskRunner::make_context(const GraphTask& task) {
   auto ctx = std::make_shared<TaskContext>();
   ctx->coordinator_queue = queue_;
+  ctx->recorder = core_.recording.load(std::memory_order_acquire);
   if (task.devices().empty() && !worker_device_)
     return ctx; // CPU only, on a caller: every node runs here, no message is sent
   ensure_mailbox();
@@ -122,10 +128,16 @@ void TaskRunner::coordinate_here(const std::shared_ptr<GraphTask>& task, NodeTas
   task->executor_data = ctx;
   task->outstanding_tasks.store(1, std::memory_order_relaxed);
   Device root_device = first.fn->device();
-  if (owned_here(*ctx, root_device))
+  if (owned_here(*ctx, root_device)) {
+    if (ctx->recorder) [[unlikely]]
+      record(*ctx, trace::EventKind::ready, *task, first.fn.get());
     heap_.push(std::move(first));
-  else
-    caf::anon_send(ctx->worker(root_device), msg::Task{std::move(first)});
+  } else {
+    msg::Task m{std::move(first)};
+    if (ctx->recorder) [[unlikely]]
+      m.trace = record_send(*ctx, trace::MessageKind::task, *task, m.task.fn.get());
+    caf::anon_send(ctx->worker(root_device), std::move(m));
+  }
 
   frames_.push_back({task.get()});
   const std::size_t frame = frames_.size() - 1;
@@ -217,11 +229,15 @@ void TaskRunner::run_task(NodeTask&& t) {
     return;
   const std::shared_ptr<GraphTask>& task = t.graph_task;
   if (!task->has_error()) {
+    const TaskContext& ctx = context_of(*task);
+    // The node's slice in a recording spans its run and the delivery of
+    // its outputs, so the messages it sends start inside it.
+    if (ctx.recorder) [[unlikely]]
+      record(ctx, trace::EventKind::node_start, *task, t.fn.get());
     try {
       if (core_.config.on_node_start)
         core_.config.on_node_start(device_, *task, *t.fn);
       variable_list grads = evaluate_function(*task, *t.fn, std::move(t.inputs));
-      const TaskContext& ctx = context_of(*task);
       for (std::size_t i = 0; i < grads.size(); ++i) {
         const Edge& next = t.fn->next_edge(i);
         if (next.is_valid())
@@ -230,6 +246,8 @@ void TaskRunner::run_task(NodeTask&& t) {
     } catch (...) {
       task->set_error(std::current_exception());
     }
+    if (ctx.recorder) [[unlikely]]
+      record(ctx, trace::EventKind::node_end, *task, t.fn.get());
   }
   finish_one(task);
 }
@@ -238,17 +256,24 @@ void TaskRunner::deliver(const std::shared_ptr<GraphTask>& task, const TaskConte
                          const Edge& next, Tensor&& grad) {
   Device owner = next.function->device();
   if (owned_here(ctx, owner)) {
+    if (ctx.recorder) [[unlikely]]
+      record(ctx, trace::EventKind::input, *task, next.function.get(), trace::MessageKind::none,
+             0, next.input_nr);
     accept_local(task, next, std::move(grad));
     return;
   }
   task->outstanding_tasks.fetch_add(1, std::memory_order_relaxed);
-  caf::anon_send(owner.is_cpu() ? ctx.coordinator : ctx.worker(owner),
-                 msg::Grad{task, next, std::move(grad)});
+  msg::Grad m{task, next, std::move(grad)};
+  if (ctx.recorder) [[unlikely]]
+    m.trace = record_send(ctx, trace::MessageKind::grad, *task, next.function.get(), next.input_nr);
+  caf::anon_send(owner.is_cpu() ? ctx.coordinator : ctx.worker(owner), std::move(m));
 }
 
 void TaskRunner::accept_local(const std::shared_ptr<GraphTask>& task, const Edge& next,
                               Tensor&& grad) {
   if (auto ready = task->accept(next, std::move(grad))) {
+    if (const TaskContext& ctx = context_of(*task); ctx.recorder) [[unlikely]]
+      record(ctx, trace::EventKind::ready, *task, ready->fn.get());
     task->outstanding_tasks.fetch_add(1, std::memory_order_relaxed);
     heap_.push(std::move(*ready));
   }
@@ -258,8 +283,12 @@ void TaskRunner::finish_one(const std::shared_ptr<GraphTask>& task) {
   if (task->outstanding_tasks.fetch_sub(1, std::memory_order_acq_rel) != 1)
     return;
   const TaskContext& ctx = context_of(*task);
-  if (ctx.coordinator_queue != queue_)
-    caf::anon_send(ctx.coordinator, msg::WakeUp{task->id});
+  if (ctx.coordinator_queue == queue_)
+    return;
+  msg::WakeUp m{task->id};
+  if (ctx.recorder) [[unlikely]]
+    m.trace = record_send(ctx, trace::MessageKind::wake_up, *task, nullptr);
+  caf::anon_send(ctx.coordinator, std::move(m));
 }
 
 void TaskRunner::drain_mailbox() {
@@ -283,8 +312,14 @@ void TaskRunner::handle(caf::mailbox_element& element) {
   if (content.match_elements<msg::Grad>()) {
     auto& m = content.get_mutable_as<msg::Grad>(0);
     const TaskContext& ctx = context_of(*m.task);
+    if (ctx.recorder) [[unlikely]]
+      record(ctx, trace::EventKind::receive, *m.task, m.next.function.get(),
+             trace::MessageKind::grad, m.trace, m.next.input_nr);
     Device owner = m.next.function->device();
     if (!owned_here(ctx, owner)) { // see Note [Reentrant backward and the depth handoff]
+      if (ctx.recorder) [[unlikely]]
+        m.trace = record_send(ctx, trace::MessageKind::grad, *m.task, m.next.function.get(),
+                              m.next.input_nr);
       caf::anon_send(owner.is_cpu() ? ctx.coordinator : ctx.worker(owner), std::move(m));
       return;
     }
@@ -298,16 +333,27 @@ void TaskRunner::handle(caf::mailbox_element& element) {
     finish_one(m.task);
   } else if (content.match_elements<msg::Task>()) {
     auto& m = content.get_mutable_as<msg::Task>(0);
-    const TaskContext& ctx = context_of(*m.task.graph_task);
+    const GraphTask& task = *m.task.graph_task;
+    const TaskContext& ctx = context_of(task);
+    if (ctx.recorder) [[unlikely]]
+      record(ctx, trace::EventKind::receive, task, m.task.fn.get(), trace::MessageKind::task,
+             m.trace);
     Device owner = m.task.fn->device();
-    if (!owned_here(ctx, owner))
+    if (!owned_here(ctx, owner)) {
+      if (ctx.recorder) [[unlikely]]
+        m.trace = record_send(ctx, trace::MessageKind::task, task, m.task.fn.get());
       caf::anon_send(owner.is_cpu() ? ctx.coordinator : ctx.worker(owner), std::move(m));
-    else
+    } else {
+      if (ctx.recorder) [[unlikely]]
+        record(ctx, trace::EventKind::ready, task, m.task.fn.get());
       heap_.push(std::move(m.task));
+    }
   } else if (content.match_elements<msg::Job>()) {
     content.get_mutable_as<msg::Job>(0).fn(); // exceptions are the job's to report
   } else if (content.match_elements<msg::WakeUp>()) {
     // nothing to do: the waiting loop re-checks its task's count
+    if (const auto& m = content.get_as<msg::WakeUp>(0); m.trace != 0) [[unlikely]]
+      record_wake_up(m);
   } else if (content.match_elements<msg::Shutdown>()) {
     heap_.push(NodeTask::make_shutdown());
   } else if (content.match_elements<caf::down_msg>()) {
@@ -334,6 +380,68 @@ void TaskRunner::on_worker_down(const caf::actor_addr& source, const caf::error&
       frame.aborted = true;
     }
   }
+}
+
+// Note [Recording]
+// Each actor appends to its own EventBuffer of the task's Recorder (opened
+// on its first event for that recording), so recording takes no lock and
+// no actor writes to another's buffer. A WakeUp is not counted in
+// outstanding_tasks: its coordinator may see the count reach zero and
+// return before the WakeUp arrives, and a WakeUp that arrives after its
+// task left this actor's frames is not recorded as received.
+
+void TaskRunner::record(const TaskContext& ctx, trace::EventKind kind, const GraphTask& task,
+                        const Node* node, trace::MessageKind message, std::uint64_t message_id,
+                        std::uint32_t input_nr) {
+  const auto& recorder = ctx.recorder;
+  if (trace_recorder_.owner_before(recorder) || recorder.owner_before(trace_recorder_)) {
+    trace_recorder_ = recorder;
+    trace_buffer_ = &recorder->open_buffer(actor_name());
+  }
+  trace::Event e;
+  e.ts_ns = recorder->now();
+  e.kind = kind;
+  e.message = message;
+  e.graph_task = task.id;
+  e.message_id = message_id;
+  if (node) {
+    e.node = node->name();
+    e.sequence_nr = node->sequence_nr();
+  }
+  e.depth = task.reentrant_depth;
+  e.device = node ? node->device() : device_;
+  e.input_nr = input_nr;
+  trace_buffer_->append(std::move(e));
+}
+
+std::uint64_t TaskRunner::record_send(const TaskContext& ctx, trace::MessageKind message,
+                                      const GraphTask& task, const Node* node,
+                                      std::uint32_t input_nr) {
+  const std::uint64_t id = ctx.recorder->next_message_id();
+  record(ctx, trace::EventKind::send, task, node, message, id, input_nr);
+  return id;
+}
+
+void TaskRunner::record_wake_up(const msg::WakeUp& m) {
+  for (const auto& frame : frames_) {
+    if (frame.task->id != m.task_id)
+      continue;
+    const TaskContext& ctx = context_of(*frame.task);
+    if (ctx.recorder)
+      record(ctx, trace::EventKind::receive, *frame.task, nullptr, trace::MessageKind::wake_up,
+             m.trace);
+    return;
+  }
+}
+
+std::string TaskRunner::actor_name() const {
+  if (!self_ || own_mailbox_)
+    return "caller " + std::to_string(::gettid());
+  if (dynamic_cast<const DeviceWorker*>(self_))
+    return device_.str() + " worker";
+  if (dynamic_cast<const PoolWorker*>(self_))
+    return "pool worker " + std::to_string(self_->id());
+  return "async coordinator " + std::to_string(self_->id());
 }
 
 } // namespace actorgrad::detail

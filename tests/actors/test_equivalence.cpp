@@ -31,10 +31,15 @@ constexpr double kTol = 1e-12;
 
 const Device kDevices[] = {Device::cpu(), Device::sim(0), Device::sim(1), Device::sim(2)};
 
-Engine& engine() {
-  static Engine e(EngineConfig{{Device::sim(0), Device::sim(1), Device::sim(2)}});
+/// The engine of this test binary: created and destroyed by the global
+/// fixture, inside main. (A static Engine destroyed by exit() crashes in
+/// ~actor_system after an async call from the main thread: see the report.)
+std::unique_ptr<Engine>& engine_slot() {
+  static std::unique_ptr<Engine> e;
   return e;
 }
+
+Engine& engine() { return *engine_slot(); }
 
 /// One random DAG: its leaves, every value, the roots and their gradients.
 struct RandomGraph {
@@ -298,6 +303,12 @@ void clear_grads(const std::vector<Tensor>& ts) {
 }
 
 } // namespace
+
+struct EngineFixture {
+  EngineFixture() { engine_slot() = std::make_unique<Engine>(EngineConfig{{Device::sim(0), Device::sim(1), Device::sim(2)}}); }
+  ~EngineFixture() { engine_slot().reset(); }
+};
+BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
 
 BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
   ReferenceExecutor reference;

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <future>
 #include <stdexcept>
 #include <string>
@@ -31,10 +32,15 @@ using namespace actorgrad::actors_test;
 
 namespace {
 
-Engine& engine() {
-  static Engine e(EngineConfig{{Device::sim(0), Device::sim(1)}});
+/// The engine of this test binary: created and destroyed by the global
+/// fixture, inside main. (A static Engine destroyed by exit() crashes in
+/// ~actor_system after an async call from the main thread: see the report.)
+std::unique_ptr<Engine>& engine_slot() {
+  static std::unique_ptr<Engine> e;
   return e;
 }
+
+Engine& engine() { return *engine_slot(); }
 
 /// A fresh backward on `d` (and across to the cpu) gives the right gradient.
 void check_engine_works(Device d) {
@@ -65,9 +71,9 @@ bool wait_for_task_error() {
 }
 
 /// A graph with a throwing node on `thrower_dev` and a long chain of
-/// counting nodes on `chain_dev`. Chain node 2 tells the thrower to throw
-/// (so the chain is running when the error happens), chain node 5 waits
-/// until the GraphTask has the error; nodes after it must not run.
+/// counting nodes on `chain_dev`. Chain node 5 tells the thrower to throw
+/// (so the chain is running when the error happens) and waits until the
+/// GraphTask has the error; the nodes after it must not run.
 struct FaultGraph {
   static constexpr int kChain = 50;
   static constexpr int kWaitAt = 5;
@@ -111,10 +117,11 @@ struct FaultGraph {
       int at = kChain - 1 - i; // execution position: the last created runs first
       h = lambda_op(h, "Chain" + std::to_string(at), [this, at](variable_list&& g) {
             chain_calls.fetch_add(1);
-            if (at == 2)
-              chain_started.set_value();
-            if (at == kWaitAt && !wait_for_task_error())
-              waits_ok = false;
+            if (at == kWaitAt) {
+              chain_started.set_value(); // the thrower may throw now
+              if (!wait_for_task_error())
+                waits_ok = false;
+            }
             return std::move(g);
           }).first;
     }
@@ -123,6 +130,12 @@ struct FaultGraph {
 };
 
 } // namespace
+
+struct EngineFixture {
+  EngineFixture() { engine_slot() = std::make_unique<Engine>(EngineConfig{{Device::sim(0), Device::sim(1)}}); }
+  ~EngineFixture() { engine_slot().reset(); }
+};
+BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
 
 BOOST_AUTO_TEST_CASE(node_exception_reaches_caller_and_stops_the_task) {
   struct Case {
@@ -171,28 +184,34 @@ BOOST_AUTO_TEST_CASE(killed_device_worker_fails_the_task_and_is_respawned) {
   for (int round = 0; round < 3; ++round) {
     BOOST_TEST_CONTEXT("round " << round) {
       caf::actor before = eng.worker(sim0);
-      std::promise<void> killed;
-      std::shared_future<void> killed_f = killed.get_future().share();
-      std::atomic<int> other_calls{0}, chain_calls{0};
+      // State the nodes use lives on the heap: after the call fails, a node
+      // of the failed task may still be running on sim:1.
+      struct Shared {
+        std::promise<void> killed;
+        std::shared_future<void> killed_f = killed.get_future().share();
+        std::atomic<int> other_calls{0}, chain_calls{0};
+      };
+      auto sh = std::make_shared<Shared>();
+      Engine* e = &eng;
 
       Tensor x = Tensor::uniform({2, 2}, -1, 1, 3).set_requires_grad(true);
       Tensor xs = x.to(sim0);
       // Other (lower sequence_nr) is queued on sim:0 when Killer runs.
-      Tensor other = lambda_op(xs, "OtherOnSim0", [&](variable_list&& g) {
-                       other_calls.fetch_add(1);
+      Tensor other = lambda_op(xs, "OtherOnSim0", [sh](variable_list&& g) {
+                       sh->other_calls.fetch_add(1);
                        return std::move(g);
                      }).first;
-      Tensor killer = lambda_op(xs, "Killer", [&](variable_list&& g) {
-                        caf::anon_send_exit(eng.worker(Device::sim(0)), caf::exit_reason::kill);
-                        killed.set_value();
+      Tensor killer = lambda_op(xs, "Killer", [sh, e](variable_list&& g) {
+                        caf::anon_send_exit(e->worker(Device::sim(0)), caf::exit_reason::kill);
+                        sh->killed.set_value();
                         return std::move(g);
                       }).first;
       // Work on sim:1 that is still going when sim:0 dies.
       Tensor h = x.to(Device::sim(1));
       for (int i = 0; i < 5; ++i)
-        h = lambda_op(h, "ChainOnSim1", [&](variable_list&& g) {
-              chain_calls.fetch_add(1);
-              killed_f.wait_for(std::chrono::seconds(10));
+        h = lambda_op(h, "ChainOnSim1", [sh](variable_list&& g) {
+              sh->chain_calls.fetch_add(1);
+              sh->killed_f.wait_for(std::chrono::seconds(10));
               std::this_thread::sleep_for(std::chrono::milliseconds(5));
               return std::move(g);
             }).first;
@@ -216,9 +235,25 @@ BOOST_AUTO_TEST_CASE(killed_device_worker_fails_the_task_and_is_respawned) {
       BOOST_TEST(engine_error, message);
       BOOST_TEST(contains_all(message, {"sim:0"}), message);
       BOOST_TEST(contains_all(message, {"worker"}), message);
-      BOOST_TEST(other_calls.load() == 0, "OtherOnSim0 ran after its worker was killed");
+      // ENGINE BUG (reported): TaskRunner::serve pops and runs one more
+      // task after the exit message set stop_, so OtherOnSim0 runs on a
+      // worker that was told to die.
+      BOOST_TEST(sh->other_calls.load() == 0, "OtherOnSim0 ran after its worker was killed");
       BOOST_TEST(secs < 10.0);
 
+      // ENGINE BUG (reported): right after the failure the engine may still
+      // hand out the dead worker's handle (the respawn runs in the dying
+      // actor's cleanup, concurrently with the down message that ended the
+      // call), so this immediate call can fail with "worker of sim:0 stopped".
+      try {
+        check_engine_works(sim0);
+      } catch (const std::exception& e) {
+        BOOST_ERROR("backward on sim:0 right after the worker died failed: " << e.what());
+      }
+      // Once the replacement is in place, sim:0 must work.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (eng.worker(sim0) == before && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       // The engine respawned the worker; it serves sim:0 again.
       check_engine_works(sim0);
       BOOST_TEST((eng.worker(sim0) != before), "the worker of sim:0 was not replaced");
@@ -309,9 +344,11 @@ BOOST_AUTO_TEST_CASE(async_errors_arrive_through_the_future) {
 // A worker killed during an asynchronous call: the future carries the error.
 BOOST_AUTO_TEST_CASE(killed_worker_during_async_call_fails_the_future) {
   Engine& eng = engine();
+  caf::actor before = eng.worker(Device::sim(0));
   Tensor x = Tensor::uniform({2}, -1, 1, 9).set_requires_grad(true);
-  Tensor k = lambda_op(x.to(Device::sim(0)), "KillerAsync", [&](variable_list&& g) {
-               caf::anon_send_exit(eng.worker(Device::sim(0)), caf::exit_reason::kill);
+  Engine* e = &eng;
+  Tensor k = lambda_op(x.to(Device::sim(0)), "KillerAsync", [e](variable_list&& g) {
+               caf::anon_send_exit(e->worker(Device::sim(0)), caf::exit_reason::kill);
                return std::move(g);
              }).first;
   Tensor after = lambda_op(k, "AfterKill", identity).first; // never runs
@@ -320,5 +357,8 @@ BOOST_AUTO_TEST_CASE(killed_worker_during_async_call_fails_the_future) {
   BOOST_REQUIRE_MESSAGE(f.wait_for(kWaitLimit) == std::future_status::ready,
                         "backward_async did not complete after its worker was killed");
   BOOST_CHECK_EXCEPTION(f.get(), EngineError, message_has({"sim:0"}));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (eng.worker(Device::sim(0)) == before && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   check_engine_works(Device::sim(0));
 }

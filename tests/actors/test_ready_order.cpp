@@ -10,6 +10,7 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <random>
@@ -74,16 +75,13 @@ Recorder& recorder() {
   return r;
 }
 
-Engine& engine() {
-  static Engine e([] {
-    EngineConfig cfg{{Device::sim(0), Device::sim(1)}};
-    cfg.on_node_start = [](Device actor, const GraphTask& task, const Node& node) {
-      recorder().add({actor, &node, node.sequence_nr(), node.name(), task.id});
-    };
-    return cfg;
-  }());
+/// Created and destroyed by the global fixture, inside main.
+std::unique_ptr<Engine>& engine_slot() {
+  static std::unique_ptr<Engine> e;
   return e;
 }
+
+Engine& engine() { return *engine_slot(); }
 
 std::string names(const std::vector<Start>& v) {
   std::ostringstream os;
@@ -156,6 +154,18 @@ void wait_signal(const std::shared_future<void>& f, std::atomic<bool>& timed_out
 }
 
 } // namespace
+
+struct EngineFixture {
+  EngineFixture() {
+    EngineConfig cfg{{Device::sim(0), Device::sim(1)}};
+    cfg.on_node_start = [](Device actor, const GraphTask& task, const Node& node) {
+      recorder().add({actor, &node, node.sequence_nr(), node.name(), task.id});
+    };
+    engine_slot() = std::make_unique<Engine>(std::move(cfg));
+  }
+  ~EngineFixture() { engine_slot().reset(); }
+};
+BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
 
 // Independent nodes that become ready together on one actor run
 // later-created first.

@@ -82,7 +82,7 @@ def bench_tables(js):
         if parts[0] == "single":
             singles.setdefault((parts[1], int(parts[2])), {})[parts[3]] = b
         elif parts[0] == "devices":
-            devices.append((parts[1:], b))
+            devices.append((parts[1:5], b))
         elif parts[0] == "concurrent":
             conc.append((name, b))
     out = ["| case | N | nodes | " + " | ".join(f"{e} ns/node" for e in ENGINE_ORDER) +
@@ -111,8 +111,8 @@ def bench_tables(js):
                    f"{fmt(b.get('makespan_over_bound'), 3)} |")
     cc = ["| benchmark | threads | nodes/s (all threads) | ns per node (wall / all nodes) |", "|---|---:|---:|---:|"]
     for name, b in conc:
-        base, _, th = name.rpartition("/threads:")
-        base = base.replace("/real_time", "")
+        th = name.rpartition("/threads:")[2] if "/threads:" in name else "1"
+        base = "/".join(p for p in name.split("/") if not p.startswith(("min_time", "real_time", "threads")))
         rate = b.get("nodes_per_s")
         cc.append(f"| {base} | {th or 1} | {fmt(rate)} | {fmt(1e9 / rate if rate else None, 1)} |")
     return out, series, dev, cc

@@ -18,7 +18,8 @@ struct SpiralData {
 
 /// Generates the spirals: class 0 winds out from the centre for 1.75 turns,
 /// class 1 is its point reflection, out to radius 4; Gaussian noise of std
-/// `noise` (relative to that radius) is added to every coordinate. The same `seed` always gives the same points.
+/// `noise` (relative to that radius) is added to every coordinate. The same
+/// `seed` always gives the same points.
 SpiralData make_spirals(std::int64_t points_per_class, double noise, std::uint64_t seed);
 
 } // namespace actorgrad::cli

@@ -7,18 +7,20 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "actors/default_engine.h"
+#include "actors/engine.h"
+#include "libengine/autograd.h"
+#include "libengine/engine/reference_executor.h"
 #include "libengine/autograd/grad_mode.h"
 #include "libengine/ops.h"
 #include "tools/cli/commands.h"
@@ -199,22 +201,18 @@ bool parse_flags(int argc, char** argv, TrainOptions& o) {
   return true;
 }
 
-/// Chooses the executor, and the simulated devices the actor engine starts.
-void configure_engine(const TrainOptions& o) {
-  if (o.sim_devices > 0) {
-    // The process-wide Engine creates its device workers from ACTORGRAD_DEVICES
-    // on first use (actors/default_engine.h), so set it before that use.
-    const std::string want = "sim:" + std::to_string(o.sim_devices);
-    const char* have = std::getenv("ACTORGRAD_DEVICES");
-    if (have && std::string_view(have) != want)
-      std::fprintf(stderr, "note: ACTORGRAD_DEVICES=%s overridden by --devices %s\n", have,
-                   want.c_str());
-    ::setenv("ACTORGRAD_DEVICES", want.c_str(), 1);
-  }
+/// The executor that runs every backward() of this run, passed explicitly
+/// to actorgrad::backward. The actor engine gets one DeviceWorker per
+/// simulated device of --devices. It is not installed as the process default
+/// executor: installed executors live until exit, and the Engine (with its
+/// actor system) must be destroyed before main returns.
+std::unique_ptr<Executor> make_executor(const TrainOptions& o) {
   if (o.executor == "reference")
-    use_reference_executor();
-  else
-    use_actor_engine();
+    return std::make_unique<ReferenceExecutor>();
+  EngineConfig config;
+  for (int i = 0; i < o.sim_devices; ++i)
+    config.devices.push_back(Device::sim(i));
+  return std::make_unique<Engine>(std::move(config));
 }
 
 struct Eval {
@@ -252,7 +250,7 @@ int run_train(int argc, char** argv) {
     return kUsageError;
   }
 
-  configure_engine(o);
+  const std::unique_ptr<Executor> executor = make_executor(o);
 
   const SpiralData data = make_spirals(o.points, 0.02, o.seed);
   const std::int64_t n = data.size();
@@ -312,7 +310,7 @@ int run_train(int argc, char** argv) {
     opt->zero_grad();
     const Tensor loss = cross_entropy(model.forward(xb), yb);
     const auto t0 = std::chrono::steady_clock::now();
-    loss.backward();
+    backward({loss}, {}, std::nullopt, false, {}, *executor);
     const auto t1 = std::chrono::steady_clock::now();
     opt->step();
 

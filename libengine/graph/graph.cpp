@@ -1,0 +1,251 @@
+#include "libengine/graph/graph.h"
+
+#include <utility>
+
+#include "libengine/autograd.h"
+#include "libengine/autograd/grad_mode.h"
+#include "libengine/graph/dirty_walk.h"
+#include "libengine/graph/forward_executor.h"
+#include "libengine/graph/graph_error.h"
+#include "libengine/ops.h"
+
+namespace actorgrad::define_once {
+
+Graph::Graph() : forward_executor_(std::make_shared<SequentialForward>()) {}
+Graph::~Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+
+// -- building -----------------------------------------------------------------
+
+NodeId Graph::push(GraphNode n) {
+  nodes_.push_back(std::move(n));
+  return NodeId{static_cast<std::uint32_t>(nodes_.size() - 1)};
+}
+
+void Graph::check_parents(const std::vector<NodeId>& parents) const {
+  for (NodeId p : parents)
+    node(p);
+}
+
+NodeId Graph::add_input(std::string name, const Tensor& value) {
+  GraphNode n;
+  n.name = std::move(name);
+  n.kind = NodeKind::input;
+  const NodeId id = push(std::move(n));
+  if (value.defined())
+    set_value(id, value);
+  return id;
+}
+
+NodeId Graph::add_parameter(std::string name, const Tensor& value) {
+  GraphNode n;
+  n.name = std::move(name);
+  n.kind = NodeKind::parameter;
+  const NodeId id = push(std::move(n));
+  set_value(id, value);
+  return id;
+}
+
+NodeId Graph::add_op(std::string name, std::vector<NodeId> parents, OpFn op) {
+  check_parents(parents);
+  if (!op)
+    throw GraphError("add_op: op node '" + name + "' has no op");
+  GraphNode n;
+  n.name = std::move(name);
+  n.kind = NodeKind::op;
+  n.parents = std::move(parents);
+  n.op = std::move(op);
+  return push(std::move(n));
+}
+
+GraphNode& Graph::op_node(NodeId id, const char* api) {
+  GraphNode& n = mutable_node(id);
+  if (n.kind != NodeKind::op)
+    throw GraphError(std::string(api) + ": " + label(id) + " is not an op node");
+  return n;
+}
+
+void Graph::set_parents(NodeId op, std::vector<NodeId> parents) {
+  check_parents(parents);
+  GraphNode& n = op_node(op, "set_parents");
+  n.parents = std::move(parents);
+  n.parent_versions.clear();
+}
+
+void Graph::set_detached(NodeId op, bool detached) {
+  GraphNode& n = op_node(op, "set_detached");
+  if (n.detached != detached)
+    n.parent_versions.clear();
+  n.detached = detached;
+}
+
+void Graph::set_output(const std::string& name, NodeId id) {
+  node(id);
+  outputs_[name] = id;
+}
+
+NodeId Graph::output(const std::string& name) const {
+  auto it = outputs_.find(name);
+  if (it == outputs_.end())
+    throw GraphError("define-once graph has no output named '" + name + "'");
+  return it->second;
+}
+
+// -- values -------------------------------------------------------------------
+
+void Graph::set_value(NodeId source, const Tensor& value) {
+  GraphNode& n = mutable_node(source);
+  if (n.kind == NodeKind::op)
+    throw GraphError("set_value: " + label(source) + " is an op node (its value is computed)");
+  if (!value.defined())
+    throw GraphError("set_value: undefined tensor for " + label(source));
+  if (n.kind == NodeKind::parameter) {
+    n.value = value.detach();
+    n.value.set_requires_grad(true);
+  } else {
+    n.value = value;
+  }
+  ++n.value_version;
+}
+
+Tensor Graph::forward(NodeId id) { return forward(std::vector<NodeId>{id}).front(); }
+
+Tensor Graph::forward(const std::string& output_name) { return forward(output(output_name)); }
+
+variable_list Graph::forward(const std::vector<NodeId>& ids) {
+  const RecomputePlan plan = plan_recompute(*this, ids, GradMode::is_enabled());
+  if (plan.size() > 0)
+    forward_executor_->run(*this, plan);
+  variable_list values;
+  values.reserve(ids.size());
+  for (NodeId id : ids)
+    values.push_back(node(id).value);
+  return values;
+}
+
+void Graph::recompute(NodeId id, bool record_history) {
+  GraphNode& n = mutable_node(id);
+  variable_list args;
+  std::vector<std::uint64_t> versions;
+  args.reserve(n.parents.size());
+  versions.reserve(n.parents.size());
+  for (NodeId p : n.parents) {
+    args.push_back(nodes_[p.index].value);
+    versions.push_back(nodes_[p.index].value_version);
+  }
+  Tensor out;
+  try {
+    AutoGradMode mode(record_history);
+    out = n.op(args);
+  } catch (const std::exception& e) {
+    throw GraphError("op node " + label(id) + " failed: " + e.what());
+  }
+  if (!out.defined())
+    throw GraphError("op node " + label(id) + " returned an undefined tensor");
+  n.value = n.detached ? out.detach() : std::move(out);
+  n.parent_versions = std::move(versions);
+  n.has_backward_state = record_history;
+  ++n.value_version;
+  ++n.recompute_count;
+}
+
+Device Graph::compute_device(NodeId id) const {
+  for (NodeId p : node(id).parents) {
+    const Tensor& v = nodes_[p.index].value;
+    if (v.defined() && !v.device().is_cpu())
+      return v.device();
+  }
+  return Device::cpu();
+}
+
+void Graph::set_forward_executor(std::shared_ptr<ForwardExecutor> executor) {
+  forward_executor_ = executor ? std::move(executor) : std::make_shared<SequentialForward>();
+}
+
+// -- gradients ----------------------------------------------------------------
+
+variable_list Graph::run_backward(NodeId result, const std::vector<NodeId>& targets,
+                                  const BackwardOptions& options, bool allow_unused) {
+  if (targets.empty())
+    throw GraphError("backward: no targets given for result " + label(result));
+  std::vector<NodeId> request{result};
+  request.insert(request.end(), targets.begin(), targets.end());
+  variable_list values;
+  {
+    // Note: a stale or never-computed node is recomputed here, so backward
+    // always differentiates the graph's current inputs (docs/define_once.md).
+    AutoGradMode grad_on(true);
+    values = forward(request);
+  }
+  if (!values.front().requires_grad())
+    throw GraphError("backward: result " + label(result) +
+                     " does not require grad (no parameter or grad-requiring input feeds it)");
+  for (std::size_t i = 1; i < values.size(); ++i)
+    if (!values[i].requires_grad())
+      throw GraphError("backward: target " + label(targets[i - 1]) +
+                       " does not require grad (an input without requires_grad, a detached "
+                       "node, or a node no parameter feeds)");
+  const variable_list inputs(values.begin() + 1, values.end());
+  variable_list grad_outputs;
+  if (options.grad_output.defined())
+    grad_outputs.push_back(options.grad_output);
+  Executor& executor = options.executor ? *options.executor : default_executor();
+  variable_list grads = actorgrad::grad({values.front()}, inputs, grad_outputs,
+                                        options.retain_graph, options.create_graph,
+                                        allow_unused, executor);
+  if (!options.retain_graph.value_or(options.create_graph))
+    release_backward_state(result);
+  return grads;
+}
+
+void Graph::release_backward_state(NodeId result) {
+  // Conservative: every op node feeding `result` (not through a detached
+  // node) is recomputed by the next request, whether or not this backward
+  // actually freed its saved tensors.
+  walk_ancestors(
+    *this, {result},
+    [this](NodeId id) {
+      GraphNode& n = nodes_[id.index];
+      if (n.kind == NodeKind::op)
+        n.has_backward_state = false;
+    },
+    [this](NodeId id) { return !nodes_[id.index].detached; });
+}
+
+void Graph::backward(NodeId result, const std::vector<NodeId>& targets,
+                     const BackwardOptions& options) {
+  const variable_list grads = run_backward(result, targets, options, /*allow_unused=*/true);
+  AutoGradMode mode(options.create_graph);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    if (!grads[i].defined())
+      continue;
+    Tensor& jacobi = mutable_node(targets[i]).grad;
+    jacobi = jacobi.defined() ? add(jacobi, grads[i]) : grads[i];
+  }
+}
+
+variable_list Graph::grad(NodeId result, const std::vector<NodeId>& targets,
+                          const GradOptions& options) {
+  return run_backward(result, targets, options, options.allow_unused);
+}
+
+void Graph::zero_grad() {
+  for (GraphNode& n : nodes_)
+    n.grad = Tensor();
+}
+
+// -- inspection ---------------------------------------------------------------
+
+const GraphNode& Graph::node(NodeId id) const {
+  if (id.index >= nodes_.size())
+    throw GraphError("define-once graph: unknown node id " + std::to_string(id.index) + " (graph has " +
+                     std::to_string(nodes_.size()) + " nodes)");
+  return nodes_[id.index];
+}
+
+GraphNode& Graph::mutable_node(NodeId id) { return const_cast<GraphNode&>(node(id)); }
+
+std::string Graph::label(NodeId id) const { return node(id).name + "#" + std::to_string(id.index); }
+
+} // namespace actorgrad::define_once

@@ -1,0 +1,251 @@
+#include "tools/trace/chrome_json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <ostream>
+#include <stdexcept>
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+
+namespace actorgrad::trace {
+
+namespace {
+
+constexpr std::int64_t kMarkerNs = 1000;
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+/// Microseconds with three decimals (exact nanoseconds).
+std::string micros(std::int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s%lld.%03lld", ns < 0 ? "-" : "",
+                static_cast<long long>(std::llabs(ns) / 1000),
+                static_cast<long long>(std::llabs(ns) % 1000));
+  return buf;
+}
+
+std::int64_t to_ns(double micros) { return std::llround(micros * 1000.0); }
+
+/// The args describing a message (on its `s` event or unreceived send marker).
+std::string message_args(const Timeline& tl, const Message& m) {
+  std::string a = "\"graph_task\":" + std::to_string(m.graph_task) +
+                  ",\"node\":" + quoted(m.node) + ",\"sequence_nr\":" +
+                  std::to_string(m.sequence_nr) + ",\"input_nr\":" + std::to_string(m.input_nr) +
+                  ",\"depth\":" + std::to_string(m.depth) + ",\"device\":" +
+                  quoted(m.device.str()) + ",\"stream\":\"default\",\"actor\":" +
+                  quoted(tl.actors[m.from_actor]);
+  if (m.producer)
+    a += ",\"producer_sequence_nr\":" + std::to_string(*m.producer);
+  return a;
+}
+
+/// One output line, kept with its track and time so tracks come out sorted.
+struct Line {
+  std::size_t actor;
+  std::int64_t ts;
+  int order; ///< slices before the flow ends they enclose
+  std::string json;
+};
+
+/// Adds marker slices for the message ends of `actor` that no node slice encloses.
+void add_markers(const Timeline& tl, std::size_t actor, std::vector<std::int64_t> ends,
+                 std::vector<Line>& lines) {
+  std::vector<const Slice*> slices;
+  std::vector<std::int64_t> boundaries; // where a marker must end at the latest
+  for (const Slice& s : tl.slices)
+    if (s.actor == actor) {
+      slices.push_back(&s);
+      boundaries.push_back(s.start_ns);
+    }
+  auto inside = [&](std::int64_t ts) {
+    return std::any_of(slices.begin(), slices.end(),
+                       [&](const Slice* s) { return s->start_ns <= ts && ts <= s->end_ns; });
+  };
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  ends.erase(std::remove_if(ends.begin(), ends.end(), inside), ends.end());
+  boundaries.insert(boundaries.end(), ends.begin(), ends.end());
+  std::sort(boundaries.begin(), boundaries.end());
+  for (std::int64_t ts : ends) {
+    auto next = std::upper_bound(boundaries.begin(), boundaries.end(), ts);
+    const std::int64_t dur = next == boundaries.end() ? kMarkerNs : std::min(kMarkerNs, *next - ts);
+    lines.push_back({actor, ts, 0,
+                     "{\"ph\":\"X\",\"cat\":\"message\",\"name\":\"message\",\"pid\":1,\"tid\":" +
+                       std::to_string(actor + 1) + ",\"ts\":" + micros(ts) + ",\"dur\":" +
+                       micros(dur) + ",\"args\":{\"actor\":" + quoted(tl.actors[actor]) + "}}"});
+  }
+}
+
+} // namespace
+
+void write_chrome_json(const Timeline& tl, std::ostream& out) {
+  std::vector<Line> lines;
+  std::vector<std::vector<std::int64_t>> ends(tl.actors.size());
+  for (const Slice& s : tl.slices) {
+    std::string args = "\"graph_task\":" + std::to_string(s.graph_task) +
+                       ",\"sequence_nr\":" + std::to_string(s.sequence_nr) +
+                       ",\"depth\":" + std::to_string(s.depth) + ",\"device\":" +
+                       quoted(s.device.str()) + ",\"stream\":\"default\",\"stream_id\":" +
+                       std::to_string(s.stream) + ",\"actor\":" + quoted(tl.actors[s.actor]);
+    if (s.ready_ns)
+      args += ",\"ready_us\":" + micros(*s.ready_ns) +
+              ",\"queue_wait_us\":" + micros(*s.queue_wait_ns());
+    args += ",\"local_inputs\":[";
+    for (std::size_t i = 0; i < s.local_inputs.size(); ++i)
+      args += (i ? "," : "") + std::to_string(s.local_inputs[i]);
+    args += "]";
+    lines.push_back({s.actor, s.start_ns, 0,
+                     "{\"ph\":\"X\",\"cat\":\"node\",\"name\":" + quoted(s.node) +
+                       ",\"pid\":1,\"tid\":" + std::to_string(s.actor + 1) + ",\"ts\":" +
+                       micros(s.start_ns) + ",\"dur\":" + micros(s.duration_ns()) +
+                       ",\"args\":{" + args + "}}"});
+  }
+  for (const Message& m : tl.messages) {
+    const std::string name = quoted(message_name(m.kind));
+    if (!m.received()) {
+      lines.push_back({m.from_actor, m.send_ns, 0,
+                       "{\"ph\":\"X\",\"cat\":\"message\",\"name\":" + name +
+                         ",\"pid\":1,\"tid\":" + std::to_string(m.from_actor + 1) +
+                         ",\"ts\":" + micros(m.send_ns) + ",\"dur\":0.001,\"args\":{" +
+                         message_args(tl, m) + ",\"message_id\":" + std::to_string(m.id) +
+                         ",\"unreceived\":true}}"});
+      continue;
+    }
+    const std::string common = ",\"cat\":\"message\",\"name\":" + name + ",\"id\":" +
+                               std::to_string(m.id) + ",\"bp\":\"e\",\"pid\":1,\"tid\":";
+    lines.push_back({m.from_actor, m.send_ns, 1,
+                     "{\"ph\":\"s\"" + common + std::to_string(m.from_actor + 1) + ",\"ts\":" +
+                       micros(m.send_ns) + ",\"args\":{" + message_args(tl, m) + "}}"});
+    lines.push_back({*m.to_actor, *m.recv_ns, 1,
+                     "{\"ph\":\"f\"" + common + std::to_string(*m.to_actor + 1) + ",\"ts\":" +
+                       micros(*m.recv_ns) + ",\"args\":{\"actor\":" +
+                       quoted(tl.actors[*m.to_actor]) + "}}"});
+    ends[m.from_actor].push_back(m.send_ns);
+    ends[*m.to_actor].push_back(*m.recv_ns);
+  }
+  for (std::size_t a = 0; a < tl.actors.size(); ++a)
+    add_markers(tl, a, std::move(ends[a]), lines);
+  std::stable_sort(lines.begin(), lines.end(), [](const Line& x, const Line& y) {
+    if (x.actor != y.actor)
+      return x.actor < y.actor;
+    return x.ts != y.ts ? x.ts < y.ts : x.order < y.order;
+  });
+
+  out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"actorgrad\"},"
+         "\"traceEvents\":[\n";
+  out << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,"
+         "\"args\":{\"name\":\"actorgrad\"}}";
+  for (std::size_t a = 0; a < tl.actors.size(); ++a) {
+    out << ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":" << a + 1
+        << ",\"args\":{\"name\":" << quoted(tl.actors[a]) << "}}";
+    out << ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":" << a + 1
+        << ",\"args\":{\"sort_index\":" << a + 1 << "}}";
+  }
+  for (const Line& l : lines)
+    out << ",\n" << l.json;
+  out << "\n]}\n";
+}
+
+Timeline read_chrome_json(const std::string& path) {
+  namespace pt = boost::property_tree;
+  pt::ptree root;
+  try {
+    pt::read_json(path, root);
+  } catch (const pt::json_parser_error& e) {
+    throw std::runtime_error("cannot read trace " + path + ": " + e.what());
+  }
+  auto events = root.get_child_optional("traceEvents");
+  if (!events)
+    throw std::runtime_error(path + " is not a Chrome trace (no traceEvents)");
+
+  Timeline tl;
+  std::map<int, std::size_t> actor_of_tid;
+  std::map<std::uint64_t, Message> messages;
+  auto actor = [&](const pt::ptree& e) {
+    const int tid = e.get<int>("tid");
+    auto it = actor_of_tid.find(tid);
+    if (it == actor_of_tid.end())
+      throw std::runtime_error(path + ": event on tid " + std::to_string(tid) +
+                               " before its thread_name");
+    return it->second;
+  };
+  auto read_message = [&](const pt::ptree& e, Message& m) {
+    const pt::ptree& a = e.get_child("args");
+    m.kind = parse_message_name(e.get<std::string>("name"));
+    m.graph_task = a.get<std::uint64_t>("graph_task");
+    m.node = a.get<std::string>("node");
+    m.sequence_nr = a.get<std::uint64_t>("sequence_nr");
+    m.input_nr = a.get<std::uint32_t>("input_nr");
+    m.depth = a.get<int>("depth");
+    m.device = Device::parse(a.get<std::string>("device"));
+    m.from_actor = actor(e);
+    m.send_ns = to_ns(e.get<double>("ts"));
+    if (auto p = a.get_optional<std::uint64_t>("producer_sequence_nr"))
+      m.producer = *p;
+  };
+  try {
+    for (const auto& [key, e] : *events) {
+      const std::string ph = e.get<std::string>("ph");
+      const std::string cat = e.get<std::string>("cat", "");
+      if (ph == "M" && e.get<std::string>("name") == "thread_name") {
+        actor_of_tid[e.get<int>("tid")] = tl.actors.size();
+        tl.actors.push_back(e.get<std::string>("args.name"));
+      } else if (ph == "X" && cat == "node") {
+        const pt::ptree& a = e.get_child("args");
+        Slice s;
+        s.actor = actor(e);
+        s.graph_task = a.get<std::uint64_t>("graph_task");
+        s.node = e.get<std::string>("name");
+        s.sequence_nr = a.get<std::uint64_t>("sequence_nr");
+        s.depth = a.get<int>("depth");
+        s.device = Device::parse(a.get<std::string>("device"));
+        s.stream = a.get<int>("stream_id");
+        s.start_ns = to_ns(e.get<double>("ts"));
+        s.end_ns = s.start_ns + to_ns(e.get<double>("dur"));
+        if (auto r = a.get_optional<double>("ready_us"))
+          s.ready_ns = to_ns(*r);
+        for (const auto& [k, v] : a.get_child("local_inputs"))
+          s.local_inputs.push_back(v.get_value<std::uint64_t>());
+        tl.slices.push_back(std::move(s));
+      } else if (ph == "X" && cat == "message" && e.get<bool>("args.unreceived", false)) {
+        Message& m = messages[e.get<std::uint64_t>("args.message_id")];
+        m.id = e.get<std::uint64_t>("args.message_id");
+        read_message(e, m);
+      } else if (ph == "s") {
+        Message& m = messages[e.get<std::uint64_t>("id")];
+        m.id = e.get<std::uint64_t>("id");
+        read_message(e, m);
+      } else if (ph == "f") {
+        Message& m = messages[e.get<std::uint64_t>("id")];
+        m.to_actor = actor(e);
+        m.recv_ns = to_ns(e.get<double>("ts"));
+      }
+    }
+  } catch (const pt::ptree_error& e) {
+    throw std::runtime_error(path + " is not an actorgrad trace: " + e.what());
+  }
+  for (auto& [id, m] : messages)
+    tl.messages.push_back(std::move(m));
+  tl.normalize();
+  return tl;
+}
+
+} // namespace actorgrad::trace

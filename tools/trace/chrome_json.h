@@ -1,0 +1,32 @@
+#pragma once
+/// @file chrome_json.h
+/// A timeline as a Chrome Trace Event JSON file (loads in Perfetto and
+/// chrome://tracing), and back.
+///
+/// Layout: one process (pid 1); one track (tid) per actor, named by a
+/// `thread_name` metadata event. Per node execution an `X` slice (cat
+/// "node") whose args carry graph_task, sequence_nr, depth, device, stream,
+/// actor, ready_us, queue_wait_us and local_inputs. Per received message a
+/// flow: `s` on the sender at the send, `f` on the receiver at the receipt,
+/// sharing `id`, `cat` "message", `name` (Grad, Task, WakeUp) and `bp` "e";
+/// the `s` args describe the message. A message end outside any node slice
+/// sits in a short `X` marker slice (cat "message", at most 1 us, ending
+/// before the actor's next event) so the arrow has a slice to bind to. A
+/// message never received has only its send marker, with args
+/// `unreceived: true` and the message's description.
+
+#include <iosfwd>
+#include <string>
+
+#include "tools/trace/timeline.h"
+
+namespace actorgrad::trace {
+
+/// Writes `tl` as Chrome trace JSON (timestamps in microseconds, to the ns).
+void write_chrome_json(const Timeline& tl, std::ostream& out);
+
+/// Reads a file written by write_chrome_json. Throws std::runtime_error
+/// (naming `path`) when it cannot be read or is not such a trace.
+Timeline read_chrome_json(const std::string& path);
+
+} // namespace actorgrad::trace

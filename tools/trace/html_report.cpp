@@ -1,0 +1,199 @@
+#include "tools/trace/html_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ostream>
+#include <set>
+#include <string>
+
+namespace actorgrad::trace {
+
+namespace {
+
+constexpr double kWidth = 1360;    // of the SVG
+constexpr double kLabelWidth = 190; // lane names on the left
+constexpr double kRightMargin = 20;
+constexpr double kAxisHeight = 34;
+constexpr double kLaneHeight = 30;
+constexpr double kLaneGap = 8;
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+    case '&': out += "&amp;"; break;
+    case '<': out += "&lt;"; break;
+    case '>': out += "&gt;"; break;
+    case '"': out += "&quot;"; break;
+    default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+/// A fill colour per device, stable across reports.
+std::string device_colour(Device d) {
+  static constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1",
+                                             "#edc948", "#76b7b2", "#ff9da7", "#9c755f"};
+  const std::size_t i = d.is_cpu() ? 0 : 1 + static_cast<std::size_t>(d.index) % 7;
+  return kPalette[i];
+}
+
+const char* kStyle = R"(
+body { font-family: sans-serif; margin: 16px; color: #222; background: #fff; }
+h1 { font-size: 20px; margin: 0 0 4px 0; }
+h2 { font-size: 16px; margin: 18px 0 6px 0; }
+p.meta { margin: 0 0 10px 0; color: #555; font-size: 13px; }
+svg { border: 1px solid #ccc; background: #fafafa; }
+.lane-bg { fill: #eef1f5; }
+.lane-label { font-size: 12px; fill: #222; }
+.axis line { stroke: #bbb; stroke-width: 1; }
+.axis text { font-size: 11px; fill: #555; }
+.node { stroke: #333; stroke-width: 0.4; }
+.node.critical { stroke: #c00; stroke-width: 2; }
+.msg { stroke: #333; stroke-width: 1; opacity: 0.65; }
+.msg-task { stroke: #1f77b4; }
+.msg-wakeup { stroke: #2ca02c; stroke-dasharray: 3 2; }
+table { border-collapse: collapse; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+ol { font-size: 13px; }
+)";
+
+void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
+  const double span = std::max<double>(1.0, static_cast<double>(tl.end_ns - tl.begin_ns));
+  const double plot = kWidth - kLabelWidth - kRightMargin;
+  auto x = [&](std::int64_t ts) {
+    return kLabelWidth + plot * static_cast<double>(ts - tl.begin_ns) / span;
+  };
+  auto lane_top = [&](std::size_t a) {
+    return kAxisHeight + static_cast<double>(a) * (kLaneHeight + kLaneGap);
+  };
+  const double height = lane_top(tl.actors.size()) + 4;
+  std::set<std::size_t> critical;
+  for (const CriticalPath& p : s.critical_paths)
+    for (const PathStep& step : p.steps)
+      critical.insert(step.slice);
+
+  out << "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(kWidth)
+      << "\" height=\"" << num(height) << "\" viewBox=\"0 0 " << num(kWidth) << ' '
+      << num(height) << "\">\n"
+      << "<defs><marker id=\"arrow\" viewBox=\"0 0 6 6\" refX=\"6\" refY=\"3\" markerWidth=\"6\" "
+         "markerHeight=\"6\" orient=\"auto\"><path d=\"M0,0 L6,3 L0,6 z\" fill=\"#333\"/>"
+         "</marker></defs>\n";
+  out << "<g class=\"axis\">\n";
+  for (int i = 0; i <= 5; ++i) {
+    const std::int64_t ts = tl.begin_ns + static_cast<std::int64_t>(span * i / 5);
+    out << "<line x1=\"" << num(x(ts)) << "\" y1=\"" << num(kAxisHeight - 8) << "\" x2=\""
+        << num(x(ts)) << "\" y2=\"" << num(height) << "\"/><text x=\"" << num(x(ts))
+        << "\" y=\"" << num(kAxisHeight - 12) << "\" text-anchor=\""
+        << (i == 0 ? "start" : i == 5 ? "end" : "middle") << "\">"
+        << escape(format_duration(ts - tl.begin_ns)) << "</text>\n";
+  }
+  out << "</g>\n";
+
+  for (std::size_t a = 0; a < tl.actors.size(); ++a) {
+    const double top = lane_top(a);
+    out << "<g class=\"lane\" data-actor=\"" << escape(tl.actors[a]) << "\">\n"
+        << "<rect class=\"lane-bg\" x=\"" << num(kLabelWidth) << "\" y=\"" << num(top)
+        << "\" width=\"" << num(plot) << "\" height=\"" << num(kLaneHeight) << "\"/>\n"
+        << "<text class=\"lane-label\" x=\"6\" y=\"" << num(top + kLaneHeight / 2 + 4) << "\">"
+        << escape(tl.actors[a]) << "</text>\n";
+    for (std::size_t i = 0; i < tl.slices.size(); ++i) {
+      const Slice& sl = tl.slices[i];
+      if (sl.actor != a)
+        continue;
+      const double inset = 3.0 * std::min(sl.depth, 3);
+      out << "<rect class=\"node" << (critical.count(i) ? " critical" : "") << "\" x=\""
+          << num(x(sl.start_ns)) << "\" y=\"" << num(top + 2 + inset) << "\" width=\""
+          << num(std::max(1.0, x(sl.end_ns) - x(sl.start_ns))) << "\" height=\""
+          << num(kLaneHeight - 4 - 2 * inset) << "\" fill=\"" << device_colour(sl.device)
+          << "\"><title>" << escape(sl.node) << " (seq " << sl.sequence_nr << ", GraphTask "
+          << sl.graph_task << ", depth " << sl.depth << ", " << escape(sl.device.str())
+          << ", stream default): " << escape(format_duration(sl.duration_ns()));
+      if (auto w = sl.queue_wait_ns())
+        out << ", queue wait " << escape(format_duration(*w));
+      out << "</title></rect>\n";
+    }
+    out << "</g>\n";
+  }
+
+  out << "<g class=\"messages\">\n";
+  for (const Message& m : tl.messages) {
+    if (!m.received())
+      continue;
+    std::string kind = message_name(m.kind);
+    std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+    out << "<line class=\"msg msg-" << kind << "\" x1=\"" << num(x(m.send_ns)) << "\" y1=\""
+        << num(lane_top(m.from_actor) + kLaneHeight / 2) << "\" x2=\"" << num(x(*m.recv_ns))
+        << "\" y2=\"" << num(lane_top(*m.to_actor) + kLaneHeight / 2)
+        << "\" marker-end=\"url(#arrow)\"><title>" << message_name(m.kind) << ' ' << m.id
+        << ": " << escape(tl.actors[m.from_actor]) << " -&gt; " << escape(tl.actors[*m.to_actor])
+        << (m.node.empty() ? "" : ", for " + escape(m.node)) << ", "
+        << escape(format_duration(m.latency_ns())) << "</title></line>\n";
+  }
+  out << "</g>\n</svg>\n";
+}
+
+void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
+  out << "<h2>Actors</h2>\n<table id=\"actors\">\n<tr><th>actor</th><th>busy %</th><th>busy</th>"
+         "<th>tasks</th><th>messages in</th><th>messages out</th><th>queue wait p50</th>"
+         "<th>queue wait p99</th></tr>\n";
+  for (const ActorStats& a : s.actors) {
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%.1f", a.busy_percent);
+    out << "<tr><td>" << escape(a.actor) << "</td><td>" << pct << "</td><td>"
+        << format_duration(a.busy_ns) << "</td><td>" << a.tasks << "</td><td>" << a.messages_in
+        << "</td><td>" << a.messages_out << "</td><td>" << format_duration(a.queue_wait.p50_ns)
+        << "</td><td>" << format_duration(a.queue_wait.p99_ns) << "</td></tr>\n";
+  }
+  out << "</table>\n";
+  if (!s.edges.empty()) {
+    out << "<h2>Messages</h2>\n<table id=\"edges\">\n<tr><th>from</th><th>to</th><th>kind</th>"
+           "<th>count</th><th>mean latency</th></tr>\n";
+    for (const EdgeStats& e : s.edges)
+      out << "<tr><td>" << escape(tl.actors[e.from_actor]) << "</td><td>"
+          << escape(tl.actors[e.to_actor]) << "</td><td>" << message_name(e.kind) << "</td><td>"
+          << e.count << "</td><td>" << format_duration(e.mean_latency_ns) << "</td></tr>\n";
+    out << "</table>\n";
+  }
+  for (const CriticalPath& p : s.critical_paths) {
+    out << "<h2>Critical path of GraphTask " << p.graph_task << "</h2>\n<p class=\"meta\">"
+        << p.steps.size() << " nodes, " << format_duration(p.length_ns)
+        << " of node time and message latency (" << format_duration(p.wall_ns)
+        << " wall)</p>\n<ol class=\"critical-path\">\n";
+    for (const PathStep& step : p.steps) {
+      const Slice& sl = tl.slices[step.slice];
+      out << "<li>";
+      if (step.via_message)
+        out << "(message " << format_duration(step.latency_ns) << ") ";
+      out << escape(sl.node) << " seq " << sl.sequence_nr << " on " << escape(tl.actors[sl.actor])
+          << ": " << format_duration(sl.duration_ns()) << "</li>\n";
+    }
+    out << "</ol>\n";
+  }
+}
+
+} // namespace
+
+void write_html_report(const Timeline& tl, const Summary& s, std::ostream& out) {
+  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+         "<title>actorgrad trace</title>\n<style>"
+      << kStyle << "</style>\n</head>\n<body>\n<h1>actorgrad trace</h1>\n<p class=\"meta\">"
+      << format_duration(s.span_ns) << ", " << tl.actors.size() << " actors, "
+      << tl.slices.size() << " node executions, " << tl.messages.size()
+      << " messages; queue wait p50 " << format_duration(s.queue_wait.p50_ns) << ", p99 "
+      << format_duration(s.queue_wait.p99_ns)
+      << ". Critical-path nodes are outlined in red; hover for details.</p>\n";
+  write_timeline(tl, s, out);
+  write_tables(tl, s, out);
+  out << "</body>\n</html>\n";
+}
+
+} // namespace actorgrad::trace

@@ -1,0 +1,20 @@
+#pragma once
+/// @file html_report.h
+/// A timeline as one self-contained HTML file: an inline SVG timeline and
+/// the summary tables. No scripts, fonts or network access.
+
+#include <iosfwd>
+
+#include "tools/trace/summary.h"
+#include "tools/trace/timeline.h"
+
+namespace actorgrad::trace {
+
+/// Writes the report: one SVG lane (`<g class="lane">`) per actor holding a
+/// `<rect class="node">` per node slice (critical-path nodes also have
+/// class `critical`), a `<line class="msg">` arrow per received message,
+/// a time axis, and tables of actors, message edges and critical paths.
+/// Hovering a slice or arrow shows its details (SVG `<title>`).
+void write_html_report(const Timeline& tl, const Summary& s, std::ostream& out);
+
+} // namespace actorgrad::trace

@@ -1,0 +1,41 @@
+#include "tools/trace/report_files.h"
+
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <stdexcept>
+
+#include "tools/trace/chrome_json.h"
+#include "tools/trace/html_report.h"
+#include "tools/trace/summary.h"
+
+namespace actorgrad::trace {
+
+namespace {
+
+void write_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  if (path.empty())
+    return;
+  if (path == "-") {
+    write(std::cout);
+    std::cout.flush();
+    return;
+  }
+  std::ofstream out(path);
+  if (out)
+    write(out);
+  out.close();
+  if (!out)
+    throw std::runtime_error("cannot write " + path);
+}
+
+} // namespace
+
+void write_reports(const Timeline& tl, const ReportPaths& paths) {
+  const Summary s = summarize(tl);
+  write_file(paths.json, [&](std::ostream& out) { write_chrome_json(tl, out); });
+  write_file(paths.html, [&](std::ostream& out) { write_html_report(tl, s, out); });
+  write_file(paths.summary, [&](std::ostream& out) { out << format_summary(tl, s); });
+}
+
+} // namespace actorgrad::trace

@@ -1,0 +1,22 @@
+#pragma once
+/// @file report_files.h
+/// Writes the files `actorgrad trace` and `actorgrad train --trace` produce.
+
+#include <string>
+
+#include "tools/trace/timeline.h"
+
+namespace actorgrad::trace {
+
+/// Which outputs to write; an empty path is skipped, "-" is stdout.
+struct ReportPaths {
+  std::string json;    ///< Chrome trace (chrome_json.h)
+  std::string html;    ///< single-file report (html_report.h)
+  std::string summary; ///< text summary (summary.h)
+};
+
+/// Writes the outputs of `tl` named in `paths`. Throws std::runtime_error
+/// naming a file that cannot be written.
+void write_reports(const Timeline& tl, const ReportPaths& paths);
+
+} // namespace actorgrad::trace

@@ -1,0 +1,227 @@
+#include "tools/trace/summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace actorgrad::trace {
+
+namespace {
+
+Percentiles percentiles(std::vector<std::int64_t> v) {
+  Percentiles p;
+  p.count = v.size();
+  if (v.empty())
+    return p;
+  std::sort(v.begin(), v.end());
+  auto rank = [&](double q) {
+    auto r = static_cast<std::size_t>(q * static_cast<double>(v.size()) + 0.999999);
+    return v[std::clamp<std::size_t>(r, 1, v.size()) - 1];
+  };
+  p.p50_ns = rank(0.50);
+  p.p99_ns = rank(0.99);
+  return p;
+}
+
+/// Time covered by the outermost slices of one actor (slices sorted by start).
+std::int64_t busy_time(const std::vector<const Slice*>& slices) {
+  std::int64_t busy = 0;
+  std::int64_t covered_until = 0;
+  bool any = false;
+  for (const Slice* s : slices) {
+    if (any && s->end_ns <= covered_until)
+      continue; // nested in a slice already counted
+    const std::int64_t from = any ? std::max(s->start_ns, covered_until) : s->start_ns;
+    busy += s->end_ns - from;
+    covered_until = s->end_ns;
+    any = true;
+  }
+  return busy;
+}
+
+/// The critical path of the slices `task_slices` of one task (sorted by start).
+CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
+                           const std::vector<std::size_t>& task_slices) {
+  struct In {
+    std::size_t from;
+    std::int64_t latency;
+    bool message;
+  };
+  std::map<std::uint64_t, std::size_t> by_seq;
+  for (std::size_t i : task_slices)
+    by_seq.emplace(tl.slices[i].sequence_nr, i);
+  std::map<std::size_t, std::vector<In>> in;
+  for (std::size_t i : task_slices)
+    for (std::uint64_t p : tl.slices[i].local_inputs)
+      if (auto it = by_seq.find(p); it != by_seq.end())
+        in[i].push_back({it->second, 0, false});
+  for (const Message& m : tl.messages) {
+    if (m.graph_task != task || !m.producer || !m.received())
+      continue;
+    auto from = by_seq.find(*m.producer);
+    auto to = by_seq.find(m.sequence_nr);
+    if (from != by_seq.end() && to != by_seq.end())
+      in[to->second].push_back({from->second, m.latency_ns(), true});
+  }
+
+  // Longest path ending at each slice; producers start before consumers,
+  // so start order is a topological order.
+  std::map<std::size_t, std::int64_t> longest;
+  std::map<std::size_t, In> best_in;
+  for (std::size_t i : task_slices) {
+    std::int64_t before = 0;
+    for (const In& e : in[i]) {
+      auto from = longest.find(e.from);
+      if (from == longest.end())
+        continue;
+      if (const std::int64_t via = from->second + e.latency; via >= before) {
+        before = via;
+        best_in[i] = e;
+      }
+    }
+    longest[i] = before + tl.slices[i].duration_ns();
+  }
+
+  std::size_t last = task_slices.front();
+  for (std::size_t i : task_slices)
+    if (tl.slices[i].end_ns > tl.slices[last].end_ns)
+      last = i;
+  CriticalPath path{task, {}, longest[last], 0};
+  for (std::size_t at = last;;) {
+    auto it = best_in.find(at);
+    path.steps.push_back({at, it == best_in.end() ? 0 : it->second.latency,
+                          it != best_in.end() && it->second.message});
+    if (it == best_in.end())
+      break;
+    at = it->second.from;
+  }
+  std::reverse(path.steps.begin(), path.steps.end());
+  path.wall_ns = tl.slices[last].end_ns - tl.slices[path.steps.front().slice].start_ns;
+  return path;
+}
+
+} // namespace
+
+Summary summarize(const Timeline& tl) {
+  Summary s;
+  s.span_ns = tl.end_ns - tl.begin_ns;
+  std::vector<std::vector<const Slice*>> per_actor(tl.actors.size());
+  std::vector<std::vector<std::int64_t>> waits(tl.actors.size());
+  std::vector<std::int64_t> all_waits;
+  std::vector<std::uint64_t> task_order;
+  std::map<std::uint64_t, std::vector<std::size_t>> task_slices;
+  for (std::size_t i = 0; i < tl.slices.size(); ++i) {
+    const Slice& sl = tl.slices[i];
+    per_actor[sl.actor].push_back(&sl);
+    if (auto w = sl.queue_wait_ns()) {
+      waits[sl.actor].push_back(*w);
+      all_waits.push_back(*w);
+    }
+    task_slices[sl.graph_task].push_back(i);
+  }
+  for (std::size_t a = 0; a < tl.actors.size(); ++a) {
+    ActorStats st;
+    st.actor = tl.actors[a];
+    st.busy_ns = busy_time(per_actor[a]);
+    st.busy_percent = s.span_ns > 0 ? 100.0 * double(st.busy_ns) / double(s.span_ns) : 0;
+    st.tasks = per_actor[a].size();
+    st.queue_wait = percentiles(waits[a]);
+    s.actors.push_back(st);
+  }
+  s.queue_wait = percentiles(all_waits);
+
+  std::map<std::tuple<std::size_t, std::size_t, MessageKind>, std::pair<std::size_t, std::int64_t>>
+    edges;
+  for (const Message& m : tl.messages) {
+    ++s.actors[m.from_actor].messages_out;
+    if (!m.to_actor) {
+      ++s.unreceived;
+      continue;
+    }
+    ++s.actors[*m.to_actor].messages_in;
+    auto& [count, total] = edges[{m.from_actor, *m.to_actor, m.kind}];
+    ++count;
+    total += m.latency_ns();
+  }
+  for (const auto& [key, value] : edges) {
+    const auto& [from, to, kind] = key;
+    s.edges.push_back({from, to, kind, value.first,
+                       value.second / static_cast<std::int64_t>(value.first)});
+  }
+
+  for (auto& [task, idx] : task_slices) {
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+      return tl.slices[a].start_ns < tl.slices[b].start_ns;
+    });
+    s.critical_paths.push_back(critical_path(tl, task, idx));
+  }
+  std::sort(s.critical_paths.begin(), s.critical_paths.end(),
+            [&](const CriticalPath& a, const CriticalPath& b) {
+              return tl.slices[a.steps.front().slice].start_ns <
+                     tl.slices[b.steps.front().slice].start_ns;
+            });
+  return s;
+}
+
+std::string format_duration(std::int64_t ns) {
+  char buf[32];
+  if (ns >= 1'000'000)
+    std::snprintf(buf, sizeof buf, "%.3f ms", double(ns) / 1e6);
+  else if (ns >= 1'000)
+    std::snprintf(buf, sizeof buf, "%.1f us", double(ns) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%lld ns", static_cast<long long>(ns));
+  return buf;
+}
+
+std::string format_summary(const Timeline& tl, const Summary& s) {
+  std::ostringstream out;
+  char line[512];
+  std::size_t nodes = tl.slices.size();
+  out << "recording: " << format_duration(s.span_ns) << ", " << tl.actors.size() << " actors, "
+      << nodes << " node executions, " << tl.messages.size() << " messages";
+  if (s.unreceived)
+    out << " (" << s.unreceived << " never received)";
+  out << "\nqueue wait over all nodes: p50 " << format_duration(s.queue_wait.p50_ns) << ", p99 "
+      << format_duration(s.queue_wait.p99_ns) << "\n\n";
+
+  std::snprintf(line, sizeof line, "%-26s %7s %11s %7s %7s %7s %11s %11s\n", "actor", "busy %",
+                "busy", "tasks", "msg in", "msg out", "wait p50", "wait p99");
+  out << line;
+  for (const ActorStats& a : s.actors) {
+    std::snprintf(line, sizeof line, "%-26s %6.1f%% %11s %7zu %7zu %7zu %11s %11s\n",
+                  a.actor.c_str(), a.busy_percent, format_duration(a.busy_ns).c_str(), a.tasks,
+                  a.messages_in, a.messages_out, format_duration(a.queue_wait.p50_ns).c_str(),
+                  format_duration(a.queue_wait.p99_ns).c_str());
+    out << line;
+  }
+
+  if (!s.edges.empty()) {
+    out << "\nmessages (from -> to: kind, count, mean latency)\n";
+    for (const EdgeStats& e : s.edges) {
+      std::snprintf(line, sizeof line, "  %s -> %s: %s x%zu, %s\n",
+                    tl.actors[e.from_actor].c_str(), tl.actors[e.to_actor].c_str(),
+                    message_name(e.kind), e.count, format_duration(e.mean_latency_ns).c_str());
+      out << line;
+    }
+  }
+
+  for (const CriticalPath& p : s.critical_paths) {
+    out << "\ncritical path of GraphTask " << p.graph_task << ": " << p.steps.size()
+        << " nodes, " << format_duration(p.length_ns) << " of node time and message latency ("
+        << format_duration(p.wall_ns) << " wall)\n";
+    for (const PathStep& step : p.steps) {
+      const Slice& sl = tl.slices[step.slice];
+      if (step.via_message)
+        out << "    | message " << format_duration(step.latency_ns) << "\n";
+      std::snprintf(line, sizeof line, "  %-24s seq %-8llu %-22s %11s\n", sl.node.c_str(),
+                    static_cast<unsigned long long>(sl.sequence_nr),
+                    tl.actors[sl.actor].c_str(), format_duration(sl.duration_ns()).c_str());
+      out << line;
+    }
+  }
+  return out.str();
+}
+
+} // namespace actorgrad::trace

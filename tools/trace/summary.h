@@ -1,0 +1,89 @@
+#pragma once
+/// @file summary.h
+/// Figures of a timeline: per-actor load, queue waits, message traffic and
+/// the critical path of each backward call.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/trace/timeline.h"
+
+namespace actorgrad::trace {
+
+/// Nearest-rank percentiles of a set of durations (0 when empty).
+struct Percentiles {
+  std::size_t count = 0;
+  std::int64_t p50_ns = 0;
+  std::int64_t p99_ns = 0;
+};
+
+/// The load of one actor over the whole recording.
+struct ActorStats {
+  std::string actor;
+  /// Time inside node slices (nested reentrant slices counted once).
+  std::int64_t busy_ns = 0;
+  /// busy_ns over the recording's span, in percent.
+  double busy_percent = 0;
+  /// Node executions.
+  std::size_t tasks = 0;
+  std::size_t messages_in = 0;
+  std::size_t messages_out = 0;
+  /// Queue wait of its nodes: start minus the arrival of the last input.
+  Percentiles queue_wait;
+};
+
+/// The messages of one kind from one actor to another.
+struct EdgeStats {
+  std::size_t from_actor = 0;
+  std::size_t to_actor = 0;
+  MessageKind kind = MessageKind::none;
+  std::size_t count = 0;
+  std::int64_t mean_latency_ns = 0;
+};
+
+/// One node of a critical path and how it was reached.
+struct PathStep {
+  std::size_t slice = 0; ///< index into Timeline::slices
+  /// Latency of the message that carried the input from the previous step
+  /// (0 for the first step and for an input passed on the same actor).
+  std::int64_t latency_ns = 0;
+  /// True when that input came as a message.
+  bool via_message = false;
+};
+
+/// The longest path through one backward call's node slices and the
+/// message latencies between them, ending at its node that finished last.
+struct CriticalPath {
+  std::uint64_t graph_task = 0;
+  std::vector<PathStep> steps;
+  /// Sum of the steps' durations and latencies.
+  std::int64_t length_ns = 0;
+  /// From the first node's start to the last node's end.
+  std::int64_t wall_ns = 0;
+};
+
+/// Everything the text summary and the HTML report show.
+struct Summary {
+  std::int64_t span_ns = 0;
+  std::vector<ActorStats> actors; ///< in Timeline::actors order
+  std::vector<EdgeStats> edges;
+  /// Over every node of the recording.
+  Percentiles queue_wait;
+  /// Messages sent but never received (see Message::to_actor).
+  std::size_t unreceived = 0;
+  /// One per backward call, in order of their first node.
+  std::vector<CriticalPath> critical_paths;
+};
+
+/// Computes the summary of `tl`.
+Summary summarize(const Timeline& tl);
+
+/// The summary as text: an actor table, message edges, and each critical
+/// path with its nodes.
+std::string format_summary(const Timeline& tl, const Summary& s);
+
+/// `1.234 ms`, `56.7 us`, `890 ns`.
+std::string format_duration(std::int64_t ns);
+
+} // namespace actorgrad::trace

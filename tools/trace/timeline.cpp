@@ -1,0 +1,135 @@
+#include "tools/trace/timeline.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+namespace actorgrad::trace {
+
+namespace {
+
+using NodeKey = std::pair<std::uint64_t, std::uint64_t>; // graph task, sequence_nr
+
+/// The events of every track, merged per actor name, in time order.
+std::vector<Track> merge_tracks(const Trace& trace) {
+  std::vector<Track> merged;
+  for (const Track& t : trace.tracks) {
+    auto it = std::find_if(merged.begin(), merged.end(),
+                           [&](const Track& m) { return m.actor == t.actor; });
+    if (it == merged.end()) {
+      merged.push_back(t);
+      continue;
+    }
+    it->events.insert(it->events.end(), t.events.begin(), t.events.end());
+    std::stable_sort(it->events.begin(), it->events.end(),
+                     [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
+  }
+  std::stable_sort(merged.begin(), merged.end(), [](const Track& a, const Track& b) {
+    auto first = [](const Track& t) { return t.events.empty() ? 0 : t.events.front().ts_ns; };
+    return first(a) < first(b);
+  });
+  return merged;
+}
+
+} // namespace
+
+void Timeline::normalize() {
+  std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+    if (a.actor != b.actor)
+      return a.actor < b.actor;
+    if (a.start_ns != b.start_ns)
+      return a.start_ns < b.start_ns;
+    return a.end_ns > b.end_ns;
+  });
+  std::stable_sort(messages.begin(), messages.end(),
+                   [](const Message& a, const Message& b) { return a.send_ns < b.send_ns; });
+  bool any = false;
+  auto see = [&](std::int64_t ts) {
+    begin_ns = any ? std::min(begin_ns, ts) : ts;
+    end_ns = any ? std::max(end_ns, ts) : ts;
+    any = true;
+  };
+  for (const Slice& s : slices) {
+    see(s.ready_ns.value_or(s.start_ns));
+    see(s.end_ns);
+  }
+  for (const Message& m : messages) {
+    see(m.send_ns);
+    if (m.recv_ns)
+      see(*m.recv_ns);
+  }
+}
+
+Timeline build_timeline(const Trace& trace) {
+  Timeline tl;
+  std::map<NodeKey, std::int64_t> ready;
+  std::map<NodeKey, std::vector<std::uint64_t>> inputs;
+  std::map<std::uint64_t, Message> messages;
+  std::map<std::uint64_t, std::pair<std::size_t, std::int64_t>> receipts; // id -> actor, ts
+
+  for (const Track& track : merge_tracks(trace)) {
+    const std::size_t actor = tl.actors.size();
+    tl.actors.push_back(track.actor);
+    std::vector<std::size_t> open; // slices running on this actor, innermost last
+    auto running_node = [&](std::uint64_t task) -> std::optional<std::uint64_t> {
+      if (open.empty() || tl.slices[open.back()].graph_task != task)
+        return std::nullopt;
+      return tl.slices[open.back()].sequence_nr;
+    };
+    for (const Event& e : track.events) {
+      switch (e.kind) {
+      case EventKind::node_start:
+        tl.slices.push_back({actor, e.graph_task, e.node, e.sequence_nr, e.depth, e.device,
+                             e.stream, e.ts_ns, e.ts_ns, std::nullopt, {}});
+        open.push_back(tl.slices.size() - 1);
+        break;
+      case EventKind::node_end:
+        if (open.empty() || tl.slices[open.back()].sequence_nr != e.sequence_nr)
+          throw std::runtime_error("trace of " + track.actor + ": node_end of " + e.node +
+                                   " without its node_start");
+        tl.slices[open.back()].end_ns = e.ts_ns;
+        open.pop_back();
+        break;
+      case EventKind::ready:
+        ready[{e.graph_task, e.sequence_nr}] = e.ts_ns;
+        break;
+      case EventKind::input:
+        if (auto producer = running_node(e.graph_task))
+          inputs[{e.graph_task, e.sequence_nr}].push_back(*producer);
+        break;
+      case EventKind::send: {
+        Message& m = messages[e.message_id];
+        m = {e.message_id, e.message, e.graph_task, e.node, e.sequence_nr, e.input_nr, e.depth,
+             e.device, actor, e.ts_ns, running_node(e.graph_task), std::nullopt, std::nullopt};
+        break;
+      }
+      case EventKind::receive:
+        receipts[e.message_id] = {actor, e.ts_ns};
+        break;
+      }
+    }
+    // A slice still open was snapshotted while its node ran: it ends at the snapshot.
+    for (std::size_t i : open)
+      tl.slices[i].end_ns = track.events.back().ts_ns;
+  }
+
+  for (Slice& s : tl.slices) {
+    const NodeKey key{s.graph_task, s.sequence_nr};
+    if (auto it = ready.find(key); it != ready.end())
+      s.ready_ns = it->second;
+    if (auto it = inputs.find(key); it != inputs.end())
+      s.local_inputs = it->second;
+  }
+  for (auto& [id, m] : messages) {
+    if (auto it = receipts.find(id); it != receipts.end()) {
+      m.to_actor = it->second.first;
+      m.recv_ns = it->second.second;
+    }
+    tl.messages.push_back(std::move(m));
+  }
+  tl.normalize();
+  return tl;
+}
+
+} // namespace actorgrad::trace

@@ -1,0 +1,88 @@
+#pragma once
+/// @file timeline.h
+/// A recording (trace::Trace) turned into what the trace tools show: the
+/// node executions of each actor and the messages between actors. It is
+/// also exactly what the Chrome trace file holds (chrome_json.h), so a
+/// written trace can be read back and summarized again.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/trace/event.h"
+
+namespace actorgrad::trace {
+
+/// One node execution on one actor.
+struct Slice {
+  std::size_t actor = 0; ///< index into Timeline::actors
+  std::uint64_t graph_task = 0;
+  std::string node;
+  std::uint64_t sequence_nr = 0;
+  int depth = 0;
+  Device device;
+  int stream = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  /// When the node's last input arrived (it became ready), if recorded.
+  std::optional<std::int64_t> ready_ns;
+  /// Sequence numbers of the nodes of the same task that fed this one on
+  /// the same actor, without a message.
+  std::vector<std::uint64_t> local_inputs;
+
+  std::int64_t duration_ns() const { return end_ns - start_ns; }
+  /// start - ready: how long the ready node waited in its actor's heap.
+  std::optional<std::int64_t> queue_wait_ns() const {
+    return ready_ns ? std::optional(start_ns - *ready_ns) : std::nullopt;
+  }
+};
+
+/// One message between actors.
+struct Message {
+  std::uint64_t id = 0;
+  MessageKind kind = MessageKind::none;
+  std::uint64_t graph_task = 0;
+  /// The node the message is for (empty for a WakeUp), as in trace::Event.
+  std::string node;
+  std::uint64_t sequence_nr = 0;
+  std::uint32_t input_nr = 0;
+  int depth = 0;
+  Device device;
+  std::size_t from_actor = 0;
+  std::int64_t send_ns = 0;
+  /// The node whose run sent it (a Grad from its producer), if any.
+  std::optional<std::uint64_t> producer;
+  /// Receiver and time of receipt; unset for a message never received (a
+  /// WakeUp that arrived after its task was done).
+  std::optional<std::size_t> to_actor;
+  std::optional<std::int64_t> recv_ns;
+
+  bool received() const { return recv_ns.has_value(); }
+  std::int64_t latency_ns() const { return recv_ns ? *recv_ns - send_ns : 0; }
+};
+
+/// The node executions and messages of a recording.
+struct Timeline {
+  /// Actor names, one track each, in the order their first event happened.
+  std::vector<std::string> actors;
+  /// Sorted by actor, then start time (outer slices before nested ones).
+  std::vector<Slice> slices;
+  /// Sorted by send time.
+  std::vector<Message> messages;
+  /// First and last timestamp of the recording.
+  std::int64_t begin_ns = 0;
+  std::int64_t end_ns = 0;
+
+  /// Sorts slices and messages as documented and sets begin_ns / end_ns.
+  void normalize();
+};
+
+/// Builds the timeline of `trace`. Tracks of the same actor (a caller
+/// thread's successive calls) merge into one; a node slice spans a
+/// node_start and its node_end; a message pairs the send and the receive
+/// of one message id; a send made while a node of the same task ran on the
+/// sending actor is attributed to that node.
+Timeline build_timeline(const Trace& trace);
+
+} // namespace actorgrad::trace
