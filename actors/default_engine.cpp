@@ -46,9 +46,17 @@ std::shared_ptr<Executor> lazy_default() {
 
 } // namespace
 
+// Note [The default engine is never destroyed]
+// CAF 0.17.6's actor_system cannot be destroyed during static destruction:
+// a program whose only content is a function-local static actor_system
+// reads freed memory in ~actor_system at exit (valgrind shows it; without
+// valgrind it is heap corruption). So the process-wide engine is created
+// on first use and deliberately never destroyed; its idle worker threads
+// end with the process. An application that needs an orderly shutdown
+// owns an Engine and destroys it before main returns.
 Engine& default_engine() {
-  static Engine engine(EngineConfig{devices_from_env()});
-  return engine;
+  static Engine* engine = new Engine(EngineConfig{devices_from_env()});
+  return *engine;
 }
 
 void use_actor_engine() { set_default_executor(lazy_default()); }

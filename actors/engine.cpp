@@ -62,6 +62,11 @@ Engine::~Engine() {
     caf::anon_send<caf::message_priority::high>(core_->pool, msg::Shutdown{});
     self->wait_for(core_->pool);
   }
+  // The actors hold the core and the core holds their handles: drop the
+  // handles now, while the actor system that owns them still exists.
+  for (std::size_t i = 0; i < core_->num_workers; ++i)
+    core_->workers[i].handle.store(nullptr);
+  core_->pool = caf::actor{};
   core_.reset();
   own_system_.reset(); // waits for every actor it still runs
 }

@@ -59,7 +59,11 @@ void reforward(benchmark::State& state, std::size_t changed) {
 }
 
 Engine& engine() {
-  static Engine e(EngineConfig{{Device::sim(0), Device::sim(1)}});
+  static Engine e([] {
+    EngineConfig config;
+    config.devices = {Device::sim(0), Device::sim(1)};
+    return config;
+  }());
   return e;
 }
 

@@ -30,6 +30,8 @@ std::vector<Event> EventBuffer::published() const {
   for (const Chunk* c = head_; c; c = c->next.load(std::memory_order_acquire)) {
     const std::size_t n = c->count.load(std::memory_order_acquire);
     out.insert(out.end(), c->events.begin(), c->events.begin() + static_cast<std::ptrdiff_t>(n));
+    if (n < kChunkEvents)
+      break; // the rest was appended after `n` was read: not part of this prefix
   }
   return out;
 }

@@ -14,13 +14,16 @@ std::atomic<Executor*> current{nullptr};
 
 // Executors once installed stay alive for the process: default_executor()
 // hands out references that a concurrent set_default_executor must not
-// invalidate. Guarded by a mutex: this is start-up configuration.
+// invalidate. They are never destroyed (an actor engine cannot be torn down
+// during static destruction: see Note [The default engine is never
+// destroyed] in actors/default_engine.cpp). Guarded by a mutex: this is
+// start-up configuration, not the scheduling path.
 Executor* keep_alive(std::shared_ptr<Executor> e) {
-  static std::mutex mutex;
-  static std::vector<std::shared_ptr<Executor>> installed;
-  std::lock_guard<std::mutex> lock(mutex);
-  installed.push_back(std::move(e));
-  return installed.back().get();
+  static auto* mutex = new std::mutex;
+  static auto* installed = new std::vector<std::shared_ptr<Executor>>;
+  std::lock_guard<std::mutex> lock(*mutex);
+  installed->push_back(std::move(e));
+  return installed->back().get();
 }
 
 Executor* reference() {

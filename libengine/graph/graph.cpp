@@ -165,6 +165,14 @@ void Graph::set_forward_executor(std::shared_ptr<ForwardExecutor> executor) {
 
 // -- gradients ----------------------------------------------------------------
 
+std::vector<bool> Graph::nodes_feeding(NodeId result) const {
+  std::vector<bool> feeds(nodes_.size(), false);
+  walk_ancestors(
+    *this, {result}, [&feeds](NodeId id) { feeds[id.index] = true; },
+    [this](NodeId id) { return !nodes_[id.index].detached; });
+  return feeds;
+}
+
 variable_list Graph::run_backward(NodeId result, const std::vector<NodeId>& targets,
                                   const BackwardOptions& options, bool allow_unused) {
   if (targets.empty())
@@ -181,36 +189,46 @@ variable_list Graph::run_backward(NodeId result, const std::vector<NodeId>& targ
   if (!values.front().requires_grad())
     throw GraphError("backward: result " + label(result) +
                      " does not require grad (no parameter or grad-requiring input feeds it)");
-  for (std::size_t i = 1; i < values.size(); ++i)
-    if (!values[i].requires_grad())
-      throw GraphError("backward: target " + label(targets[i - 1]) +
+  // Targets that do not feed the result get no gradient; the engine is not
+  // asked about them.
+  const std::vector<bool> feeds = nodes_feeding(result);
+  variable_list inputs;
+  std::vector<std::size_t> slot;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    if (!feeds[targets[i].index]) {
+      if (!allow_unused)
+        throw GraphError("grad: target " + label(targets[i]) + " is not used to compute " +
+                         label(result) + " (set allow_unused if this is intended)");
+      continue;
+    }
+    if (!values[i + 1].requires_grad())
+      throw GraphError("backward: target " + label(targets[i]) +
                        " does not require grad (an input without requires_grad, a detached "
                        "node, or a node no parameter feeds)");
-  const variable_list inputs(values.begin() + 1, values.end());
+    inputs.push_back(values[i + 1]);
+    slot.push_back(i);
+  }
+  variable_list grads(targets.size());
+  if (inputs.empty())
+    return grads;
   variable_list grad_outputs;
   if (options.grad_output.defined())
     grad_outputs.push_back(options.grad_output);
   Executor& executor = options.executor ? *options.executor : default_executor();
-  variable_list grads = actorgrad::grad({values.front()}, inputs, grad_outputs,
-                                        options.retain_graph, options.create_graph,
-                                        allow_unused, executor);
-  if (!options.retain_graph.value_or(options.create_graph))
-    release_backward_state(result);
+  const variable_list found =
+    actorgrad::grad({values.front()}, inputs, grad_outputs, options.retain_graph,
+                    options.create_graph, /*allow_unused=*/true, executor);
+  for (std::size_t k = 0; k < slot.size(); ++k)
+    grads[slot[k]] = found[k];
+  if (!options.retain_graph.value_or(options.create_graph)) {
+    // The engine released the saved tensors of the nodes it ran. Conservative:
+    // every op node feeding `result` is recomputed by the next grad-mode
+    // request, whether or not this backward needed it.
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      if (feeds[i] && nodes_[i].kind == NodeKind::op)
+        nodes_[i].has_backward_state = false;
+  }
   return grads;
-}
-
-void Graph::release_backward_state(NodeId result) {
-  // Conservative: every op node feeding `result` (not through a detached
-  // node) is recomputed by the next request, whether or not this backward
-  // actually freed its saved tensors.
-  walk_ancestors(
-    *this, {result},
-    [this](NodeId id) {
-      GraphNode& n = nodes_[id.index];
-      if (n.kind == NodeKind::op)
-        n.has_backward_state = false;
-    },
-    [this](NodeId id) { return !nodes_[id.index].detached; });
 }
 
 void Graph::backward(NodeId result, const std::vector<NodeId>& targets,

@@ -140,7 +140,9 @@ private:
   void check_parents(const std::vector<NodeId>& parents) const;
   variable_list run_backward(NodeId result, const std::vector<NodeId>& targets,
                              const BackwardOptions& options, bool allow_unused);
-  void release_backward_state(NodeId result);
+  /// Marks of the nodes `result` depends on through non-detached nodes
+  /// (itself included).
+  std::vector<bool> nodes_feeding(NodeId result) const;
 
   std::vector<GraphNode> nodes_;
   std::map<std::string, NodeId> outputs_;

@@ -32,7 +32,11 @@ constexpr int kBranchDepth = 4;
 constexpr std::int64_t kSize = 160;
 
 Engine& engine() {
-  static Engine e(EngineConfig{{Device::sim(0), Device::sim(1)}});
+  static Engine e([] {
+    EngineConfig config;
+    config.devices = {Device::sim(0), Device::sim(1)};
+    return config;
+  }());
   return e;
 }
 
@@ -152,14 +156,15 @@ BOOST_AUTO_TEST_CASE(one_device_runs_the_branches_one_at_a_time) {
 BOOST_AUTO_TEST_CASE(gradients_after_parallel_forward_equal_sequential) {
   TwoBranches par, seq;
   par.g.set_forward_executor(std::make_shared<GraphRunner>(engine()));
-  const d1::BackwardOptions on_engine{.executor = &engine()};
+  d1::BackwardOptions on_engine;
+  on_engine.executor = &engine();
   bounded([&] {
     par.g.backward(par.out, {par.w[0], par.w[1]}, on_engine);
     return 0;
   });
   seq.g.backward(seq.out, {seq.w[0], seq.w[1]}, on_engine);
   for (int k = 0; k < 2; ++k) {
-    BOOST_TEST(par.g.grad_of(par.w[k]).device() == Device::sim(k));
+    BOOST_TEST((par.g.grad_of(par.w[k]).device() == Device::sim(k)));
     BOOST_REQUIRE(par.g.grad_of(par.w[k]).to_vector() == seq.g.grad_of(seq.w[k]).to_vector());
   }
 }

@@ -15,12 +15,14 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "actors/default_engine.h"
+#include "actors/engine.h"
 #include "libengine/autograd.h"
+#include "libengine/engine/reference_executor.h"
 #include "libengine/ops.h"
 #include "libengine/tensor/tensor.h"
 
@@ -118,18 +120,23 @@ void check_leaf_grads(const std::vector<Leaf>& leaves) {
     check_close(l.name + ".grad", l.ours.grad(), l.theirs.grad());
 }
 
-/// Runs `body` once with the reference executor and once with the actor engine.
-void for_each_executor(const std::function<void()>& body) {
-  for (const char* name : {"reference", "actor"}) {
-    BOOST_TEST_CONTEXT("executor " << name) {
-      if (std::string(name) == "reference")
-        ag::use_reference_executor();
-      else
-        ag::use_actor_engine();
-      body();
+/// Runs `body` once with the reference executor and once with a (CPU-only)
+/// actor Engine. The executor is passed explicitly to backward/grad rather
+/// than installed as the process default: installed executors live until
+/// exit, and an Engine must be destroyed before main returns.
+void for_each_executor(const std::function<void(ag::Executor&)>& body) {
+  {
+    BOOST_TEST_CONTEXT("executor reference") {
+      ag::ReferenceExecutor reference;
+      body(reference);
     }
   }
-  ag::use_actor_engine();
+  {
+    BOOST_TEST_CONTEXT("executor actor") {
+      ag::Engine engine{ag::EngineConfig{}};
+      body(engine);
+    }
+  }
 }
 
 /// x [16, 5] -> tanh(x W1 + b1) -> relu(. W2 + b2) -> . W3 + b3 -> cross-entropy.
@@ -197,13 +204,17 @@ struct ResidualCase {
   }
 };
 
+void backward(const ag::Tensor& loss, ag::Executor& ex) {
+  ag::backward({loss}, {}, std::nullopt, false, {}, ex);
+}
+
 template <class Case>
-void check_first_order(std::uint64_t seed) {
+void check_first_order(std::uint64_t seed, ag::Executor& ex) {
   Case c(seed);
   auto ours = c.ours_loss();
   auto theirs = c.their_loss();
   check_close("loss", ours, theirs);
-  ours.backward();
+  backward(ours, ex);
   theirs.backward();
   check_leaf_grads(c.leaves);
 }
@@ -211,18 +222,18 @@ void check_first_order(std::uint64_t seed) {
 } // namespace
 
 BOOST_AUTO_TEST_CASE(mlp_cross_entropy_gradients_match_libtorch) {
-  for_each_executor([] { check_first_order<MlpCase>(11); });
+  for_each_executor([](ag::Executor& ex) { check_first_order<MlpCase>(11, ex); });
 }
 
 BOOST_AUTO_TEST_CASE(residual_block_gradients_match_libtorch) {
-  for_each_executor([] { check_first_order<ResidualCase>(12); });
+  for_each_executor([](ag::Executor& ex) { check_first_order<ResidualCase>(12, ex); });
 }
 
 BOOST_AUTO_TEST_CASE(gradients_accumulate_like_libtorch_over_two_backwards) {
-  for_each_executor([] {
+  for_each_executor([](ag::Executor& ex) {
     MlpCase c(13);
     for (int i = 0; i < 2; ++i) {
-      c.ours_loss().backward();
+      backward(c.ours_loss(), ex);
       c.their_loss().backward();
     }
     check_leaf_grads(c.leaves);
@@ -230,13 +241,13 @@ BOOST_AUTO_TEST_CASE(gradients_accumulate_like_libtorch_over_two_backwards) {
 }
 
 BOOST_AUTO_TEST_CASE(grad_of_gradient_norm_matches_libtorch) {
-  for_each_executor([] {
+  for_each_executor([](ag::Executor& ex) {
     MlpCase c(14);
     const auto& L = c.leaves;
     // First order with create_graph, through the grad() API of both libraries.
     ag::variable_list our_inputs{L[1].ours, L[3].ours, L[5].ours};
     std::vector<torch::Tensor> their_inputs{L[1].theirs, L[3].theirs, L[5].theirs};
-    auto our_g = ag::grad({c.ours_loss()}, our_inputs, {}, true, true);
+    auto our_g = ag::grad({c.ours_loss()}, our_inputs, {}, true, true, false, ex);
     auto their_g = torch::autograd::grad({c.their_loss()}, their_inputs, {}, true, true);
     BOOST_TEST_REQUIRE(our_g.size() == their_g.size());
     for (std::size_t i = 0; i < our_g.size(); ++i)
@@ -249,7 +260,7 @@ BOOST_AUTO_TEST_CASE(grad_of_gradient_norm_matches_libtorch) {
       their_norm = their_norm + (their_g[i] * their_g[i]).sum();
     }
     check_close("gradient norm", our_norm, their_norm);
-    our_norm.backward();
+    backward(our_norm, ex);
     their_norm.backward();
     check_leaf_grads(c.leaves);
   });

@@ -6,7 +6,7 @@
 // with the define-by-run API.
 
 #include <algorithm>
-#include <cctype>
+#include <cmath>
 #include <deque>
 #include <string>
 #include <vector>
@@ -18,11 +18,15 @@
 #include "libengine/graph/graph_ops.h"
 #include "libengine/graph/random_graph.h"
 #include "libengine/ops.h"
+#include "tests/support/executor_fixture.h"
 
 using namespace actorgrad;
 namespace d1 = actorgrad::define_once;
 using d1::Graph;
 using d1::NodeId;
+
+using actorgrad::testing::ExecutorFromEnv;
+BOOST_TEST_GLOBAL_FIXTURE(ExecutorFromEnv);
 
 namespace {
 
@@ -236,7 +240,9 @@ BOOST_AUTO_TEST_CASE(gradients_accumulate_until_zeroed_and_retain_graph) {
   // recomputes the nodes that fed y, and the gradients accumulate.
   const Tensor released_y = a.g.value(a.y);
   BOOST_CHECK_THROW(actorgrad::backward({released_y}), EngineError);
-  a.g.backward(a.y, {a.w, a.b}, {.retain_graph = true});
+  d1::BackwardOptions keep;
+  keep.retain_graph = true;
+  a.g.backward(a.y, {a.w, a.b}, keep);
   BOOST_TEST(count(a.g, a.m) == 2u);
   BOOST_TEST(a.g.grad_of(a.w).item() == 6.0);
 
@@ -261,7 +267,11 @@ BOOST_AUTO_TEST_CASE(detach_stops_backward) {
   BOOST_TEST(a.g.grad_of(a.b).item() == 1.0);
   BOOST_CHECK_EXCEPTION(a.g.backward(a.y, {a.m}), d1::GraphError,
                         message_has({"mul#3", "does not require grad"}));
-  BOOST_TEST(!a.g.grad(a.y, {a.w}, {{}, true}).front().defined()); // allow_unused
+  d1::GradOptions allow_unused;
+  allow_unused.allow_unused = true;
+  BOOST_TEST(!a.g.grad(a.y, {a.w}, allow_unused).front().defined());
+  BOOST_CHECK_EXCEPTION(a.g.grad(a.y, {a.w}), d1::GraphError,
+                        message_has({"w#0", "not used to compute", "add#4"}));
 
   // define-by-run: (w * x).detach() + b
   Tensor w = sc(2.0).set_requires_grad(true), b = sc(1.0).set_requires_grad(true);

@@ -9,6 +9,10 @@ namespace actorgrad::cli {
 /// `argv[0]` is "train"; returns the process exit code.
 int run_train(int argc, char** argv);
 
+/// `actorgrad trace`: records one backward pass (or reads a recording) and
+/// writes a Chrome trace, an HTML report and a text summary (trace.cpp).
+int run_trace(int argc, char** argv);
+
 /// Exit code for a bad command line (unknown flag, bad value).
 inline constexpr int kUsageError = 2;
 

@@ -20,6 +20,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"train", actorgrad::cli::run_train,
      "train a small MLP on two spirals with the actor engine"},
+    {"trace", actorgrad::cli::run_trace,
+     "record one backward pass: Chrome trace, HTML report, summary"},
 };
 
 void print_usage(std::FILE* out) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 namespace actorgrad::trace {
@@ -83,12 +85,23 @@ CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
     longest[i] = before + tl.slices[i].duration_ns();
   }
 
-  std::size_t last = task_slices.front();
+  // The path ends at the sink (a node feeding none of the task's nodes)
+  // that finished last: an actor may record a producer's end only after the
+  // sink it fed has finished.
+  std::set<std::size_t> feeds;
+  for (const auto& [to, edges] : in)
+    for (const In& e : edges)
+      feeds.insert(e.from);
+  std::optional<std::size_t> last;
   for (std::size_t i : task_slices)
-    if (tl.slices[i].end_ns > tl.slices[last].end_ns)
+    if (!feeds.count(i) && (!last || tl.slices[i].end_ns > tl.slices[*last].end_ns))
       last = i;
-  CriticalPath path{task, {}, longest[last], 0};
-  for (std::size_t at = last;;) {
+  if (!last) // not a DAG as recorded (a snapshot taken mid-run): the last to finish
+    for (std::size_t i : task_slices)
+      if (!last || tl.slices[i].end_ns > tl.slices[*last].end_ns)
+        last = i;
+  CriticalPath path{task, {}, longest[*last], 0};
+  for (std::size_t at = *last;;) {
     auto it = best_in.find(at);
     path.steps.push_back({at, it == best_in.end() ? 0 : it->second.latency,
                           it != best_in.end() && it->second.message});
@@ -97,7 +110,7 @@ CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
     at = it->second.from;
   }
   std::reverse(path.steps.begin(), path.steps.end());
-  path.wall_ns = tl.slices[last].end_ns - tl.slices[path.steps.front().slice].start_ns;
+  path.wall_ns = tl.slices[*last].end_ns - tl.slices[path.steps.front().slice].start_ns;
   return path;
 }
 

@@ -53,7 +53,8 @@ struct PathStep {
 };
 
 /// The longest path through one backward call's node slices and the
-/// message latencies between them, ending at its node that finished last.
+/// message latencies between them, ending at its last node: the sink (a
+/// node that feeds no other) that finished last.
 struct CriticalPath {
   std::uint64_t graph_task = 0;
   std::vector<PathStep> steps;

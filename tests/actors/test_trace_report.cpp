@@ -1,0 +1,242 @@
+#define BOOST_TEST_MODULE actors_trace_report
+#include <boost/test/unit_test.hpp>
+
+// From a recording to the tools' outputs (tools/trace/): the Chrome trace
+// JSON parses and has the structure Perfetto and chrome://tracing need
+// (tracks, slices, paired flow arrows), reads back to the same timeline,
+// and the summary finds the critical path of a graph with known node costs.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+
+#include "tests/actors/trace_test_util.h"
+#include "tools/trace/chrome_json.h"
+#include "tools/trace/summary.h"
+#include "tools/trace/timeline.h"
+
+using namespace actorgrad;
+using namespace actorgrad::actors_test;
+using namespace std::chrono_literals;
+namespace pt = boost::property_tree;
+
+namespace {
+
+/// A recording of a few cross-device backward calls and the nodes they ran.
+struct Recorded {
+  trace::Timeline timeline;
+  std::size_t nodes_run;
+};
+
+Recorded record_cross_device() {
+  CountingEngine ce;
+  Tensor x = leaf3();
+  backward({cross_device_loss(x)}, {}, {}, false, {}, ce.engine);
+  ce.nodes_run = 0;
+  ce.engine.start_recording();
+  for (int i = 0; i < 2; ++i)
+    backward({cross_device_loss(x)}, {}, {}, false, {}, ce.engine);
+  return {trace::build_timeline(ce.engine.stop_recording()), ce.nodes_run.load()};
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("actorgrad_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+/// Checks the Chrome trace structure of `json`; returns its node slice count.
+std::size_t check_chrome_structure(const std::string& json, const trace::Timeline& tl) {
+  pt::ptree root;
+  std::istringstream in(json);
+  BOOST_REQUIRE_NO_THROW(pt::read_json(in, root));
+  BOOST_TEST(root.get<std::string>("displayTimeUnit") == "ns");
+  const pt::ptree& events = root.get_child("traceEvents");
+
+  std::map<int, std::string> thread_names;
+  std::map<int, double> last_ts;
+  struct FlowEnd {
+    int tid;
+    double ts;
+    std::string cat, name, bp;
+  };
+  std::map<std::string, std::vector<FlowEnd>> starts, finishes; // by id
+  std::map<int, std::vector<std::pair<double, double>>> slices; // tid -> [ts, ts+dur]
+  std::size_t node_slices = 0;
+  for (const auto& [key, e] : events) {
+    BOOST_TEST(key.empty(), "traceEvents is an array");
+    const std::string ph = e.get<std::string>("ph");
+    BOOST_TEST(e.get<int>("pid") == 1);
+    const int tid = e.get<int>("tid");
+    if (ph == "M") {
+      if (e.get<std::string>("name") == "thread_name")
+        thread_names[tid] = e.get<std::string>("args.name");
+      continue;
+    }
+    BOOST_TEST_REQUIRE(thread_names.count(tid) == 1u, "tid " << tid << " named before use");
+    const double ts = e.get<double>("ts");
+    BOOST_TEST(ts >= last_ts[tid], "timestamps monotonic on track " << thread_names[tid]);
+    last_ts[tid] = ts;
+    if (ph == "X") {
+      const double dur = e.get<double>("dur");
+      BOOST_TEST(dur >= 0);
+      slices[tid].push_back({ts, ts + dur});
+      if (e.get<std::string>("cat") == "node") {
+        ++node_slices;
+        for (const char* field : {"graph_task", "sequence_nr", "depth", "device", "stream", "actor"})
+          BOOST_TEST(e.get_child_optional(std::string("args.") + field).has_value(),
+                     "node slice args have " << field);
+        BOOST_TEST(e.get<std::string>("args.actor") == thread_names[tid]);
+        BOOST_TEST(e.get<std::string>("args.stream") == "default");
+      }
+    } else if (ph == "s" || ph == "f") {
+      auto& side = ph == "s" ? starts : finishes;
+      side[e.get<std::string>("id")].push_back(
+        {tid, ts, e.get<std::string>("cat"), e.get<std::string>("name"), e.get<std::string>("bp")});
+    } else {
+      BOOST_FAIL("unexpected phase " << ph);
+    }
+  }
+  BOOST_TEST(thread_names.size() == tl.actors.size(), "one track per actor");
+  BOOST_TEST(starts.size() == finishes.size());
+  for (const auto& [id, s] : starts) {
+    BOOST_TEST_CONTEXT("flow " << id) {
+      BOOST_TEST_REQUIRE(s.size() == 1u);
+      BOOST_TEST_REQUIRE(finishes.count(id) == 1u, "every flow arrow has both ends");
+      const FlowEnd& f = finishes.at(id).front();
+      BOOST_TEST(finishes.at(id).size() == 1u);
+      BOOST_TEST(s[0].cat == f.cat);
+      BOOST_TEST(s[0].name == f.name);
+      BOOST_TEST((s[0].bp == "e" && f.bp == "e"));
+      BOOST_TEST(s[0].ts <= f.ts);
+      for (const FlowEnd* end : {&s[0], &f}) {
+        const auto& on_track = slices[end->tid];
+        BOOST_TEST(std::any_of(on_track.begin(), on_track.end(),
+                               [&](const auto& sl) { return sl.first <= end->ts && end->ts <= sl.second; }),
+                   "a flow end lies in a slice it binds to");
+      }
+    }
+  }
+  std::size_t received = 0;
+  for (const auto& m : tl.messages)
+    received += m.received();
+  BOOST_TEST(starts.size() == received, "one arrow per received message");
+  return node_slices;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(chrome_trace_structure_and_round_trip) {
+  const Recorded r = record_cross_device();
+  BOOST_TEST(r.timeline.slices.size() == r.nodes_run);
+  BOOST_TEST(r.timeline.messages.size() > 10u);
+  std::ostringstream json;
+  trace::write_chrome_json(r.timeline, json);
+  BOOST_TEST(check_chrome_structure(json.str(), r.timeline) == r.nodes_run);
+
+  const std::string path = temp_path("trace.json");
+  std::ofstream(path) << json.str();
+  const trace::Timeline back = trace::read_chrome_json(path);
+  std::remove(path.c_str());
+  BOOST_TEST(back.actors == r.timeline.actors);
+  BOOST_REQUIRE(back.slices.size() == r.timeline.slices.size());
+  BOOST_REQUIRE(back.messages.size() == r.timeline.messages.size());
+  for (std::size_t i = 0; i < back.slices.size(); ++i) {
+    const auto &a = back.slices[i], &b = r.timeline.slices[i];
+    BOOST_TEST((a.actor == b.actor && a.sequence_nr == b.sequence_nr && a.start_ns == b.start_ns &&
+                a.end_ns == b.end_ns && a.ready_ns == b.ready_ns && a.device == b.device &&
+                a.local_inputs == b.local_inputs && a.graph_task == b.graph_task));
+  }
+  for (std::size_t i = 0; i < back.messages.size(); ++i) {
+    const auto &a = back.messages[i], &b = r.timeline.messages[i];
+    BOOST_TEST((a.id == b.id && a.kind == b.kind && a.from_actor == b.from_actor &&
+                a.to_actor == b.to_actor && a.send_ns == b.send_ns && a.recv_ns == b.recv_ns &&
+                a.producer == b.producer && a.sequence_nr == b.sequence_nr));
+  }
+  BOOST_TEST(trace::format_summary(back, trace::summarize(back)) ==
+             trace::format_summary(r.timeline, trace::summarize(r.timeline)));
+}
+
+BOOST_AUTO_TEST_CASE(unreadable_trace_is_an_error) {
+  const std::string path = temp_path("broken.json");
+  std::ofstream(path) << "{\"traceEvents\": [";
+  BOOST_CHECK_THROW(trace::read_chrome_json(path), std::runtime_error);
+  std::remove(path.c_str());
+}
+
+namespace {
+
+/// Records: x (cpu) -> D on sim:1 -> {B on sim:0, C on cpu} -> R on cpu,
+/// where B and C spin for `b` and `c`; returns the names on the critical path.
+std::vector<std::string> critical_names(std::chrono::microseconds b, std::chrono::microseconds c,
+                                        trace::CriticalPath* out = nullptr,
+                                        trace::Timeline* tl_out = nullptr) {
+  CountingEngine ce;
+  Tensor x = leaf3();
+  Tensor d = spinning_op(to_device(x, Device::sim(1)), "D", 1ms);
+  Tensor yb = spinning_op(to_device(d, Device::sim(0)), "B", b);
+  Tensor yc = spinning_op(to_device(d, Device::cpu()), "C", c);
+  Tensor r = spinning_op(to_device(yb, Device::cpu()) + yc, "R", 1ms);
+  ce.engine.start_recording();
+  backward({sum(r)}, {}, {}, false, {}, ce.engine);
+  trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
+  const trace::Summary s = trace::summarize(tl);
+  BOOST_TEST_INFO("summary:\n" << trace::format_summary(tl, s));
+  BOOST_TEST_REQUIRE(s.critical_paths.size() == 1u);
+  std::vector<std::string> names;
+  for (const auto& step : s.critical_paths[0].steps) {
+    const std::string& n = tl.slices[step.slice].node;
+    if (n.size() == 1)
+      names.push_back(n);
+  }
+  BOOST_TEST(tl.slices[s.critical_paths[0].steps.back().slice].node == "AccumulateGrad",
+             "the path ends at the last node");
+  if (out)
+    *out = s.critical_paths[0];
+  if (tl_out)
+    *tl_out = tl;
+  return names;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(critical_path_of_known_costs) {
+  trace::CriticalPath path;
+  trace::Timeline tl;
+  // The costs differ by far more than the scheduling noise of a loaded
+  // 2-core machine (messages to a descheduled worker can take milliseconds).
+  BOOST_TEST((critical_names(15ms, 2ms, &path, &tl) == std::vector<std::string>{"R", "B", "D"}));
+  BOOST_TEST(path.length_ns >= 17'000'000, "R + B + D take at least 17 ms");
+  std::size_t messages = 0;
+  for (const auto& step : path.steps)
+    messages += step.via_message;
+  BOOST_TEST(messages == 3u, "cpu -> sim:0 -> sim:1 -> cpu on the path");
+  const std::string text = trace::format_summary(tl, trace::summarize(tl));
+  for (const char* part : {"critical path of GraphTask", "sim:0 worker", "sim:1 worker", "caller",
+                           "busy %", "wait p50", "wait p99", "Grad"})
+    BOOST_TEST(text.find(part) != std::string::npos, "summary shows " << part);
+
+  BOOST_TEST((critical_names(2ms, 15ms) == std::vector<std::string>{"R", "C", "D"}));
+}
+
+BOOST_AUTO_TEST_CASE(busy_time_and_queue_wait) {
+  trace::Timeline tl;
+  tl.actors = {"a"};
+  // Two slices, the second nested in the first (a reentrant call), then one more.
+  tl.slices = {{0, 1, "Outer", 1, 0, {}, 0, 100, 400, 90, {}},
+               {0, 2, "Inner", 2, 1, {}, 0, 200, 300, 150, {}},
+               {0, 1, "Next", 3, 0, {}, 0, 500, 600, 400, {}}};
+  tl.normalize();
+  const trace::Summary s = trace::summarize(tl);
+  BOOST_TEST(s.span_ns == 600 - 90);
+  BOOST_TEST(s.actors[0].busy_ns == 400, "nested slices count once");
+  BOOST_TEST(s.actors[0].tasks == 3u);
+  BOOST_TEST(s.actors[0].queue_wait.p50_ns == 50);
+  BOOST_TEST(s.actors[0].queue_wait.p99_ns == 100);
+}
