@@ -110,14 +110,17 @@ BOOST_AUTO_TEST_CASE(branches_on_two_devices_reforward_concurrently) {
   TwoBranches par, seq;
   par.g.set_forward_executor(std::make_shared<GraphRunner>(engine()));
   NoGradGuard no_grad;
-  bounded([&] { return par.g.forward(par.out); });
+  std::thread::id caller;
+  bounded([&] {
+    caller = std::this_thread::get_id();
+    return par.g.forward(par.out);
+  });
   seq.g.forward(seq.out);
   check_same_values(par.g, seq.g);
   BOOST_TEST(par.probe->max_in_flight.load() == 2);
 
   // Where the nodes ran: sim:0 nodes on one worker, sim:1 on another, the
-  // CPU node on the calling thread.
-  const auto caller = std::this_thread::get_id();
+  // CPU node on the thread that called forward.
   const auto t0 = par.probe->thread_of[par.branch[0][0].index];
   const auto t1 = par.probe->thread_of[par.branch[1][0].index];
   BOOST_TEST((t0 != caller && t1 != caller && t0 != t1));
