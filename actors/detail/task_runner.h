@@ -90,17 +90,18 @@ private:
   void await_message();
   void on_worker_down(const caf::actor_addr& source, const caf::error& reason);
 
-  // -- recording (actors/trace/recorder.h); called only when ctx.recorder is set
+  // -- recording (actors/trace/recorder.h); called only when ctx.recorder is
+  // set. Cold: kept out of line so that the hot paths stay as they were.
   /// Appends an event about `node` (null for none) of `task` to this
   /// actor's buffer in ctx.recorder.
-  void record(const TaskContext& ctx, trace::EventKind kind, const GraphTask& task,
+  [[gnu::cold]] void record(const TaskContext& ctx, trace::EventKind kind, const GraphTask& task,
               const Node* node, trace::MessageKind message = trace::MessageKind::none,
               std::uint64_t message_id = 0, std::uint32_t input_nr = 0);
   /// Records the send of a message under a fresh id and returns the id.
-  std::uint64_t record_send(const TaskContext& ctx, trace::MessageKind message,
+  [[gnu::cold]] std::uint64_t record_send(const TaskContext& ctx, trace::MessageKind message,
                             const GraphTask& task, const Node* node, std::uint32_t input_nr = 0);
   /// Records the receipt of a WakeUp while its task is still coordinated here.
-  void record_wake_up(const msg::WakeUp& m);
+  [[gnu::cold]] void record_wake_up(const msg::WakeUp& m);
   /// The name of this actor's track: "caller <thread id>", "sim:0 worker",
   /// "pool worker <actor id>" or "async coordinator <actor id>".
   std::string actor_name() const;

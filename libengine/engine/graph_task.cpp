@@ -217,8 +217,14 @@ const ExecInfo* GraphTask::exec_info(const Node* fn) const {
 std::optional<NodeTask> GraphTask::accept(const Edge& next, Tensor&& grad) {
   const Node* fn = next.function.get();
   auto it = state_.find(fn);
-  if (it == state_.end())
+  if (it == state_.end()) {
+    // Selective execution prunes below the lowest topological_nr of the
+    // requested inputs; a pruned node cannot lead to one of them. (The root
+    // itself may lie below that bound when no input is reachable from it.)
+    if (selective())
+      return std::nullopt;
     throw EngineError("dependency not found for " + node_label(fn));
+  }
   NodeState& s = it->second;
   const bool ready = --s.dependencies == 0;
   if (selective()) {

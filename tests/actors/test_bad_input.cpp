@@ -6,6 +6,7 @@
 // node); nothing hangs; the engine stays usable after each.
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <functional>
 #include <string>
@@ -81,7 +82,17 @@ Tensor sim0_leaf() {
 
 struct EngineFixture {
   EngineFixture() { engine_slot() = std::make_unique<Engine>(EngineConfig{{Device::sim(0)}}); }
-  ~EngineFixture() { engine_slot().reset(); }
+  // ENGINE BUG (reported): at 50b9e9e destroying an Engine that owns its
+  // actor system segfaults in ~actor_system (a caf.actor thread starts with
+  // a null std::thread state), even for `{ Engine e({{Device::sim(0)}}); }`.
+  // Until it is fixed the engine is left to the end of the process, like
+  // default_engine(); set ACTORGRAD_TEST_DESTROY_ENGINE=1 to destroy it here.
+  ~EngineFixture() {
+    if (std::getenv("ACTORGRAD_TEST_DESTROY_ENGINE"))
+      engine_slot().reset();
+    else
+      (void)engine_slot().release();
+  }
 };
 BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
 

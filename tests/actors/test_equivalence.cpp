@@ -10,6 +10,7 @@
 // graphs is reported (BOOST_TEST_MESSAGE, visible with --log_level=message).
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -297,6 +298,27 @@ variable_list grads_of(const std::vector<Tensor>& ts) {
   return out;
 }
 
+/// Runs `f`; returns the message of the exception it threw, or "".
+template <class F>
+std::string attempt(F f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+/// Runs `f`; an exception fails the test naming the call and the graph.
+template <class F>
+void guarded(const char* call, const std::string& where, F f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    BOOST_FAIL(call << " threw on " << where << ": " << e.what());
+  }
+}
+
 void clear_grads(const std::vector<Tensor>& ts) {
   for (auto t : ts)
     t.set_grad(Tensor());
@@ -306,13 +328,24 @@ void clear_grads(const std::vector<Tensor>& ts) {
 
 struct EngineFixture {
   EngineFixture() { engine_slot() = std::make_unique<Engine>(EngineConfig{{Device::sim(0), Device::sim(1), Device::sim(2)}}); }
-  ~EngineFixture() { engine_slot().reset(); }
+  // ENGINE BUG (reported): at 50b9e9e destroying an Engine that owns its
+  // actor system segfaults in ~actor_system (a caf.actor thread starts with
+  // a null std::thread state), even for `{ Engine e({{Device::sim(0)}}); }`.
+  // Until it is fixed the engine is left to the end of the process, like
+  // default_engine(); set ACTORGRAD_TEST_DESTROY_ENGINE=1 to destroy it here.
+  ~EngineFixture() {
+    if (std::getenv("ACTORGRAD_TEST_DESTROY_ENGINE"))
+      engine_slot().reset();
+    else
+      (void)engine_slot().release();
+  }
 };
 BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
 
 BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
   ReferenceExecutor reference;
   Engine& eng = engine();
+  int both_failed = 0;
   int bitwise = 0, close_only = 0, mismatches = 0, multi_root = 0, cross_device = 0, calls = 0;
   double worst_rel = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -326,6 +359,20 @@ BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
       ++cross_device;
     const std::string& where = g.description;
     Match graph_match = Match::bitwise;
+    // Both executors must fail alike where the reference fails (same
+    // message); such calls are counted, not compared.
+    auto note_errors = [&](const std::string& r, const std::string& a, const std::string& what) {
+      if (r.empty() && a.empty())
+        return;
+      ++both_failed;
+      if (both_failed <= 3)
+        BOOST_TEST_MESSAGE("both executors failed on " << what << ": " << r);
+      if (r != a) {
+        BOOST_ERROR(what << ": reference " << (r.empty() ? "succeeded" : "failed: " + r)
+                         << "; actor engine " << (a.empty() ? "succeeded" : "failed: " + a));
+        graph_match = Match::mismatch;
+      }
+    };
     auto note = [&](Match m) {
       if (m == Match::mismatch)
         graph_match = Match::mismatch;
@@ -341,18 +388,22 @@ BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
         inputs.push_back(v);
     if (inputs.empty())
       inputs.push_back(g.leaves[0]);
-    variable_list ref = grad(g.roots, inputs, g.root_grads, true, false, true, reference);
-    variable_list act = grad(g.roots, inputs, g.root_grads, true, false, true, eng);
+    variable_list ref, act;
+    const std::string ref_err =
+      attempt([&] { ref = grad(g.roots, inputs, g.root_grads, true, false, true, reference); });
+    const std::string act_err =
+      attempt([&] { act = grad(g.roots, inputs, g.root_grads, true, false, true, eng); });
+    note_errors(ref_err, act_err, "grad(): " + where);
     note(compare(ref, act, "grad(): " + where));
     calls += 2;
 
     // (2) backward() into every leaf's .grad.
     std::vector<Tensor> all_grads = g.values;
     clear_grads(all_grads);
-    backward(g.roots, g.root_grads, true, false, {}, reference);
+    guarded("reference backward()", where, [&] { backward(g.roots, g.root_grads, true, false, {}, reference); });
     variable_list ref_b = grads_of(g.leaves);
     clear_grads(all_grads);
-    backward(g.roots, g.root_grads, true, false, {}, eng);
+    guarded("actor backward()", where, [&] { backward(g.roots, g.root_grads, true, false, {}, eng); });
     variable_list act_b = grads_of(g.leaves);
     note(compare(ref_b, act_b, "backward(): " + where));
     calls += 2;
@@ -365,13 +416,21 @@ BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
         subset.push_back(v);
     if (subset.empty())
       subset.push_back(g.values.back());
+    std::string subset_desc = where + " inputs=";
+    for (const auto& t : subset)
+      for (std::size_t k = 0; k < g.values.size(); ++k)
+        if (g.values[k].is_same(t))
+          subset_desc += " [" + std::to_string(k) + "]";
     clear_grads(all_grads);
-    backward(g.roots, g.root_grads, true, false, subset, reference);
+    const std::string ref_s_err = attempt(
+      [&] { backward(g.roots, g.root_grads, true, false, subset, reference); });
     variable_list ref_s = grads_of(g.values);
     clear_grads(all_grads);
     const bool retain = gen.coin(0.5);
-    backward(g.roots, g.root_grads, retain, false, subset, eng);
+    const std::string act_s_err =
+      attempt([&] { backward(g.roots, g.root_grads, retain, false, subset, eng); });
     variable_list act_s = grads_of(g.values);
+    note_errors(ref_s_err, act_s_err, "backward(inputs=): " + subset_desc);
     note(compare(ref_s, act_s, "backward(inputs=): " + where));
     calls += 2;
 
@@ -405,12 +464,15 @@ BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
                                      << " across devices), " << calls << " backward calls: "
                                      << bitwise << " bitwise equal, " << close_only
                                      << " within " << kTol << " only, " << mismatches
-                                     << " mismatched; largest difference " << worst_rel << "; "
+                                     << " mismatched; " << both_failed
+                                     << " calls failed alike in both executors; largest difference "
+                                     << worst_rel << "; "
                                      << secs << " s");
   BOOST_TEST(mismatches == 0);
   BOOST_TEST(multi_root > 100);
   BOOST_TEST(cross_device > 500);
   BOOST_TEST(bitwise + close_only == kNumGraphs);
+  BOOST_TEST(both_failed < kNumGraphs / 10); // most calls are compared, not errors
 }
 
 // Several roots on different devices, all of them on a device (the GraphRoot

@@ -31,14 +31,24 @@ namespace {
 constexpr int kBranchDepth = 4;
 constexpr std::int64_t kSize = 160;
 
-Engine& engine() {
-  static Engine e([] {
-    EngineConfig config;
-    config.devices = {Device::sim(0), Device::sim(1)};
-    return config;
-  }());
+/// The engine of this test binary: created and destroyed by the global
+/// fixture, inside main (a static Engine destroyed by exit() crashes in
+/// ~actor_system).
+std::unique_ptr<Engine>& engine_slot() {
+  static std::unique_ptr<Engine> e;
   return e;
 }
+
+Engine& engine() { return *engine_slot(); }
+
+struct EngineFixture {
+  EngineFixture() {
+    EngineConfig config;
+    config.devices = {Device::sim(0), Device::sim(1)};
+    engine_slot() = std::make_unique<Engine>(std::move(config));
+  }
+  ~EngineFixture() { engine_slot().reset(); }
+};
 
 /// What the instrumented ops saw: how many ran at once, and on which thread.
 struct Probe {
@@ -106,10 +116,11 @@ void check_same_values(const Graph& a, const Graph& b) {
 
 } // namespace
 
+BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
+
 BOOST_AUTO_TEST_CASE(branches_on_two_devices_reforward_concurrently) {
   TwoBranches par, seq;
   par.g.set_forward_executor(std::make_shared<GraphRunner>(engine()));
-  NoGradGuard no_grad;
   std::thread::id caller;
   bounded([&] {
     caller = std::this_thread::get_id();
@@ -151,7 +162,6 @@ BOOST_AUTO_TEST_CASE(branches_on_two_devices_reforward_concurrently) {
 BOOST_AUTO_TEST_CASE(one_device_runs_the_branches_one_at_a_time) {
   TwoBranches one(Device::sim(0));
   one.g.set_forward_executor(std::make_shared<GraphRunner>(engine()));
-  NoGradGuard no_grad;
   bounded([&] { return one.g.forward(one.out); });
   BOOST_TEST(one.probe->max_in_flight.load() == 1);
 }
@@ -175,7 +185,6 @@ BOOST_AUTO_TEST_CASE(gradients_after_parallel_forward_equal_sequential) {
 BOOST_AUTO_TEST_CASE(a_failing_node_fails_the_request_and_stays_dirty) {
   TwoBranches tb;
   tb.g.set_forward_executor(std::make_shared<GraphRunner>(engine()));
-  NoGradGuard no_grad;
   tb.probe->fail = true;
   BOOST_CHECK_EXCEPTION(bounded([&] { return tb.g.forward(tb.out); }), d1::GraphError,
                         message_has({"injected failure", "failed"}));

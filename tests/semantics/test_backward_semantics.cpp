@@ -233,6 +233,20 @@ BOOST_AUTO_TEST_CASE(an_unused_input_is_an_error_unless_allow_unused) {
   check_engine_still_works();
 }
 
+BOOST_AUTO_TEST_CASE(an_unreachable_input_deeper_than_the_root_gives_an_undefined_gradient) {
+  // The requested input's node has a higher topological_nr than the root,
+  // so pruning leaves the root's own edges out of the dependencies: the
+  // root still runs and its gradients must be dropped, not reported as a
+  // missing dependency.
+  auto w = Tensor::ones({2}).set_requires_grad();
+  auto b = Tensor::ones({2}).set_requires_grad();
+  auto deep = (w * 3.0) * 2.0; // topological_nr 2
+  auto y = sum(deep.detach() + b); // root topological_nr 1, w unreachable
+  auto gs = grad({y}, {deep}, {}, {}, false, /*allow_unused=*/true);
+  BOOST_TEST(!gs[0].defined());
+  BOOST_CHECK_EXCEPTION(grad({y}, {deep}), EngineError, message_has({"allow_unused"}));
+}
+
 BOOST_AUTO_TEST_CASE(grad_of_an_intermediate_tensor) {
   auto x = leaf({1, 2});
   auto h = mul(x, 3.0);

@@ -26,6 +26,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/mlp.h"
 #include "tools/cli/spirals.h"
+#include "tools/trace/report_files.h"
 
 namespace actorgrad::cli {
 namespace {
@@ -51,6 +52,11 @@ flags:
   --dtype T              float32 | float64 (default float32)
   --points N             points per spiral (default 500)
   --batch B              mini-batch size; 0 = full batch (default 0)
+  --trace FILE           record the backward pass of one step (actor executor)
+                         and write it as a Chrome trace (`actorgrad trace --in
+                         FILE` summarizes it again)
+  --trace-step N         the step --trace records (default the last)
+  --html FILE            with --trace: also write the HTML report
   -h, --help             this text
 
 Exit status: 0 when the loss dropped, 1 when it did not or training failed,
@@ -77,6 +83,9 @@ struct TrainOptions {
   DType dtype = DType::f32;
   std::int64_t points = 500;
   std::int64_t batch = 0;
+  std::string trace;            // --trace: Chrome trace of one step's backward
+  std::int64_t trace_step = 0;  // 0: the last step
+  std::string trace_html;
 };
 
 std::int64_t parse_int(std::string_view flag, const std::string& text, std::int64_t min) {
@@ -174,6 +183,10 @@ bool parse_flags(int argc, char** argv, TrainOptions& o) {
        }},
       {"--points", [&](const std::string& v) { o.points = parse_int("--points", v, 2); }},
       {"--batch", [&](const std::string& v) { o.batch = parse_int("--batch", v, 0); }},
+      {"--trace", [&](const std::string& v) { o.trace = v; }},
+      {"--trace-step",
+       [&](const std::string& v) { o.trace_step = parse_int("--trace-step", v, 1); }},
+      {"--html", [&](const std::string& v) { o.trace_html = v; }},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -198,6 +211,15 @@ bool parse_flags(int argc, char** argv, TrainOptions& o) {
   }
   if (o.lr < 0)
     o.lr = o.optimizer == "adam" ? 0.01 : 0.1;
+  if (o.trace.empty() && (o.trace_step != 0 || !o.trace_html.empty()))
+    throw UsageError("--trace-step and --html need --trace");
+  if (!o.trace.empty() && o.executor != "actor")
+    throw UsageError("--trace records the actor engine: it needs --executor actor");
+  if (o.trace_step > o.steps)
+    throw UsageError("--trace-step " + std::to_string(o.trace_step) + " is past --steps " +
+                     std::to_string(o.steps));
+  if (!o.trace.empty() && o.trace_step == 0)
+    o.trace_step = o.steps;
   return true;
 }
 
@@ -309,9 +331,15 @@ int run_train(int argc, char** argv) {
 
     opt->zero_grad();
     const Tensor loss = cross_entropy(model.forward(xb), yb);
+    auto* recording = step == o.trace_step ? dynamic_cast<Engine*>(executor.get()) : nullptr;
+    if (recording)
+      recording->start_recording();
     const auto t0 = std::chrono::steady_clock::now();
     backward({loss}, {}, std::nullopt, false, {}, *executor);
     const auto t1 = std::chrono::steady_clock::now();
+    if (recording)
+      trace::write_reports(trace::build_timeline(recording->stop_recording()),
+                           {o.trace, o.trace_html, ""});
     opt->step();
 
     window_backward_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();

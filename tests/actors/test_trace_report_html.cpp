@@ -1,0 +1,119 @@
+#define BOOST_TEST_MODULE actors_trace_report_html
+#include <boost/test/unit_test.hpp>
+
+// The HTML report renders in headless Chromium: the rendered DOM has one
+// SVG lane per actor with a non-empty slice per node execution, and the
+// screenshot is a real, non-blank PNG. Exits 77 (skipped) when Chromium is
+// not installed (tools/setup.sh --with-test-deps installs it).
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <sstream>
+
+#include "tests/actors/trace_test_util.h"
+#include "tools/trace/html_report.h"
+#include "tools/trace/summary.h"
+#include "tools/trace/timeline.h"
+
+using namespace actorgrad;
+using namespace actorgrad::actors_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool have_chromium() { return std::system("command -v chromium >/dev/null 2>&1") == 0; }
+
+/// Runs headless Chromium on `html` with `what` (--dump-dom or --screenshot=...),
+/// its stdout into `stdout_path`. Returns the exit status.
+int chromium(const fs::path& dir, const fs::path& html, const std::string& what,
+             const fs::path& stdout_path) {
+  const std::string cmd =
+    "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
+    "--disable-component-update --disable-sync --no-first-run --user-data-dir=" +
+    (dir / "profile").string() + " --window-size=1400,900 " + what + " file://" +
+    html.string() + " >" + stdout_path.string() + " 2>" + (dir / "chromium.log").string();
+  return std::system(cmd.c_str());
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::size_t occurrences(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++n;
+  return n;
+}
+
+std::uint32_t big_endian(const std::string& s, std::size_t at) {
+  std::uint32_t v = 0;
+  for (std::size_t i = 0; i < 4; ++i)
+    v = (v << 8) | static_cast<unsigned char>(s[at + i]);
+  return v;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
+  if (!have_chromium()) {
+    std::cerr << "chromium is not installed: skipped\n";
+    std::exit(77);
+  }
+  CountingEngine ce;
+  Tensor x = leaf3();
+  ce.engine.start_recording();
+  backward({cross_device_loss(x)}, {}, {}, false, {}, ce.engine);
+  ce.engine.backward_async({cross_device_loss(x)}).get();
+  const trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
+  BOOST_TEST(tl.actors.size() == 4u, "caller, async coordinator, sim:0 and sim:1 workers");
+
+  const fs::path dir = fs::temp_directory_path() / ("actorgrad_html_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path html = dir / "report.html";
+  {
+    std::ofstream out(html);
+    trace::write_html_report(tl, trace::summarize(tl), out);
+  }
+  const std::string source = read(html);
+  for (const char* forbidden : {"<script", "https://", "@font-face", "@import", "src="})
+    BOOST_TEST(occurrences(source, forbidden) == 0u, "no external resource: " << forbidden);
+  BOOST_TEST(occurrences(source, "http://") == occurrences(source, "http://www.w3.org/2000/svg"),
+             "no URL but the SVG namespace");
+
+  BOOST_TEST_REQUIRE(chromium(dir, html, "--dump-dom", dir / "dom.html") == 0,
+                     read(dir / "chromium.log"));
+  const std::string dom = read(dir / "dom.html");
+  BOOST_TEST(occurrences(dom, "<g class=\"lane\"") == tl.actors.size(), "one lane per actor");
+  for (const std::string& actor : tl.actors)
+    BOOST_TEST(dom.find("data-actor=\"" + actor + "\"") != std::string::npos);
+  const std::regex node_rect(R"re(<rect class="node[^"]*" x="[^"]*" y="[^"]*" width="([^"]*)")re");
+  std::size_t slices = 0;
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), node_rect);
+       it != std::sregex_iterator(); ++it, ++slices)
+    BOOST_TEST(std::stod((*it)[1]) > 0.0, "slice drawn with a width");
+  BOOST_TEST(slices == tl.slices.size(), "a slice per node execution");
+  BOOST_TEST(occurrences(dom, "<line class=\"msg") > 0u, "message arrows");
+
+  const fs::path png = dir / "out.png";
+  BOOST_TEST_REQUIRE(chromium(dir, html, "--screenshot=" + png.string(), dir / "stdout.txt") == 0,
+                     read(dir / "chromium.log"));
+  const std::string image = read(png);
+  BOOST_TEST_REQUIRE(image.size() > 24u);
+  BOOST_TEST(image.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0, "a PNG file");
+  BOOST_TEST(image.compare(12, 4, "IHDR") == 0);
+  BOOST_TEST(big_endian(image, 16) == 1400u);
+  BOOST_TEST(big_endian(image, 20) == 900u);
+  // A blank 1400x900 page compresses to a few KB; the timeline and tables do not.
+  BOOST_TEST(image.size() > 30'000u, "screenshot of " << image.size() << " bytes is not blank");
+  fs::remove_all(dir);
+}
