@@ -20,7 +20,10 @@ namespace {
 
 fs::path example_binary() {
   const auto& suite = boost::unit_test::framework::master_test_suite();
-  fs::path self = fs::absolute(suite.argv[0]);
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec); // Linux; else argv[0]
+  if (ec)
+    self = fs::weakly_canonical(fs::absolute(suite.argv[0]));
   // <build>/tests/actors_test_embedding_example -> <build>
   fs::path build = self.parent_path().parent_path();
   return build / "tools" / "example_embed_in_actor_system";

@@ -393,7 +393,12 @@ BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
       attempt([&] { ref = grad(g.roots, inputs, g.root_grads, true, false, true, reference); });
     const std::string act_err =
       attempt([&] { act = grad(g.roots, inputs, g.root_grads, true, false, true, eng); });
-    note_errors(ref_err, act_err, "grad(): " + where);
+    std::string inputs_desc = where + " inputs=";
+    for (const auto& t : inputs)
+      for (std::size_t k = 0; k < g.values.size(); ++k)
+        if (g.values[k].is_same(t))
+          inputs_desc += " [" + std::to_string(k) + "]";
+    note_errors(ref_err, act_err, "grad(): " + inputs_desc);
     note(compare(ref, act, "grad(): " + where));
     calls += 2;
 

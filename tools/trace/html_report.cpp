@@ -56,7 +56,7 @@ svg { border: 1px solid #ccc; background: #fafafa; }
 .axis line { stroke: #bbb; stroke-width: 1; }
 .axis text { font-size: 11px; fill: #555; }
 .node { stroke: #333; stroke-width: 0.4; }
-.node.critical { stroke: #c00; stroke-width: 2; }
+.node.critical { stroke: #c00; stroke-width: 1.2; }
 .msg { stroke: #333; stroke-width: 1; opacity: 0.65; }
 .msg-task { stroke: #1f77b4; }
 .msg-wakeup { stroke: #2ca02c; stroke-dasharray: 3 2; }
