@@ -46,7 +46,7 @@ void Engine::start(EngineConfig config) {
 
 void Engine::spawn_actors() {
   for (std::size_t i = 0; i < core_->num_workers; ++i)
-    core_->spawn_worker(core_->workers[i]);
+    core_->replace_worker(core_->workers[i], nullptr);
   core_->pool = core_->system.spawn<detail::ReentrantPool>(core_);
 }
 

@@ -52,9 +52,12 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   /// The slot of `d`, or null when the engine does not serve it.
   WorkerSlot* slot(Device d) const;
   /// Current worker handle of `d`; throws EngineError listing the served devices.
-  caf::actor worker(Device d) const;
-  /// Spawns the worker of `slot`; it is respawned if it ever dies.
-  void spawn_worker(WorkerSlot& slot);
+  /// Replaces a dead worker first (see replace_worker).
+  caf::actor worker(Device d);
+  /// Spawns a worker for `slot` and installs it if the slot still holds
+  /// `expected` (null at start, else the dead worker); returns the slot's
+  /// worker. The new worker is replaced in turn if it ever dies.
+  caf::actor replace_worker(WorkerSlot& slot, std::shared_ptr<const caf::actor> expected);
   /// `cpu, sim:0, sim:1`.
   std::string served_devices() const;
 };

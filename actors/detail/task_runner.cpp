@@ -190,6 +190,8 @@ void TaskRunner::coordinate_in_pool(const std::shared_ptr<GraphTask>& task, Node
 void TaskRunner::serve() {
   while (!stop_) {
     drain_mailbox();
+    if (stop_) // an exit message: not one more node
+      return;
     if (heap_.empty()) {
       await_message();
       continue;
@@ -254,6 +256,10 @@ void TaskRunner::run_task(NodeTask&& t) {
 
 void TaskRunner::deliver(const std::shared_ptr<GraphTask>& task, const TaskContext& ctx,
                          const Edge& next, Tensor&& grad) {
+  // A node pruned by selective execution (see GraphTask::in_graph) leads to
+  // no requested input: its gradient is dropped where it is produced.
+  if (task->selective() && !task->in_graph(next.function.get()))
+    return;
   Device owner = next.function->device();
   if (owned_here(ctx, owner)) {
     if (ctx.recorder) [[unlikely]]

@@ -218,10 +218,7 @@ std::optional<NodeTask> GraphTask::accept(const Edge& next, Tensor&& grad) {
   const Node* fn = next.function.get();
   auto it = state_.find(fn);
   if (it == state_.end()) {
-    // Selective execution prunes below the lowest topological_nr of the
-    // requested inputs; a pruned node cannot lead to one of them. (The root
-    // itself may lie below that bound when no input is reachable from it.)
-    if (selective())
+    if (selective()) // pruned: leads to no requested input (see in_graph)
       return std::nullopt;
     throw EngineError("dependency not found for " + node_label(fn));
   }

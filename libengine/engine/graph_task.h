@@ -87,6 +87,12 @@ public:
   /// is to run. Call only from the actor that owns `next.function`.
   std::optional<NodeTask> accept(const Edge& next, Tensor&& grad);
 
+  /// Whether compute_dependencies reached `fn`. Selective execution does
+  /// not expand nodes below the inputs' lowest topological_nr, so the root
+  /// (when no input is reachable from it) can have next nodes that are not
+  /// in the graph; they lead to no input. Read-only: any actor may ask.
+  bool in_graph(const Node* fn) const { return state_.count(fn) != 0; }
+
   /// Exec info of `fn`, or null when every node executes.
   const ExecInfo* exec_info(const Node* fn) const;
   bool selective() const { return !exec_info_.empty(); }

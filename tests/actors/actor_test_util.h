@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/engine.h"
 #include "libengine/autograd/grad_mode.h"
 #include "libengine/autograd/graph_builder.h"
 #include "libengine/autograd/node.h"
@@ -23,6 +24,29 @@
 #include "libengine/tensor/tensor.h"
 
 namespace actorgrad::actors_test {
+
+/// The Engine a test binary shares (see SharedEngine).
+inline std::unique_ptr<Engine>& engine_slot() {
+  static std::unique_ptr<Engine> e;
+  return e;
+}
+
+/// The shared Engine of this test binary.
+inline Engine& engine() { return *engine_slot(); }
+
+/// Global fixture: the shared Engine serves sim:0 .. sim:(NumSim - 1) for
+/// the whole module and is destroyed (workers stopped and joined) at its end.
+/// Use: `using Engine2 = SharedEngine<2>; BOOST_TEST_GLOBAL_FIXTURE(Engine2);`
+template <int NumSim>
+struct SharedEngine {
+  SharedEngine() {
+    EngineConfig config;
+    for (int i = 0; i < NumSim; ++i)
+      config.devices.push_back(Device::sim(i));
+    engine_slot() = std::make_unique<Engine>(std::move(config));
+  }
+  ~SharedEngine() { engine_slot().reset(); }
+};
 
 /// Bound on any single wait in these tests: a hang fails instead of blocking CI.
 inline constexpr std::chrono::seconds kWaitLimit{30};

@@ -27,13 +27,6 @@ namespace {
 /// The engine of this test binary: created and destroyed by the global
 /// fixture, inside main. (A static Engine destroyed by exit() crashes in
 /// ~actor_system after an async call from the main thread: see the report.)
-std::unique_ptr<Engine>& engine_slot() {
-  static std::unique_ptr<Engine> e;
-  return e;
-}
-
-Engine& engine() { return *engine_slot(); }
-
 /// After an error: a backward across cpu and sim:0 still works.
 void check_engine_works() {
   Tensor x = Tensor::from_vector({1, 2}, {2}, DType::f64, Device::sim(0)).set_requires_grad(true);
@@ -80,21 +73,8 @@ Tensor sim0_leaf() {
 
 } // namespace
 
-struct EngineFixture {
-  EngineFixture() { engine_slot() = std::make_unique<Engine>(EngineConfig{{Device::sim(0)}}); }
-  // ENGINE BUG (reported): at 50b9e9e destroying an Engine that owns its
-  // actor system segfaults in ~actor_system (a caf.actor thread starts with
-  // a null std::thread state), even for `{ Engine e({{Device::sim(0)}}); }`.
-  // Until it is fixed the engine is left to the end of the process, like
-  // default_engine(); set ACTORGRAD_TEST_DESTROY_ENGINE=1 to destroy it here.
-  ~EngineFixture() {
-    if (std::getenv("ACTORGRAD_TEST_DESTROY_ENGINE"))
-      engine_slot().reset();
-    else
-      (void)engine_slot().release();
-  }
-};
-BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
+using SharedEngineFixture = SharedEngine<1>;
+BOOST_TEST_GLOBAL_FIXTURE(SharedEngineFixture);
 
 BOOST_AUTO_TEST_CASE(grad_tensor_on_the_wrong_device) {
   Tensor x = sim0_leaf();

@@ -35,13 +35,6 @@ constexpr auto kLimit = std::chrono::seconds(60);
 /// The engine of this test binary: created and destroyed by the global
 /// fixture, inside main. (A static Engine destroyed by exit() crashes in
 /// ~actor_system after an async call from the main thread: see the report.)
-std::unique_ptr<Engine>& engine_slot() {
-  static std::unique_ptr<Engine> e;
-  return e;
-}
-
-Engine& engine() { return *engine_slot(); }
-
 /// Runs `body(thread_index)` on kThreads threads at once (released
 /// together) and waits at most kLimit for all. A deadlock ends the process
 /// with a message (a test stuck in a join would hang CI). Exceptions of the
@@ -94,21 +87,8 @@ std::string show(const std::vector<double>& v) {
 
 } // namespace
 
-struct EngineFixture {
-  EngineFixture() { engine_slot() = std::make_unique<Engine>(EngineConfig{{Device::sim(0), Device::sim(1), Device::sim(2)}}); }
-  // ENGINE BUG (reported): at 50b9e9e destroying an Engine that owns its
-  // actor system segfaults in ~actor_system (a caf.actor thread starts with
-  // a null std::thread state), even for `{ Engine e({{Device::sim(0)}}); }`.
-  // Until it is fixed the engine is left to the end of the process, like
-  // default_engine(); set ACTORGRAD_TEST_DESTROY_ENGINE=1 to destroy it here.
-  ~EngineFixture() {
-    if (std::getenv("ACTORGRAD_TEST_DESTROY_ENGINE"))
-      engine_slot().reset();
-    else
-      (void)engine_slot().release();
-  }
-};
-BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
+using SharedEngineFixture = SharedEngine<3>;
+BOOST_TEST_GLOBAL_FIXTURE(SharedEngineFixture);
 
 // 8 threads x 1,000 backward calls, each on its own graph; every other
 // iteration the graph crosses from the cpu to a sim device and back.

@@ -35,13 +35,6 @@ const Device kDevices[] = {Device::cpu(), Device::sim(0), Device::sim(1), Device
 /// The engine of this test binary: created and destroyed by the global
 /// fixture, inside main. (A static Engine destroyed by exit() crashes in
 /// ~actor_system after an async call from the main thread: see the report.)
-std::unique_ptr<Engine>& engine_slot() {
-  static std::unique_ptr<Engine> e;
-  return e;
-}
-
-Engine& engine() { return *engine_slot(); }
-
 /// One random DAG: its leaves, every value, the roots and their gradients.
 struct RandomGraph {
   std::vector<Tensor> leaves;      ///< require grad
@@ -326,21 +319,8 @@ void clear_grads(const std::vector<Tensor>& ts) {
 
 } // namespace
 
-struct EngineFixture {
-  EngineFixture() { engine_slot() = std::make_unique<Engine>(EngineConfig{{Device::sim(0), Device::sim(1), Device::sim(2)}}); }
-  // ENGINE BUG (reported): at 50b9e9e destroying an Engine that owns its
-  // actor system segfaults in ~actor_system (a caf.actor thread starts with
-  // a null std::thread state), even for `{ Engine e({{Device::sim(0)}}); }`.
-  // Until it is fixed the engine is left to the end of the process, like
-  // default_engine(); set ACTORGRAD_TEST_DESTROY_ENGINE=1 to destroy it here.
-  ~EngineFixture() {
-    if (std::getenv("ACTORGRAD_TEST_DESTROY_ENGINE"))
-      engine_slot().reset();
-    else
-      (void)engine_slot().release();
-  }
-};
-BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
+using SharedEngineFixture = SharedEngine<3>;
+BOOST_TEST_GLOBAL_FIXTURE(SharedEngineFixture);
 
 BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
   ReferenceExecutor reference;

@@ -36,13 +36,6 @@ namespace {
 /// The engine of this test binary: created and destroyed by the global
 /// fixture, inside main. (A static Engine destroyed by exit() crashes in
 /// ~actor_system after an async call from the main thread: see the report.)
-std::unique_ptr<Engine>& engine_slot() {
-  static std::unique_ptr<Engine> e;
-  return e;
-}
-
-Engine& engine() { return *engine_slot(); }
-
 /// A fresh backward on `d` (and across to the cpu) gives the right gradient.
 void check_engine_works(Device d) {
   Tensor x = Tensor::from_vector({1, 2, 3}, {3}, DType::f64, d).set_requires_grad(true);
@@ -132,21 +125,8 @@ struct FaultGraph {
 
 } // namespace
 
-struct EngineFixture {
-  EngineFixture() { engine_slot() = std::make_unique<Engine>(EngineConfig{{Device::sim(0), Device::sim(1)}}); }
-  // ENGINE BUG (reported): at 50b9e9e destroying an Engine that owns its
-  // actor system segfaults in ~actor_system (a caf.actor thread starts with
-  // a null std::thread state), even for `{ Engine e({{Device::sim(0)}}); }`.
-  // Until it is fixed the engine is left to the end of the process, like
-  // default_engine(); set ACTORGRAD_TEST_DESTROY_ENGINE=1 to destroy it here.
-  ~EngineFixture() {
-    if (std::getenv("ACTORGRAD_TEST_DESTROY_ENGINE"))
-      engine_slot().reset();
-    else
-      (void)engine_slot().release();
-  }
-};
-BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
+using SharedEngineFixture = SharedEngine<2>;
+BOOST_TEST_GLOBAL_FIXTURE(SharedEngineFixture);
 
 BOOST_AUTO_TEST_CASE(node_exception_reaches_caller_and_stops_the_task) {
   struct Case {
@@ -246,16 +226,12 @@ BOOST_AUTO_TEST_CASE(killed_device_worker_fails_the_task_and_is_respawned) {
       BOOST_TEST(engine_error, message);
       BOOST_TEST(contains_all(message, {"sim:0"}), message);
       BOOST_TEST(contains_all(message, {"worker"}), message);
-      // ENGINE BUG (reported): TaskRunner::serve pops and runs one more
-      // task after the exit message set stop_, so OtherOnSim0 runs on a
-      // worker that was told to die.
+      // A worker told to exit runs no further node.
       BOOST_TEST(sh->other_calls.load() == 0, "OtherOnSim0 ran after its worker was killed");
       BOOST_TEST(secs < 10.0);
 
-      // ENGINE BUG (reported): right after the failure the engine may still
-      // hand out the dead worker's handle (the respawn runs in the dying
-      // actor's cleanup, concurrently with the down message that ended the
-      // call), so this immediate call can fail with "worker of sim:0 stopped".
+      // Right after the failure the engine must not hand out the dead
+      // worker's handle (its replacement may not be installed yet).
       try {
         check_engine_works(sim0);
       } catch (const std::exception& e) {

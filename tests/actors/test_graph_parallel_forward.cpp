@@ -34,21 +34,7 @@ constexpr std::int64_t kSize = 160;
 /// The engine of this test binary: created and destroyed by the global
 /// fixture, inside main (a static Engine destroyed by exit() crashes in
 /// ~actor_system).
-std::unique_ptr<Engine>& engine_slot() {
-  static std::unique_ptr<Engine> e;
-  return e;
-}
-
-Engine& engine() { return *engine_slot(); }
-
-struct EngineFixture {
-  EngineFixture() {
-    EngineConfig config;
-    config.devices = {Device::sim(0), Device::sim(1)};
-    engine_slot() = std::make_unique<Engine>(std::move(config));
-  }
-  ~EngineFixture() { engine_slot().reset(); }
-};
+using SharedEngineFixture = SharedEngine<2>;
 
 /// What the instrumented ops saw: how many ran at once, and on which thread.
 struct Probe {
@@ -116,7 +102,7 @@ void check_same_values(const Graph& a, const Graph& b) {
 
 } // namespace
 
-BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
+BOOST_TEST_GLOBAL_FIXTURE(SharedEngineFixture);
 
 BOOST_AUTO_TEST_CASE(branches_on_two_devices_reforward_concurrently) {
   TwoBranches par, seq;

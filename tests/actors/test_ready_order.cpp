@@ -77,13 +77,6 @@ Recorder& recorder() {
 }
 
 /// Created and destroyed by the global fixture, inside main.
-std::unique_ptr<Engine>& engine_slot() {
-  static std::unique_ptr<Engine> e;
-  return e;
-}
-
-Engine& engine() { return *engine_slot(); }
-
 std::string names(const std::vector<Start>& v) {
   std::ostringstream os;
   for (const auto& s : v)
@@ -164,17 +157,7 @@ struct EngineFixture {
     };
     engine_slot() = std::make_unique<Engine>(std::move(cfg));
   }
-  // ENGINE BUG (reported): at 50b9e9e destroying an Engine that owns its
-  // actor system segfaults in ~actor_system (a caf.actor thread starts with
-  // a null std::thread state), even for `{ Engine e({{Device::sim(0)}}); }`.
-  // Until it is fixed the engine is left to the end of the process, like
-  // default_engine(); set ACTORGRAD_TEST_DESTROY_ENGINE=1 to destroy it here.
-  ~EngineFixture() {
-    if (std::getenv("ACTORGRAD_TEST_DESTROY_ENGINE"))
-      engine_slot().reset();
-    else
-      (void)engine_slot().release();
-  }
+  ~EngineFixture() { engine_slot().reset(); }
 };
 BOOST_TEST_GLOBAL_FIXTURE(EngineFixture);
 
