@@ -111,7 +111,11 @@ std::future<R> run_async(Executor* engine, const std::shared_ptr<detail::EngineC
       GraphTask::create(call.roots, std::move(call.root_grads), call.options, call.outputs, 0));
     created->first->executor = engine;
     core->system.spawn([core, created, promise, complete](caf::blocking_actor* self) {
-      auto& [task, first] = *created;
+      // Take the task out of the captured holder: the actor keeps this
+      // function (and its captures) until it is destroyed, and the task's
+      // context holds the actor, so a task left here would never be freed.
+      std::shared_ptr<GraphTask> task = std::move(created->first);
+      NodeTask first = std::move(created->second);
       try {
         detail::TaskRunner runner(*core, self, std::nullopt);
         runner.coordinate(task, std::move(first));

@@ -376,6 +376,9 @@ BOOST_AUTO_TEST_CASE(backward_with_create_graph_leaves_a_differentiable_grad) {
   BOOST_TEST(x.grad().requires_grad());
   auto h = grad({sum(x.grad())}, {x});
   check_values(h[0], {12}, 1e-12);
+  // x.grad's graph holds x (PyTorch's create_graph reference cycle between
+  // a parameter and its gradient): reset it, as PyTorch's docs advise.
+  x.set_grad(Tensor());
 }
 
 // -- anomaly mode -------------------------------------------------------------------------
