@@ -215,43 +215,8 @@ void run_backward(Executor& e, const Graph& g) { e.execute(g.roots, g.root_grads
 
 // -- sequential lower bound ------------------------------------------------------
 
-SequentialPlan::SequentialPlan(const Graph& g) : graph_(&g) {
-  Node* root = g.roots.at(0).function.get();
-  std::unordered_map<Node*, int> deps;
-  std::vector<Node*> stack{root};
-  deps[root] = 0;
-  while (!stack.empty()) {
-    Node* fn = stack.back();
-    stack.pop_back();
-    for (const auto& e : fn->next_edges()) {
-      if (!e.is_valid())
-        continue;
-      auto [it, fresh] = deps.try_emplace(e.function.get(), 0);
-      ++it->second;
-      if (fresh)
-        stack.push_back(e.function.get());
-    }
-  }
-  auto later = [](Node* a, Node* b) { return a->sequence_nr() < b->sequence_nr(); };
-  std::priority_queue<Node*, std::vector<Node*>, decltype(later)> ready(later);
-  ready.push(root);
-  std::unordered_map<Node*, std::int32_t> index;
-  std::vector<Node*> nodes;
-  while (!ready.empty()) {
-    Node* fn = ready.top();
-    ready.pop();
-    index[fn] = static_cast<std::int32_t>(nodes.size());
-    nodes.push_back(fn);
-    for (const auto& e : fn->next_edges())
-      if (e.is_valid() && --deps[e.function.get()] == 0)
-        ready.push(e.function.get());
-  }
-  for (Node* fn : nodes) {
-    Step s{fn, static_cast<std::uint32_t>(fn->num_inputs()), {}};
-    for (const auto& e : fn->next_edges())
-      s.targets.emplace_back(e.is_valid() ? index.at(e.function.get()) : -1, e.input_nr);
-    order_.push_back(std::move(s));
-  }
+SequentialPlan::SequentialPlan(const Graph& g)
+  : order_(plan_ready_order(g.roots.at(0).function.get())), graph_(&g) {
   buffers_.resize(order_.size());
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/ready_order.h"
 #include "libengine/autograd/node.h"
 #include "libengine/engine/executor.h"
 #include "libengine/engine/input_buffer.h"
@@ -78,11 +79,7 @@ public:
   std::size_t size() const { return order_.size(); }
 
 private:
-  struct Step {
-    Node* fn;
-    std::uint32_t num_inputs;
-    std::vector<std::pair<std::int32_t, std::uint32_t>> targets; ///< (step, input) per output; step -1: none
-  };
+  using Step = PlannedStep<Node>;
   std::vector<Step> order_;
   std::vector<InputBuffer> buffers_;
   const Graph* graph_;

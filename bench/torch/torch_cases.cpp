@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include "bench/common/ready_order.h"
+
 namespace actorgrad::bench::torchb {
 
 using torch::autograd::Node;
@@ -17,12 +19,7 @@ struct TorchGraph {
   std::vector<torch::Tensor> keep;
   torch::Tensor root;
   torch::Tensor root_grad;
-  struct Step {
-    Node* fn;
-    std::size_t num_inputs;
-    std::vector<std::pair<std::int32_t, std::uint32_t>> targets;
-  };
-  std::vector<Step> order;
+  std::vector<PlannedStep<Node>> order;
   std::vector<variable_list> buffers;
 };
 
@@ -35,41 +32,7 @@ torch::Tensor leaf(std::vector<std::int64_t> shape) {
 }
 
 void plan(TorchGraph& g) {
-  Node* root = g.root.grad_fn().get();
-  std::unordered_map<Node*, int> deps{{root, 0}};
-  std::vector<Node*> stack{root};
-  while (!stack.empty()) {
-    Node* fn = stack.back();
-    stack.pop_back();
-    for (const auto& e : fn->next_edges()) {
-      if (!e.is_valid())
-        continue;
-      auto [it, fresh] = deps.try_emplace(e.function.get(), 0);
-      ++it->second;
-      if (fresh)
-        stack.push_back(e.function.get());
-    }
-  }
-  auto later = [](Node* a, Node* b) { return a->sequence_nr() < b->sequence_nr(); };
-  std::priority_queue<Node*, std::vector<Node*>, decltype(later)> ready(later);
-  ready.push(root);
-  std::unordered_map<Node*, std::int32_t> index;
-  std::vector<Node*> nodes;
-  while (!ready.empty()) {
-    Node* fn = ready.top();
-    ready.pop();
-    index[fn] = static_cast<std::int32_t>(nodes.size());
-    nodes.push_back(fn);
-    for (const auto& e : fn->next_edges())
-      if (e.is_valid() && --deps[e.function.get()] == 0)
-        ready.push(e.function.get());
-  }
-  for (Node* fn : nodes) {
-    TorchGraph::Step s{fn, fn->num_inputs(), {}};
-    for (const auto& e : fn->next_edges())
-      s.targets.emplace_back(e.is_valid() ? index.at(e.function.get()) : -1, e.input_nr);
-    g.order.push_back(std::move(s));
-  }
+  g.order = plan_ready_order(g.root.grad_fn().get());
   g.buffers.resize(g.order.size());
 }
 
