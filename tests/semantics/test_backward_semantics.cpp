@@ -329,6 +329,21 @@ BOOST_AUTO_TEST_CASE(tensor_hook_replacing_the_gradient_changes_the_result) {
   check_values(x.grad(), {31, 31});
 }
 
+BOOST_AUTO_TEST_CASE(hooks_on_grad_inputs_run_before_the_gradient_is_captured) {
+  // grad() captures the gradient arriving at each input; the input's own
+  // hooks run first (PyTorch's evaluate_function calls the tensor pre-hooks
+  // of a capturing node, which replaced its deprecated capture hooks).
+  auto x = leaf({1, 2});
+  auto h = mul(x, 2.0);
+  auto y = sum(mul(h, 3.0));
+  x.register_hook([](const Tensor& g) { return add(g, 1.0); });
+  h.register_hook([](const Tensor& g) { return mul(g, 10.0); });
+  check_values(grad({y}, {h}, {}, /*retain_graph=*/true)[0], {30, 30});
+  // (3 * 10) * 2 + 1: h's hook changed what flows on to x.
+  check_values(grad({y}, {x})[0], {61, 61});
+  BOOST_TEST(!x.grad().defined());
+}
+
 BOOST_AUTO_TEST_CASE(node_hooks_replacing_gradients_change_the_result) {
   auto x = leaf({1, 2});
   auto y = mul(x, 3.0);
