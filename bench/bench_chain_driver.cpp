@@ -24,27 +24,10 @@
 #define CALLGRIND_STOP_INSTRUMENTATION
 #endif
 
-#include "bench/common/workloads.h"
-#if ACTORGRAD_BENCH_HAVE_TORCH
-#include "bench/torch/torch_cases.h"
-#endif
+#include "bench/common/single_case.h"
 
 using namespace actorgrad;
 using namespace actorgrad::bench;
-
-namespace {
-
-Graph build(const std::string& kind, int n) {
-  if (kind == "chain_passthrough") return chain_passthrough(n);
-  if (kind == "chain_mul") return chain_mul(n);
-  if (kind == "fan") return fan(n);
-  if (kind == "mlp") return mlp();
-  if (kind == "random_dag") return random_dag(n);
-  std::fprintf(stderr, "unknown case %s\n", kind.c_str());
-  std::exit(2);
-}
-
-} // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
@@ -59,36 +42,18 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--mem")
       mem = true;
 
-  std::function<void()> once;
-  std::size_t nodes = 0;
-  Graph g;
-  std::unique_ptr<SequentialPlan> plan;
-#if ACTORGRAD_BENCH_HAVE_TORCH
-  std::shared_ptr<torchb::TorchGraph> tg;
-#endif
-  if (eng == "torch" || eng == "torch_seq") {
-#if ACTORGRAD_BENCH_HAVE_TORCH
-    tg = torchb::make(kind, n);
-    nodes = torchb::nodes(*tg);
-    if (eng == "torch")
-      once = [&] { torchb::backward(*tg); };
-    else
-      once = [&] { torchb::sequential(*tg); };
-#else
-    std::fprintf(stderr, "built without libtorch\n");
+  std::unique_ptr<SingleCase> bench_case;
+  try {
+    bench_case = std::make_unique<SingleCase>(eng, kind, n);
+  } catch (const std::runtime_error& e) { // a torch engine without libtorch
+    std::fprintf(stderr, "%s\n", e.what());
     return 77;
-#endif
-  } else {
-    g = build(kind, n);
-    nodes = g.nodes;
-    if (eng == "sequential") {
-      plan = std::make_unique<SequentialPlan>(g);
-      once = [&] { plan->run(); };
-    } else {
-      Executor& e = engine(eng);
-      once = [&e, &g] { run_backward(e, g); };
-    }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
   }
+  const std::size_t nodes = bench_case->nodes();
+  auto once = [&] { bench_case->run(); };
   const std::size_t rss_graph = peak_rss_bytes();
   if (mem)
     iters = 1;

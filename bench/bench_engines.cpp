@@ -32,10 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/common/workloads.h"
-#if ACTORGRAD_BENCH_HAVE_TORCH
-#include "bench/torch/torch_cases.h"
-#endif
+#include "bench/common/single_case.h"
 
 using namespace actorgrad;
 using namespace actorgrad::bench;
@@ -45,14 +42,6 @@ namespace {
 
 /// ns per node measured so far, by "case/n" then engine.
 std::map<std::string, std::map<std::string, double>> g_ns;
-
-Graph build(const std::string& kind, int n) {
-  if (kind == "chain_passthrough") return chain_passthrough(n);
-  if (kind == "chain_mul") return chain_mul(n);
-  if (kind == "fan") return fan(n);
-  if (kind == "mlp") return mlp();
-  return random_dag(n);
-}
 
 /// Times `once` per iteration; returns the minimum in ns.
 double timed_loop(benchmark::State& state, const std::function<void()>& once) {
@@ -69,31 +58,9 @@ double timed_loop(benchmark::State& state, const std::function<void()>& once) {
 }
 
 void single(benchmark::State& state, const std::string& kind, int n, const std::string& eng) {
-  std::function<void()> once;
-  std::size_t nodes = 0;
-  Graph g;
-  std::unique_ptr<SequentialPlan> plan;
-#if ACTORGRAD_BENCH_HAVE_TORCH
-  std::shared_ptr<torchb::TorchGraph> tg;
-#endif
-  if (eng == "torch" || eng == "torch_seq") {
-#if ACTORGRAD_BENCH_HAVE_TORCH
-    tg = torchb::make(kind, n);
-    nodes = torchb::nodes(*tg);
-    once = eng == "torch" ? std::function<void()>([&] { torchb::backward(*tg); })
-                          : std::function<void()>([&] { torchb::sequential(*tg); });
-#endif
-  } else {
-    g = build(kind, n);
-    nodes = g.nodes;
-    if (eng == "sequential") {
-      plan = std::make_unique<SequentialPlan>(g);
-      once = [&] { plan->run(); };
-    } else {
-      Executor& e = engine(eng);
-      once = [&e, &g] { run_backward(e, g); };
-    }
-  }
+  const SingleCase bench_case(eng, kind, n);
+  const std::size_t nodes = bench_case.nodes();
+  const std::function<void()> once = [&] { bench_case.run(); };
   once(); // warm-up
   const double best = timed_loop(state, once);
   const double per_node = best / static_cast<double>(nodes);
@@ -143,33 +110,17 @@ void devices_case(benchmark::State& state, const std::string& pattern, int devic
 }
 
 void concurrent(benchmark::State& state, const std::string& eng, int n) {
-  std::function<void()> once;
-  std::size_t nodes = 0;
-  Graph g;
-#if ACTORGRAD_BENCH_HAVE_TORCH
-  std::shared_ptr<torchb::TorchGraph> tg;
-#endif
+  std::unique_ptr<SingleCase> bench_case;
   {
     static std::mutex build_mutex; // graph building is not what is measured
     std::lock_guard<std::mutex> lock(build_mutex);
-    if (eng == "torch") {
-#if ACTORGRAD_BENCH_HAVE_TORCH
-      tg = torchb::make("chain_passthrough", n);
-      nodes = torchb::nodes(*tg);
-      once = [&] { torchb::backward(*tg); };
-#endif
-    } else {
-      g = chain_passthrough(n);
-      nodes = g.nodes;
-      Executor& e = engine(eng);
-      once = [&e, &g] { run_backward(e, g); };
-    }
+    bench_case = std::make_unique<SingleCase>(eng, "chain_passthrough", n);
   }
-  once();
+  bench_case->run();
   for (auto _ : state)
-    once();
+    bench_case->run();
   state.counters["nodes_per_s"] = benchmark::Counter(
-    static_cast<double>(state.iterations() * nodes), benchmark::Counter::kIsRate);
+    static_cast<double>(state.iterations() * bench_case->nodes()), benchmark::Counter::kIsRate);
 }
 
 std::vector<std::string> single_engines() {

@@ -1,0 +1,78 @@
+#pragma once
+/// @file single_case.h
+/// One single-device workload on one engine, ready to run repeatedly: what
+/// bench_engines times and bench_chain_driver counts. Header-only, because
+/// the libtorch engines exist only in binaries built with
+/// ACTORGRAD_BENCH_HAVE_TORCH.
+
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "bench/common/workloads.h"
+#if ACTORGRAD_BENCH_HAVE_TORCH
+#include "bench/torch/torch_cases.h"
+#endif
+
+namespace actorgrad::bench {
+
+/// The graph of a single-device case by name (chain_passthrough, chain_mul,
+/// fan, mlp, random_dag); throws std::invalid_argument naming an unknown one.
+inline Graph build_case(const std::string& kind, int n) {
+  if (kind == "chain_passthrough") return chain_passthrough(n);
+  if (kind == "chain_mul") return chain_mul(n);
+  if (kind == "fan") return fan(n);
+  if (kind == "mlp") return mlp();
+  if (kind == "random_dag") return random_dag(n);
+  throw std::invalid_argument("unknown case '" + kind + "'");
+}
+
+/// A case on an engine: sequential (the lower bound), reference, baseline,
+/// actor, or (with libtorch) torch_seq and torch. Not movable: run() refers
+/// to the members.
+class SingleCase {
+public:
+  /// Throws std::runtime_error for a torch engine in a build without libtorch.
+  SingleCase(const std::string& engine_name, const std::string& kind, int n) {
+    if (engine_name == "torch" || engine_name == "torch_seq") {
+#if ACTORGRAD_BENCH_HAVE_TORCH
+      torch_ = torchb::make(kind, n);
+      nodes_ = torchb::nodes(*torch_);
+      if (engine_name == "torch")
+        run_ = [this] { torchb::backward(*torch_); };
+      else
+        run_ = [this] { torchb::sequential(*torch_); };
+      return;
+#else
+      throw std::runtime_error("built without libtorch");
+#endif
+    }
+    graph_ = build_case(kind, n);
+    nodes_ = graph_.nodes;
+    if (engine_name == "sequential") {
+      plan_ = std::make_unique<SequentialPlan>(graph_);
+      run_ = [this] { plan_->run(); };
+    } else {
+      Executor& e = engine(engine_name);
+      run_ = [this, &e] { run_backward(e, graph_); };
+    }
+  }
+  SingleCase(const SingleCase&) = delete;
+  SingleCase& operator=(const SingleCase&) = delete;
+
+  /// One backward pass.
+  void run() const { run_(); }
+  std::size_t nodes() const { return nodes_; }
+
+private:
+  Graph graph_;
+  std::unique_ptr<SequentialPlan> plan_;
+#if ACTORGRAD_BENCH_HAVE_TORCH
+  std::shared_ptr<torchb::TorchGraph> torch_;
+#endif
+  std::size_t nodes_ = 0;
+  std::function<void()> run_;
+};
+
+} // namespace actorgrad::bench
