@@ -337,9 +337,13 @@ int run_train(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     backward({loss}, {}, std::nullopt, false, {}, *executor);
     const auto t1 = std::chrono::steady_clock::now();
-    if (recording)
+    if (recording) {
       trace::write_reports(trace::build_timeline(recording->stop_recording()),
                            {o.trace, o.trace_html, ""});
+      std::printf("step %6lld  message-flow trace of this backward written to %s%s%s\n",
+                  (long long)step, o.trace.c_str(), o.trace_html.empty() ? "" : " and ",
+                  o.trace_html.c_str());
+    }
     opt->step();
 
     window_backward_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
