@@ -30,17 +30,13 @@ int reentrant_depth_here() {
 
 Engine::Engine(EngineConfig config)
   : own_config_(make_system_config(config)),
-    own_system_(std::make_unique<caf::actor_system>(*own_config_)) {
-  start(std::move(config));
-}
-
-Engine::Engine(caf::actor_system& system, EngineConfig config) : own_system_(nullptr) {
-  core_ = std::make_shared<detail::EngineCore>(system, std::move(config));
+    own_system_(std::make_unique<caf::actor_system>(*own_config_)),
+    core_(std::make_shared<detail::EngineCore>(*own_system_, std::move(config))) {
   spawn_actors();
 }
 
-void Engine::start(EngineConfig config) {
-  core_ = std::make_shared<detail::EngineCore>(*own_system_, std::move(config));
+Engine::Engine(caf::actor_system& system, EngineConfig config)
+  : core_(std::make_shared<detail::EngineCore>(system, std::move(config))) {
   spawn_actors();
 }
 

@@ -105,7 +105,6 @@ public:
   trace::Trace stop_recording();
 
 private:
-  void start(EngineConfig config);
   void spawn_actors();
 
   std::unique_ptr<caf::actor_system_config> own_config_;

@@ -27,7 +27,7 @@ struct EngineConfig {
   /// Test and profiling hook: called by the actor that runs a node, just
   /// before it runs it, with the device whose actor that is (cpu for a
   /// coordinator). Must be cheap and thread-safe.
-  std::function<void(Device actor, const GraphTask&, const Node&)> on_node_start;
+  std::function<void(Device actor, const GraphTask&, const Node&)> on_node_start = {};
 };
 
 } // namespace actorgrad

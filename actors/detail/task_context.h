@@ -31,6 +31,10 @@ struct TaskContext {
   /// recording site is one `if (ctx.recorder) [[unlikely]]`).
   std::shared_ptr<trace::Recorder> recorder;
 
+  /// The actor that owns the nodes of device `d`: the coordinator for the
+  /// CPU, else that device's worker.
+  const caf::actor& owner_of(Device d) const { return d.is_cpu() ? coordinator : worker(d); }
+
   /// Worker handle of `d` (the task's devices are checked at start).
   const caf::actor& worker(Device d) const {
     for (const auto& [dev, handle] : workers)

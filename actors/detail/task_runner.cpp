@@ -272,7 +272,7 @@ void TaskRunner::deliver(const std::shared_ptr<GraphTask>& task, const TaskConte
   msg::Grad m{task, next, std::move(grad)};
   if (ctx.recorder) [[unlikely]]
     m.trace = record_send(ctx, trace::MessageKind::grad, *task, next.function.get(), next.input_nr);
-  caf::anon_send(owner.is_cpu() ? ctx.coordinator : ctx.worker(owner), std::move(m));
+  caf::anon_send(ctx.owner_of(owner), std::move(m));
 }
 
 void TaskRunner::accept_local(const std::shared_ptr<GraphTask>& task, const Edge& next,
@@ -326,7 +326,7 @@ void TaskRunner::handle(caf::mailbox_element& element) {
       if (ctx.recorder) [[unlikely]]
         m.trace = record_send(ctx, trace::MessageKind::grad, *m.task, m.next.function.get(),
                               m.next.input_nr);
-      caf::anon_send(owner.is_cpu() ? ctx.coordinator : ctx.worker(owner), std::move(m));
+      caf::anon_send(ctx.owner_of(owner), std::move(m));
       return;
     }
     if (!m.task->has_error()) {
@@ -348,7 +348,7 @@ void TaskRunner::handle(caf::mailbox_element& element) {
     if (!owned_here(ctx, owner)) {
       if (ctx.recorder) [[unlikely]]
         m.trace = record_send(ctx, trace::MessageKind::task, task, m.task.fn.get());
-      caf::anon_send(owner.is_cpu() ? ctx.coordinator : ctx.worker(owner), std::move(m));
+      caf::anon_send(ctx.owner_of(owner), std::move(m));
     } else {
       if (ctx.recorder) [[unlikely]]
         record(ctx, trace::EventKind::ready, task, m.task.fn.get());

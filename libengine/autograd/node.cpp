@@ -19,18 +19,22 @@ Node::Node(edge_list next_edges) : sequence_nr_(next_sequence_nr()) {
 
 std::string Node::name() const { return "Node"; }
 
-void Node::add_next_edge(Edge e) {
+void Node::raise_topological_nr(const Edge& e) {
   if (e.function && e.function->topological_nr_ + 1 > topological_nr_)
     topological_nr_ = e.function->topological_nr_ + 1;
+}
+
+void Node::add_next_edge(Edge e) {
+  raise_topological_nr(e);
   next_edges_.push_back(std::move(e));
 }
 
 void Node::set_next_edge(std::size_t i, Edge e) {
-  next_edges_.at(i) = std::move(e);
   // topological_nr is not lowered: a hand-edited graph may now violate it,
   // which GraphTask::create checks (and searches for a cycle).
-  if (next_edges_[i].function && next_edges_[i].function->topological_nr_ + 1 > topological_nr_)
-    topological_nr_ = next_edges_[i].function->topological_nr_ + 1;
+  Edge& slot = next_edges_.at(i);
+  raise_topological_nr(e);
+  slot = std::move(e);
 }
 
 std::uint32_t Node::add_input_metadata(const Tensor& t) {

@@ -100,6 +100,9 @@ public:
   }
 
 protected:
+  /// Keeps topological_nr above that of `e`'s node.
+  void raise_topological_nr(const Edge& e);
+
   std::uint64_t sequence_nr_;
   std::uint64_t topological_nr_ = 0;
   edge_list next_edges_;

@@ -22,6 +22,7 @@
 #include "libengine/autograd/node.h"
 #include "libengine/ops.h"
 #include "libengine/tensor/tensor.h"
+#include "tests/support/lambda_node.h"
 
 namespace actorgrad::actors_test {
 
@@ -94,19 +95,7 @@ auto bounded(F fn, std::chrono::seconds limit = kWaitLimit) -> decltype(fn()) {
   return fut.get();
 }
 
-/// A node whose backward is a lambda (custom nodes for fault and order tests).
-class LambdaNode final : public Node {
-public:
-  using Fn = std::function<variable_list(variable_list&&)>;
-  LambdaNode(std::string name, Fn fn, edge_list next = {})
-    : Node(std::move(next)), name_(std::move(name)), fn_(std::move(fn)) {}
-  variable_list apply(variable_list&& grads) override { return fn_(std::move(grads)); }
-  std::string name() const override { return name_; }
-
-private:
-  std::string name_;
-  Fn fn_;
-};
+using testing::LambdaNode;
 
 /// y = x (a copy on x's device) whose backward is `fn`, recorded as a node
 /// named `name`. The node runs on x's device. Returns y and the node.

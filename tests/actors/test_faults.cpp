@@ -15,6 +15,7 @@
 #include <future>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -128,6 +129,26 @@ struct FaultGraph {
 using SharedEngineFixture = SharedEngine<2>;
 BOOST_TEST_GLOBAL_FIXTURE(SharedEngineFixture);
 
+namespace {
+
+/// Runs backward of `loss` on `eng` (bounded in time): whether it threw an
+/// EngineError, and its message (or what happened instead).
+std::pair<bool, std::string> backward_error(const Tensor& loss, Engine& eng) {
+  std::pair<bool, std::string> result{false, "backward returned normally"};
+  bounded([&] {
+    try {
+      backward({loss}, {}, false, false, {}, eng);
+    } catch (const EngineError& e) {
+      result = {true, e.what()};
+    } catch (const std::exception& e) {
+      result = {false, std::string("not an EngineError: ") + e.what()};
+    }
+  });
+  return result;
+}
+
+} // namespace
+
 BOOST_AUTO_TEST_CASE(node_exception_reaches_caller_and_stops_the_task) {
   struct Case {
     Device thrower, chain;
@@ -137,18 +158,7 @@ BOOST_AUTO_TEST_CASE(node_exception_reaches_caller_and_stops_the_task) {
     BOOST_TEST_CONTEXT("thrower on " << c.thrower.str() << ", chain on " << c.chain.str()) {
       FaultGraph g(c.thrower, c.chain);
       const auto t0 = std::chrono::steady_clock::now();
-      std::string message;
-      bool engine_error = false;
-      bounded([&] {
-        try {
-          backward({g.loss}, {}, false, false, {}, engine());
-        } catch (const EngineError& e) {
-          engine_error = true;
-          message = e.what();
-        } catch (const std::exception& e) {
-          message = std::string("not an EngineError: ") + e.what();
-        }
-      });
+      const auto [engine_error, message] = backward_error(g.loss, engine());
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       BOOST_TEST(engine_error, message);
       BOOST_TEST(contains_all(message, {"ThrowingNode", "deliberate failure",
@@ -209,19 +219,7 @@ BOOST_AUTO_TEST_CASE(killed_device_worker_fails_the_task_and_is_respawned) {
       Tensor loss = add(sum(add(other, killer)).to(Device::cpu()), sum(h).to(Device::cpu()));
 
       const auto t0 = std::chrono::steady_clock::now();
-      std::string message;
-      bool engine_error = false;
-      bounded([&] {
-        try {
-          backward({loss}, {}, false, false, {}, eng);
-          message = "backward returned normally";
-        } catch (const EngineError& e) {
-          engine_error = true;
-          message = e.what();
-        } catch (const std::exception& e) {
-          message = std::string("not an EngineError: ") + e.what();
-        }
-      });
+      const auto [engine_error, message] = backward_error(loss, eng);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       BOOST_TEST(engine_error, message);
       BOOST_TEST(contains_all(message, {"sim:0"}), message);

@@ -20,6 +20,7 @@
 #include "libengine/engine/graph_task.h"
 #include "libengine/ops.h"
 #include "tests/support/executor_fixture.h"
+#include "tests/support/lambda_node.h"
 
 using namespace actorgrad;
 
@@ -78,20 +79,7 @@ void check_engine_still_works() {
   check_values(x.grad(), {2, 4, 6});
 }
 
-/// A node whose backward is a user function (for hooks, errors, callbacks
-/// and hand-built graphs).
-class LambdaNode final : public Node {
-public:
-  using Fn = std::function<variable_list(variable_list&&)>;
-  LambdaNode(std::string name, Fn fn, edge_list next = {})
-      : Node(std::move(next)), name_(std::move(name)), fn_(std::move(fn)) {}
-  variable_list apply(variable_list&& grads) override { return fn_(std::move(grads)); }
-  std::string name() const override { return name_; }
-
-private:
-  std::string name_;
-  LambdaNode::Fn fn_;
-};
+using actorgrad::testing::LambdaNode;
 
 /// y = x (a copy) whose backward is `fn`, recorded as a node named `name`.
 Tensor lambda_op(const Tensor& x, const std::string& name, LambdaNode::Fn fn) {

@@ -10,6 +10,7 @@
 #include "libengine/engine/errors.h"
 #include "libengine/engine/input_buffer.h"
 #include "libengine/ops.h"
+#include "tests/support/message_has.h"
 
 using namespace actorgrad;
 
@@ -19,16 +20,7 @@ Tensor vec(std::vector<double> v) {
   return Tensor::from_vector(v, {static_cast<std::int64_t>(v.size())});
 }
 
-auto message_has(std::vector<std::string> parts) {
-  return [parts](const std::exception& e) {
-    const std::string msg = e.what();
-    bool ok = true;
-    for (const auto& p : parts)
-      ok = ok && msg.find(p) != std::string::npos;
-    BOOST_TEST(ok, "unexpected error message: " << msg);
-    return ok;
-  };
-}
+using actorgrad::testing::message_has;
 
 struct NamedNode final : Node {
   variable_list apply(variable_list&&) override { return {}; }

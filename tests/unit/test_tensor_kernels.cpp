@@ -10,6 +10,7 @@
 #include "libengine/ops.h"
 #include "libengine/tensor/kernels.h"
 #include "libengine/tensor/shape.h"
+#include "tests/support/message_has.h"
 
 using namespace actorgrad;
 
@@ -26,17 +27,7 @@ void check_values(const Tensor& t, const Shape& shape, const std::vector<double>
                "element " << i << ": " << v[i] << " != " << expected[i]);
 }
 
-/// Predicate: the message contains each of `parts`.
-auto message_has(std::vector<std::string> parts) {
-  return [parts](const std::exception& e) {
-    const std::string msg = e.what();
-    bool ok = true;
-    for (const auto& p : parts)
-      ok = ok && msg.find(p) != std::string::npos;
-    BOOST_TEST(ok, "unexpected error message: " << msg);
-    return ok;
-  };
-}
+using actorgrad::testing::message_has;
 
 Tensor seq(const Shape& shape, double start = 0) {
   std::vector<double> v(static_cast<std::size_t>(numel_of(shape)));
