@@ -35,6 +35,11 @@ struct Grad {
   std::shared_ptr<GraphTask> task;
   Edge next;
   Tensor grad;
+  /// The stream of the node that produced `grad` (devices with streams).
+  std::optional<Stream> producer;
+  /// Recorded on `producer` right after `grad` was produced: the receiver's
+  /// accumulation stream waits for it (see Note [Accumulation streams]).
+  Event ready{};
   /// Pairs the send and receive of this message in a recording (0: not recorded).
   std::uint64_t trace = 0;
 };

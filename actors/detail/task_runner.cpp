@@ -243,7 +243,7 @@ void TaskRunner::run_task(NodeTask&& t) {
       for (std::size_t i = 0; i < grads.size(); ++i) {
         const Edge& next = t.fn->next_edge(i);
         if (next.is_valid())
-          deliver(task, ctx, next, std::move(grads[i]));
+          deliver(task, ctx, *t.fn, next, std::move(grads[i]));
       }
     } catch (...) {
       task->set_error(std::current_exception());
@@ -255,7 +255,7 @@ void TaskRunner::run_task(NodeTask&& t) {
 }
 
 void TaskRunner::deliver(const std::shared_ptr<GraphTask>& task, const TaskContext& ctx,
-                         const Edge& next, Tensor&& grad) {
+                         const Node& from, const Edge& next, Tensor&& grad) {
   // A node pruned by selective execution (see GraphTask::in_graph) leads to
   // no requested input: its gradient is dropped where it is produced.
   if (task->selective() && !task->in_graph(next.function.get()))
@@ -265,19 +265,24 @@ void TaskRunner::deliver(const std::shared_ptr<GraphTask>& task, const TaskConte
     if (ctx.recorder) [[unlikely]]
       record(ctx, trace::EventKind::input, *task, next.function.get(), trace::MessageKind::none,
              0, next.input_nr);
-    accept_local(task, next, std::move(grad));
+    accept_local(task, next, std::move(grad), from.stream());
     return;
   }
   task->outstanding_tasks.fetch_add(1, std::memory_order_relaxed);
-  msg::Grad m{task, next, std::move(grad)};
+  msg::Grad m{task, next, std::move(grad), from.stream()};
+  // The receiver orders its accumulation stream after this point of the
+  // producer's stream, not after whatever the producer enqueued since.
+  if (m.producer && m.grad.defined())
+    m.ready.record(*m.producer);
   if (ctx.recorder) [[unlikely]]
     m.trace = record_send(ctx, trace::MessageKind::grad, *task, next.function.get(), next.input_nr);
   caf::anon_send(ctx.owner_of(owner), std::move(m));
 }
 
 void TaskRunner::accept_local(const std::shared_ptr<GraphTask>& task, const Edge& next,
-                              Tensor&& grad) {
-  if (auto ready = task->accept(next, std::move(grad))) {
+                              Tensor&& grad, const std::optional<Stream>& producer,
+                              const Event* ready_event) {
+  if (auto ready = task->accept(next, std::move(grad), producer, ready_event)) {
     if (const TaskContext& ctx = context_of(*task); ctx.recorder) [[unlikely]]
       record(ctx, trace::EventKind::ready, *task, ready->fn.get());
     task->outstanding_tasks.fetch_add(1, std::memory_order_relaxed);
@@ -331,7 +336,7 @@ void TaskRunner::handle(caf::mailbox_element& element) {
     }
     if (!m.task->has_error()) {
       try {
-        accept_local(m.task, m.next, std::move(m.grad));
+        accept_local(m.task, m.next, std::move(m.grad), m.producer, &m.ready);
       } catch (...) {
         m.task->set_error(std::current_exception());
       }

@@ -79,9 +79,10 @@ private:
   void coordinate_in_pool(const std::shared_ptr<GraphTask>& task, NodeTask&& first);
 
   void run_task(NodeTask&& t);
-  void deliver(const std::shared_ptr<GraphTask>& task, const TaskContext& ctx, const Edge& next,
-               Tensor&& grad);
-  void accept_local(const std::shared_ptr<GraphTask>& task, const Edge& next, Tensor&& grad);
+  void deliver(const std::shared_ptr<GraphTask>& task, const TaskContext& ctx, const Node& from,
+               const Edge& next, Tensor&& grad);
+  void accept_local(const std::shared_ptr<GraphTask>& task, const Edge& next, Tensor&& grad,
+                    const std::optional<Stream>& producer, const Event* ready = nullptr);
   void finish_one(const std::shared_ptr<GraphTask>& task);
 
   /// Moves every waiting message into the heap (or handles it).

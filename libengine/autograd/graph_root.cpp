@@ -9,6 +9,7 @@ GraphRoot::GraphRoot(edge_list roots, variable_list grads)
   // It has no input to wait for: it runs on the CPU (the coordinator), as
   // PyTorch queues it by its empty InputBuffer's device.
   device_ = Device::cpu();
+  stream_.reset();
 }
 
 } // namespace actorgrad

@@ -9,6 +9,8 @@ InputMetadata::InputMetadata(const Tensor& t) : defined(t.defined()) {
     shape = t.shape();
     dtype = t.dtype();
     device = t.device();
+    if (has_streams(device))
+      stream = current_stream(device);
   }
 }
 

@@ -2,9 +2,10 @@
 /// @file input_metadata.h
 /// What a node expects of the gradient arriving on one of its inputs.
 
+#include <optional>
 #include <string>
 
-#include "device/device.h"
+#include "device/stream.h"
 #include "libengine/tensor/dtype.h"
 #include "libengine/tensor/shape.h"
 
@@ -18,6 +19,9 @@ struct InputMetadata {
   Shape shape;
   DType dtype = DType::f64;
   Device device;
+  /// The current stream of `device` when the forward op ran (devices with
+  /// streams only): the node's backward runs there.
+  std::optional<Stream> stream;
   /// False for an input whose forward output was undefined.
   bool defined = false;
 

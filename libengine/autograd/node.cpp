@@ -40,8 +40,10 @@ void Node::set_next_edge(std::size_t i, Edge e) {
 std::uint32_t Node::add_input_metadata(const Tensor& t) {
   input_metadata_.emplace_back(t);
   const auto& m = input_metadata_.back();
-  if (device_.is_cpu() && m.defined && !m.device.is_cpu())
+  if (device_.is_cpu() && m.defined && !m.device.is_cpu()) {
     device_ = m.device;
+    stream_ = m.stream;
+  }
   return static_cast<std::uint32_t>(input_metadata_.size() - 1);
 }
 

@@ -78,6 +78,9 @@ public:
   /// The device whose actor runs this node: the first non-CPU device among
   /// its inputs' metadata, else the CPU (PyTorch's InputBuffer::device()).
   Device device() const { return device_; }
+  /// The stream its backward runs on: the forward's stream recorded with the
+  /// input that chose device(); none on the CPU (PyTorch's Node::stream()).
+  const std::optional<Stream>& stream() const { return stream_; }
 
   // -- hooks ------------------------------------------------------------------
 
@@ -108,6 +111,7 @@ protected:
   edge_list next_edges_;
   std::vector<InputMetadata> input_metadata_;
   Device device_;
+  std::optional<Stream> stream_;
   std::vector<NodePreHook> pre_hooks_;
   std::vector<NodePostHook> post_hooks_;
   std::vector<TensorPreHook> tensor_pre_hooks_;

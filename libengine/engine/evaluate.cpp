@@ -1,5 +1,6 @@
 #include "libengine/engine/evaluate.h"
 
+#include "device/guards.h"
 #include "libengine/autograd/grad_mode.h"
 #include "libengine/engine/errors.h"
 #include "libengine/ops.h"
@@ -86,6 +87,9 @@ void validate_outputs(const edge_list& edges, variable_list& grads, const std::s
 variable_list evaluate_function(GraphTask& task, Node& fn, InputBuffer&& buffer) {
   CurrentGraphTaskGuard current(&task);
   AutoGradMode grad_mode(task.options.create_graph);
+  // The InputBuffer made the inputs safe to use on the node's stream (see
+  // Note [Accumulation streams]); everything the node does runs there.
+  OptionalStreamGuard stream(fn.stream());
   try {
     variable_list inputs = InputBuffer::variables(std::move(buffer));
     if (task.selective()) {

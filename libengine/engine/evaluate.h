@@ -8,7 +8,8 @@ namespace actorgrad {
 
 /// Runs `fn` on `inputs` for `task`: exec-info captures, tensor pre-hooks,
 /// pre-hooks, apply, output validation, post-hooks, release of saved
-/// variables unless keep_graph, and the anomaly-mode NaN check. Returns one
+/// variables unless keep_graph, and the anomaly-mode NaN check, all on
+/// `fn.stream()` (a stream guard) when it has one. Returns one
 /// gradient per next edge of `fn` for the caller to dispatch, or an empty
 /// list when there is nothing to dispatch (node not needed, no outputs).
 /// Errors are rethrown as EngineError naming the node. Sets grad mode and

@@ -8,6 +8,7 @@
 #include "libengine/autograd/grad_mode.h"
 #include "libengine/autograd/graph_root.h"
 #include "libengine/engine/errors.h"
+#include "libengine/engine/stream_sync.h"
 
 namespace actorgrad {
 
@@ -95,6 +96,12 @@ GraphTask::create(const edge_list& roots, variable_list root_grads, ExecuteOptio
   if (!outputs.empty())
     task->init_to_execute(*root, outputs, min_topo_nr);
 
+  task->stash_caller_streams(root_grads);
+
+  // The root gradients were made on the caller's current streams. A single
+  // root's buffer waits for that stream (case (1) of InputBuffer::add); a
+  // GraphRoot's outputs have no producer stream and are ordered after the
+  // default stream (case (2)), so the default stream waits for the caller's.
   InputBuffer buffer;
   if (single) {
     if (roots[0].input_nr >= root->num_inputs())
@@ -102,7 +109,15 @@ GraphTask::create(const edge_list& roots, variable_list root_grads, ExecuteOptio
                         " of " + node_label(root.get()) + ", which has " +
                         std::to_string(root->num_inputs()) + " inputs");
     buffer = InputBuffer(root->num_inputs());
-    buffer.add(roots[0].input_nr, std::move(root_grads[0]));
+    const Tensor& g = root_grads[0];
+    std::optional<Stream> producer;
+    if (g.defined() && has_streams(g.device()))
+      producer = current_stream(g.device());
+    buffer.add(roots[0].input_nr, std::move(root_grads[0]), producer, root->stream());
+  } else {
+    for (const Tensor& g : root_grads)
+      if (g.defined() && has_streams(g.device()))
+        wait_for_stream(default_stream(g.device()), current_stream(g.device()));
   }
   NodeTask first{task, std::move(root), std::move(buffer), reentrant_depth};
   return {std::move(task), std::move(first)};
@@ -117,6 +132,7 @@ void GraphTask::compute_dependencies(Node* root, std::uint64_t min_topo_nr) {
   // topological pruning, whose numbers are stale).
   state_.clear();
   devices_.clear();
+  leaf_streams_.clear();
   state_[root];
   note_device(root);
   std::vector<Node*> queue{root};
@@ -165,10 +181,12 @@ void GraphTask::init_to_execute(Node& root, const edge_list& outputs, std::uint6
     if (!out)
       continue;
     auto& info = exec_info_[out];
-    if (options.accumulate_grad)
+    if (options.accumulate_grad) {
       info.needed = true;
-    else
+    } else {
       info.captures.push_back({outputs[i].input_nr, i});
+      note_leaf_stream(out);
+    }
   }
   auto should_execute = [this](const Node* fn) {
     auto it = exec_info_.find(fn);
@@ -207,6 +225,39 @@ void GraphTask::note_device(const Node* fn) {
   Device d = fn->device();
   if (!d.is_cpu() && std::find(devices_.begin(), devices_.end(), d) == devices_.end())
     devices_.push_back(d);
+  if (fn->num_outputs() == 0)
+    note_leaf_stream(fn);
+}
+
+void GraphTask::note_leaf_stream(const Node* fn) {
+  const auto& s = fn->stream();
+  if (s && std::find(leaf_streams_.begin(), leaf_streams_.end(), *s) == leaf_streams_.end())
+    leaf_streams_.push_back(*s);
+}
+
+void GraphTask::stash_caller_streams(const variable_list& root_grads) {
+  auto stash = [this](Device d) {
+    if (!has_streams(d))
+      return;
+    for (const Stream& s : caller_streams_)
+      if (s.device == d)
+        return;
+    caller_streams_.push_back(current_stream(d));
+  };
+  for (Device d : devices_)
+    stash(d);
+  for (const Stream& s : leaf_streams_)
+    stash(s.device);
+  for (const Tensor& g : root_grads)
+    if (g.defined())
+      stash(g.device());
+}
+
+void GraphTask::sync_caller_streams() const {
+  for (const Stream& leaf : leaf_streams_)
+    for (const Stream& caller : caller_streams_)
+      if (caller.device == leaf.device)
+        wait_for_stream(caller, leaf);
 }
 
 const ExecInfo* GraphTask::exec_info(const Node* fn) const {
@@ -214,7 +265,9 @@ const ExecInfo* GraphTask::exec_info(const Node* fn) const {
   return it == exec_info_.end() ? nullptr : &it->second;
 }
 
-std::optional<NodeTask> GraphTask::accept(const Edge& next, Tensor&& grad) {
+std::optional<NodeTask> GraphTask::accept(const Edge& next, Tensor&& grad,
+                                          const std::optional<Stream>& producer,
+                                          const Event* ready_event) {
   const Node* fn = next.function.get();
   auto it = state_.find(fn);
   if (it == state_.end()) {
@@ -237,7 +290,7 @@ std::optional<NodeTask> GraphTask::accept(const Edge& next, Tensor&& grad) {
     s.buffer = InputBuffer(fn->num_inputs());
   {
     AutoGradMode mode(options.create_graph);
-    s.buffer.add(next.input_nr, std::move(grad));
+    s.buffer.add(next.input_nr, std::move(grad), producer, fn->stream(), ready_event);
   }
   if (!ready)
     return std::nullopt;
@@ -276,6 +329,7 @@ void GraphTask::run_final_callbacks() {
 variable_list GraphTask::finish() {
   if (has_error())
     std::rethrow_exception(error());
+  sync_caller_streams();
   run_final_callbacks();
   return take_captured();
 }

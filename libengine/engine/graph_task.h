@@ -85,7 +85,11 @@ public:
   /// `next.function` at `next.input_nr` and decrements its dependency count.
   /// Returns the node's NodeTask when that count reaches zero and the node
   /// is to run. Call only from the actor that owns `next.function`.
-  std::optional<NodeTask> accept(const Edge& next, Tensor&& grad);
+  /// `producer` is the stream of the node that produced `grad` and `ready`
+  /// an event recorded there after it (see InputBuffer::add).
+  std::optional<NodeTask> accept(const Edge& next, Tensor&& grad,
+                                 const std::optional<Stream>& producer = std::nullopt,
+                                 const Event* ready = nullptr);
 
   /// Whether compute_dependencies reached `fn`. Selective execution does
   /// not expand nodes below the inputs' lowest topological_nr, so the root
@@ -121,9 +125,15 @@ public:
   /// Runs the queued callbacks in order, including ones they queue.
   void run_final_callbacks();
 
-  /// Ends a completed task on the caller: rethrows the first error, else
-  /// runs the final callbacks and returns the captured gradients.
+  /// Ends a completed task: rethrows the first error, else makes the
+  /// caller's current streams wait for the leaf streams (so the gradients
+  /// are safe to use on them), runs the final callbacks and returns the
+  /// captured gradients (PyTorch's exec_post_processing).
   variable_list finish();
+
+  /// The streams of the nodes that end the graph (AccumulateGrad and nodes
+  /// whose input gradients are captured): where the results are written.
+  const std::vector<Stream>& leaf_streams() const { return leaf_streams_; }
 
   /// Nodes counted by compute_dependencies (for tests and traces).
   std::size_t num_nodes() const { return state_.size(); }
@@ -146,6 +156,9 @@ private:
   };
 
   void compute_dependencies(Node* root, std::uint64_t min_topo_nr);
+  void note_leaf_stream(const Node* fn);
+  void stash_caller_streams(const variable_list& root_grads);
+  void sync_caller_streams() const;
   void init_to_execute(Node& root, const edge_list& outputs, std::uint64_t min_topo_nr);
 
   std::unordered_map<const Node*, NodeState> state_;
@@ -153,6 +166,10 @@ private:
 
   std::unordered_map<const Node*, ExecInfo> exec_info_;
   std::vector<Device> devices_;
+  std::vector<Stream> leaf_streams_;
+  /// The caller's current stream of each device the task touches, when it
+  /// was created (PyTorch's caller_current_streams_).
+  std::vector<Stream> caller_streams_;
   variable_list captured_vars_;
   std::atomic<bool> first_error_claimed_{false};
   std::atomic<bool> has_error_{false};

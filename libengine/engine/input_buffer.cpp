@@ -1,6 +1,8 @@
 #include "libengine/engine/input_buffer.h"
 
+#include "device/guards.h"
 #include "libengine/autograd/grad_mode.h"
+#include "libengine/engine/stream_sync.h"
 #include "libengine/ops.h"
 #include "libengine/tensor/kernels.h"
 #include "libengine/tensor/tensor_impl.h"
@@ -16,10 +18,46 @@ bool sole_owner(const Tensor& t) {
 
 } // namespace
 
-void InputBuffer::add(std::size_t pos, Tensor&& grad) {
+// Note [Accumulation streams]
+// PyTorch's InputBuffer::add picks where a gradient on a device with streams
+// is accumulated, and what that stream must wait for first, from the devices
+// of the gradient (var), of its producer's stream and of its consumer's:
+//  (1) var on the producer's and the consumer's device: accumulate on the
+//      consumer's stream, after the producer's stream;
+//  (2) var on the consumer's device only (it was copied there, or it is a
+//      root gradient of a GraphRoot): on the consumer's stream, after the
+//      consumer device's default stream, where cross-device copies run;
+//  (3) var on the producer's device only: on the producer device's default
+//      stream, after the producer's stream;
+//  (4) neither: on the var device's default stream, with no wait.
+// The wait happens even when the slot is empty: the consumer reads the
+// gradient on its own stream later, and the accumulation stream of (1) and
+// (2) is that stream.
+AccumulationPlan plan_accumulation(Device var, const std::optional<Stream>& producer,
+                                   const std::optional<Stream>& consumer) {
+  if (!has_streams(var))
+    return {};
+  const bool on_producer = producer && producer->device == var;
+  const bool on_consumer = consumer && consumer->device == var;
+  if (on_producer && on_consumer)
+    return {consumer, producer};
+  if (on_consumer)
+    return {consumer, default_stream(var)};
+  if (on_producer)
+    return {default_stream(var), producer};
+  return {default_stream(var), std::nullopt};
+}
+
+
+void InputBuffer::add(std::size_t pos, Tensor&& grad, const std::optional<Stream>& producer,
+                      const std::optional<Stream>& consumer, const Event* ready) {
   if (!grad.defined())
     return;
+  const auto plan = plan_accumulation(grad.device(), producer, consumer);
+  if (plan.wait_for)
+    wait_for_stream(*plan.accumulate, *plan.wait_for, ready);
   Tensor& old = buffer_.at(pos);
+  OptionalStreamGuard guard(plan.accumulate);
   if (!old.defined()) {
     old = std::move(grad);
   } else if (GradMode::is_enabled()) {

@@ -3,10 +3,25 @@
 /// Where the gradients bound for one node's inputs add up.
 
 #include <cstddef>
+#include <optional>
 
+#include "device/event.h"
 #include "libengine/tensor/tensor.h"
 
 namespace actorgrad {
+
+/// Where a gradient is accumulated and which stream that must first wait
+/// for (see Note [Accumulation streams] in input_buffer.cpp).
+struct AccumulationPlan {
+  /// None for a device without streams.
+  std::optional<Stream> accumulate;
+  std::optional<Stream> wait_for;
+};
+
+/// The plan for a gradient on `var` made on `producer` for a node running
+/// on `consumer` (PyTorch's InputBuffer::add cases).
+AccumulationPlan plan_accumulation(Device var, const std::optional<Stream>& producer,
+                                   const std::optional<Stream>& consumer);
 
 /// One slot per input of a node (PyTorch's InputBuffer). Gradients arriving
 /// on the same slot are added; the buffer becomes the node's input list when
@@ -19,7 +34,14 @@ public:
   /// Adds `grad` into slot `pos` (in place when this buffer holds the only
   /// reference and grad mode is off, else out of place so a create_graph
   /// backward keeps its graph).
-  void add(std::size_t pos, Tensor&& grad);
+  ///
+  /// On a device with streams, `producer` is the stream of the node that
+  /// produced `grad` and `consumer` the stream of the node this buffer feeds;
+  /// the accumulation stream and the event waits follow PyTorch's cases (see
+  /// Note [Accumulation streams] in input_buffer.cpp). `ready`, when given,
+  /// was recorded on `producer` just after `grad` was produced.
+  void add(std::size_t pos, Tensor&& grad, const std::optional<Stream>& producer = std::nullopt,
+           const std::optional<Stream>& consumer = std::nullopt, const Event* ready = nullptr);
 
   std::size_t size() const { return buffer_.size(); }
   bool empty() const { return buffer_.empty(); }

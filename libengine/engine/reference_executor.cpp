@@ -29,7 +29,7 @@ variable_list ReferenceExecutor::execute(const edge_list& roots, variable_list r
       for (std::size_t i = 0; i < grads.size(); ++i) {
         const Edge& next = t.fn->next_edge(i);
         if (next.is_valid())
-          if (auto ready = task->accept(next, std::move(grads[i])))
+          if (auto ready = task->accept(next, std::move(grads[i]), t.fn->stream()))
             heap.push(std::move(*ready));
       }
     } catch (...) {

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "device/guards.h"
 #include "libengine/tensor/tensor_impl.h"
 
 namespace actorgrad::kernels::detail {
@@ -46,6 +47,25 @@ DimSplit split_at(const Shape& shape, std::int64_t dim) {
       s.inner *= shape[d];
   }
   return s;
+}
+
+void launch_on_stream(const char* op, std::initializer_list<const Tensor*> reads,
+                      std::initializer_list<const Tensor*> writes, std::function<void()> body) {
+  const Device d = (*writes.begin())->device();
+  std::vector<sim::Access> accesses;
+  if (sim::detecting_races()) {
+    auto add = [&](const Tensor& t, bool write, const std::string& role) {
+      if (t.device() == d)
+        accesses.push_back({&t.impl()->storage->sim_state, write,
+                            role + " of " + op + " (" + t.describe() + ")"});
+    };
+    int i = 0;
+    for (const Tensor* t : reads)
+      add(*t, false, "input " + std::to_string(i++));
+    for (const Tensor* t : writes)
+      add(*t, true, "the output");
+  }
+  sim::launch(current_stream(d), op, accesses, std::move(body));
 }
 
 void bump_version(const Tensor& self) { ++self.impl()->version->version; }

@@ -24,19 +24,21 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f) {
     throw std::invalid_argument(std::string(op) + ": " + e.what());
   }
   auto out = empty_like(a, out_shape);
-  dispatch_dtype(a.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    if (a.shape() == b.shape()) {
-      array_of<T>(out) = const_array_of<T>(a).binaryExpr(const_array_of<T>(b), f);
-      return;
-    }
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* po = out.data<T>();
-    const auto sa = broadcast_strides(a.shape(), out_shape);
-    const auto sb = broadcast_strides(b.shape(), out_shape);
-    for_each_strided<2>(out_shape, {&sa, &sb},
-                        [&](const auto& off) { *po++ = f(pa[off[0]], pb[off[1]]); });
+  launch(op, {&a, &b}, {&out}, [a, b, out, f] {
+    dispatch_dtype(a.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if (a.shape() == b.shape()) {
+        array_of<T>(out) = const_array_of<T>(a).binaryExpr(const_array_of<T>(b), f);
+        return;
+      }
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      T* po = out.data<T>();
+      const auto sa = broadcast_strides(a.shape(), out.shape());
+      const auto sb = broadcast_strides(b.shape(), out.shape());
+      for_each_strided<2>(out.shape(), {&sa, &sb},
+                          [&](const auto& off) { *po++ = f(pa[off[0]], pb[off[1]]); });
+    });
   });
   return out;
 }
@@ -46,9 +48,11 @@ template <class F>
 Tensor unary(const char* op, const Tensor& a, F f) {
   check_defined(op, a);
   auto out = empty_like(a, a.shape());
-  dispatch_dtype(a.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    array_of<T>(out) = f(const_array_of<T>(a));
+  launch(op, {&a}, {&out}, [a, out, f] {
+    dispatch_dtype(a.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      array_of<T>(out) = f(const_array_of<T>(a));
+    });
   });
   return out;
 }
@@ -60,19 +64,21 @@ void binary_inplace(const char* op, const Tensor& self, const Tensor& other, F f
   if (!is_expandable_to(other.shape(), self.shape()))
     throw std::invalid_argument(std::string(op) + ": shape " + shape_str(other.shape()) +
                                 " cannot be broadcast to " + shape_str(self.shape()));
-  dispatch_dtype(self.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    if (self.shape() == other.shape()) {
-      auto s = array_of<T>(self);
-      s = s.binaryExpr(const_array_of<T>(other), f);
-      return;
-    }
-    T* ps = self.data<T>();
-    const T* po = other.data<T>();
-    const auto so = broadcast_strides(other.shape(), self.shape());
-    for_each_strided<1>(self.shape(), {&so}, [&](const auto& off) {
-      *ps = f(*ps, po[off[0]]);
-      ++ps;
+  launch(op, {&other, &self}, {&self}, [self, other, f] {
+    dispatch_dtype(self.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if (self.shape() == other.shape()) {
+        auto s = array_of<T>(self);
+        s = s.binaryExpr(const_array_of<T>(other), f);
+        return;
+      }
+      T* ps = self.data<T>();
+      const T* po = other.data<T>();
+      const auto so = broadcast_strides(other.shape(), self.shape());
+      for_each_strided<1>(self.shape(), {&so}, [&](const auto& off) {
+        *ps = f(*ps, po[off[0]]);
+        ++ps;
+      });
     });
   });
   bump_version(self);
@@ -164,18 +170,22 @@ void copy_(const Tensor& self, const Tensor& src) {
 
 void mul_(const Tensor& self, double s) {
   check_defined("mul_", self);
-  dispatch_dtype(self.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    array_of<T>(self) *= static_cast<T>(s);
+  launch("mul_", {&self}, {&self}, [self, s] {
+    dispatch_dtype(self.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      array_of<T>(self) *= static_cast<T>(s);
+    });
   });
   bump_version(self);
 }
 
 void fill_(const Tensor& self, double v) {
   check_defined("fill_", self);
-  dispatch_dtype(self.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    array_of<T>(self).setConstant(static_cast<T>(v));
+  launch("fill_", {}, {&self}, [self, v] {
+    dispatch_dtype(self.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      array_of<T>(self).setConstant(static_cast<T>(v));
+    });
   });
   bump_version(self);
 }

@@ -32,13 +32,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (b.dim() == 2)
     out_shape.push_back(n);
   auto out = empty_like(a, out_shape);
-  dispatch_dtype(a.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    Eigen::Map<const Matrix> ma(a.data<T>(), m, k);
-    Eigen::Map<const Matrix> mb(b.data<T>(), k, n);
-    Eigen::Map<Matrix> mo(out.data<T>(), m, n);
-    mo.noalias() = ma * mb;
+  launch("matmul", {&a, &b}, {&out}, [a, b, out, m, k, n] {
+    dispatch_dtype(a.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+      Eigen::Map<const Matrix> ma(a.data<T>(), m, k);
+      Eigen::Map<const Matrix> mb(b.data<T>(), k, n);
+      Eigen::Map<Matrix> mo(out.data<T>(), m, n);
+      mo.noalias() = ma * mb;
+    });
   });
   return out;
 }

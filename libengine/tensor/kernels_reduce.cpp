@@ -30,25 +30,27 @@ Tensor softmax_impl(const char* op, const Tensor& a, std::int64_t dim, bool log)
   check_defined(op, a);
   const auto split = split_at(a.shape(), wrap_dim(dim, a.dim()));
   auto out = empty_like(a, a.shape());
-  dispatch_dtype(a.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const T* pa = a.data<T>();
-    T* po = out.data<T>();
-    for_each_lane(split, [&](std::int64_t base, std::int64_t stride) {
-      const auto n = split.size;
-      T max = -std::numeric_limits<T>::infinity();
-      for (std::int64_t j = 0; j < n; ++j)
-        max = std::max(max, pa[base + j * stride]);
-      if (std::isinf(max))
-        max = T(0); // all -inf (or an inf): keep the shift finite
-      T total = 0;
-      for (std::int64_t j = 0; j < n; ++j)
-        total += std::exp(pa[base + j * stride] - max);
-      const T log_total = std::log(total);
-      for (std::int64_t j = 0; j < n; ++j) {
-        const T shifted = pa[base + j * stride] - max;
-        po[base + j * stride] = log ? shifted - log_total : std::exp(shifted) / total;
-      }
+  launch(op, {&a}, {&out}, [a, out, split, log] {
+    dispatch_dtype(a.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* pa = a.data<T>();
+      T* po = out.data<T>();
+      for_each_lane(split, [&](std::int64_t base, std::int64_t stride) {
+        const auto n = split.size;
+        T max = -std::numeric_limits<T>::infinity();
+        for (std::int64_t j = 0; j < n; ++j)
+          max = std::max(max, pa[base + j * stride]);
+        if (std::isinf(max))
+          max = T(0); // all -inf (or an inf): keep the shift finite
+        T total = 0;
+        for (std::int64_t j = 0; j < n; ++j)
+          total += std::exp(pa[base + j * stride] - max);
+        const T log_total = std::log(total);
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T shifted = pa[base + j * stride] - max;
+          po[base + j * stride] = log ? shifted - log_total : std::exp(shifted) / total;
+        }
+      });
     });
   });
   return out;
@@ -76,23 +78,25 @@ Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim)
       out_shape.push_back(kept[d]);
   }
   auto out = empty_like(a, out_shape);
-  dispatch_dtype(a.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    if (numel_of(kept) == 1) {
-      *out.data<T>() = const_array_of<T>(a).sum();
-      return;
-    }
-    array_of<T>(out).setZero();
-    // Walk the input; each element adds into the output cell its kept index maps to.
-    Shape to_out = contiguous_strides(kept);
-    const Shape& from_in = a.strides();
-    for (std::int64_t d = 0; d < rank; ++d)
-      if (reduced[d])
-        to_out[d] = 0;
-    const T* pa = a.data<T>();
-    T* po = out.data<T>();
-    for_each_strided<2>(a.shape(), {&from_in, &to_out},
-                        [&](const auto& off) { po[off[1]] += pa[off[0]]; });
+  launch("sum", {&a}, {&out}, [a, out, kept, reduced] {
+    dispatch_dtype(a.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if (numel_of(kept) == 1) {
+        *out.data<T>() = const_array_of<T>(a).sum();
+        return;
+      }
+      array_of<T>(out).setZero();
+      // Walk the input; each element adds into the output cell its kept index maps to.
+      Shape to_out = contiguous_strides(kept);
+      const Shape& from_in = a.strides();
+      for (std::size_t d = 0; d < reduced.size(); ++d)
+        if (reduced[d])
+          to_out[d] = 0;
+      const T* pa = a.data<T>();
+      T* po = out.data<T>();
+      for_each_strided<2>(a.shape(), {&from_in, &to_out},
+                          [&](const auto& off) { po[off[1]] += pa[off[0]]; });
+    });
   });
   return out;
 }
@@ -110,18 +114,20 @@ Tensor amax(const Tensor& a, std::int64_t dim, bool keepdim) {
   else
     out_shape.erase(out_shape.begin() + d);
   auto out = empty_like(a, out_shape);
-  dispatch_dtype(a.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const T* pa = a.data<T>();
-    T* po = out.data<T>();
-    for_each_lane(split, [&](std::int64_t base, std::int64_t stride) {
-      T m = pa[base];
-      for (std::int64_t j = 1; j < split.size; ++j) {
-        const T v = pa[base + j * stride];
-        if (v > m || std::isnan(v))
-          m = v;
-      }
-      *po++ = m;
+  launch("amax", {&a}, {&out}, [a, out, split] {
+    dispatch_dtype(a.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* pa = a.data<T>();
+      T* po = out.data<T>();
+      for_each_lane(split, [&](std::int64_t base, std::int64_t stride) {
+        T m = pa[base];
+        for (std::int64_t j = 1; j < split.size; ++j) {
+          const T v = pa[base + j * stride];
+          if (v > m || std::isnan(v))
+            m = v;
+        }
+        *po++ = m;
+      });
     });
   });
   return out;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "device/event.h"
 #include "libengine/tensor/detail/kernel_support.h"
 #include "libengine/tensor/kernels.h"
 #include "libengine/tensor/tensor_impl.h"
@@ -19,13 +20,16 @@ using namespace detail;
 namespace {
 
 /// Copies `src` read through `strides` (in the rank of `out`) into `out`.
-Tensor gather_strided(const Tensor& src, const Shape& out_shape, const Shape& strides) {
+Tensor gather_strided(const char* op, const Tensor& src, const Shape& out_shape,
+                      const Shape& strides) {
   auto out = empty_like(src, out_shape);
-  dispatch_dtype(src.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const T* ps = src.data<T>();
-    T* po = out.data<T>();
-    for_each_strided<1>(out_shape, {&strides}, [&](const auto& off) { *po++ = ps[off[0]]; });
+  launch(op, {&src}, {&out}, [src, out, strides] {
+    dispatch_dtype(src.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* ps = src.data<T>();
+      T* po = out.data<T>();
+      for_each_strided<1>(out.shape(), {&strides}, [&](const auto& off) { *po++ = ps[off[0]]; });
+    });
   });
   return out;
 }
@@ -50,6 +54,12 @@ void check_range(const char* op, std::int64_t dim, std::int64_t start, std::int6
                             " with size " + std::to_string(size));
 }
 
+/// Copies the elements of `src` into `dst` (same size, both contiguous).
+void copy_bytes(const Tensor& dst, const Tensor& src) {
+  std::memcpy(dst.impl()->raw(), src.impl()->raw(),
+              static_cast<std::size_t>(src.numel()) * element_size(src.dtype()));
+}
+
 std::vector<std::int64_t> iota(std::int64_t start, std::int64_t length) {
   std::vector<std::int64_t> v(length);
   std::iota(v.begin(), v.end(), start);
@@ -60,20 +70,23 @@ std::vector<std::int64_t> iota(std::int64_t start, std::int64_t length) {
 /// Arguments are already checked.
 Tensor scatter_add_rows(const Shape& shape, std::int64_t dim,
                         const std::vector<std::int64_t>& index, const Tensor& src) {
-  auto out = Tensor::zeros(shape, src.dtype(), src.device());
+  auto out = empty_like(src, shape);
   const auto split = split_at(shape, dim);
-  const auto k = static_cast<std::int64_t>(index.size());
-  dispatch_dtype(src.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const T* ps = src.data<T>();
-    T* po = out.data<T>();
-    for (std::int64_t o = 0; o < split.outer; ++o)
-      for (std::int64_t j = 0; j < k; ++j) {
-        T* dst = po + (o * split.size + index[j]) * split.inner;
-        const T* row = ps + (o * k + j) * split.inner;
-        for (std::int64_t i = 0; i < split.inner; ++i)
-          dst[i] += row[i];
-      }
+  launch("scatter_add_rows", {&src}, {&out}, [src, out, split, index] {
+    const auto k = static_cast<std::int64_t>(index.size());
+    dispatch_dtype(src.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      array_of<T>(out).setZero();
+      const T* ps = src.data<T>();
+      T* po = out.data<T>();
+      for (std::int64_t o = 0; o < split.outer; ++o)
+        for (std::int64_t j = 0; j < k; ++j) {
+          T* dst = po + (o * split.size + index[j]) * split.inner;
+          const T* row = ps + (o * k + j) * split.inner;
+          for (std::int64_t i = 0; i < split.inner; ++i)
+            dst[i] += row[i];
+        }
+    });
   });
   return out;
 }
@@ -101,7 +114,7 @@ Tensor expand(const Tensor& a, const Shape& shape) {
   if (!is_expandable_to(a.shape(), shape))
     throw std::invalid_argument("expand: shape " + shape_str(a.shape()) +
                                 " cannot be expanded to " + shape_str(shape));
-  return gather_strided(a, shape, broadcast_strides(a.shape(), shape));
+  return gather_strided("expand", a, shape, broadcast_strides(a.shape(), shape));
 }
 
 Tensor transpose(const Tensor& a, std::int64_t d0, std::int64_t d1) {
@@ -112,7 +125,7 @@ Tensor transpose(const Tensor& a, std::int64_t d0, std::int64_t d1) {
   Shape strides = a.strides();
   std::swap(shape[i], shape[j]);
   std::swap(strides[i], strides[j]);
-  return gather_strided(a, shape, strides);
+  return gather_strided("transpose", a, shape, strides);
 }
 
 Tensor view(const Tensor& a, const Shape& shape) {
@@ -158,14 +171,16 @@ Tensor index_select(const Tensor& a, std::int64_t dim, const std::vector<std::in
   shape[d] = static_cast<std::int64_t>(index.size());
   auto out = empty_like(a, shape);
   const auto split = split_at(a.shape(), d);
-  const auto k = static_cast<std::int64_t>(index.size());
-  const auto row_bytes = static_cast<std::size_t>(split.inner) * element_size(a.dtype());
-  const auto* src = static_cast<const char*>(a.impl()->raw());
-  auto* dst = static_cast<char*>(out.impl()->raw());
-  for (std::int64_t o = 0; o < split.outer; ++o)
-    for (std::int64_t j = 0; j < k; ++j)
-      std::memcpy(dst + (o * k + j) * row_bytes, src + (o * split.size + index[j]) * row_bytes,
-                  row_bytes);
+  launch("index_select", {&a}, {&out}, [a, out, split, index] {
+    const auto k = static_cast<std::int64_t>(index.size());
+    const auto row_bytes = static_cast<std::size_t>(split.inner) * element_size(a.dtype());
+    const auto* src = static_cast<const char*>(a.impl()->raw());
+    auto* dst = static_cast<char*>(out.impl()->raw());
+    for (std::int64_t o = 0; o < split.outer; ++o)
+      for (std::int64_t j = 0; j < k; ++j)
+        std::memcpy(dst + (o * k + j) * row_bytes, src + (o * split.size + index[j]) * row_bytes,
+                    row_bytes);
+  });
   return out;
 }
 
@@ -195,18 +210,19 @@ Tensor narrow_into_zeros(const Shape& shape, std::int64_t dim, std::int64_t star
 Tensor clone(const Tensor& a) {
   check_defined("clone", a);
   auto out = empty_like(a, a.shape());
-  std::memcpy(out.impl()->raw(), a.impl()->raw(),
-              static_cast<std::size_t>(a.numel()) * element_size(a.dtype()));
+  launch("clone", {&a}, {&out}, [a, out] { copy_bytes(out, a); });
   return out;
 }
 
 Tensor cast(const Tensor& a, DType dtype) {
   check_defined("cast", a);
   auto out = Tensor::empty(a.shape(), dtype, a.device());
-  dispatch_dtype(a.dtype(), [&](auto from) {
-    dispatch_dtype(dtype, [&](auto to) {
-      using To = decltype(to);
-      array_of<To>(out) = const_array_of<decltype(from)>(a).template cast<To>();
+  launch("cast", {&a}, {&out}, [a, out] {
+    dispatch_dtype(a.dtype(), [&](auto from) {
+      dispatch_dtype(out.dtype(), [&](auto to) {
+        using To = decltype(to);
+        array_of<To>(out) = const_array_of<decltype(from)>(a).template cast<To>();
+      });
     });
   });
   return out;
@@ -215,8 +231,19 @@ Tensor cast(const Tensor& a, DType dtype) {
 Tensor to_device(const Tensor& a, Device device) {
   check_defined("to_device", a);
   auto out = Tensor::empty(a.shape(), a.dtype(), device);
-  std::memcpy(out.impl()->raw(), a.impl()->raw(),
-              static_cast<std::size_t>(a.numel()) * element_size(a.dtype()));
+  if (device.is_cpu()) { // device to host: wait for the data, as cudaMemcpy does
+    prepare_host_access(*a.impl());
+    copy_bytes(out, a);
+    return out;
+  }
+  // Host or another device to `device`: a copy on `device`'s current stream,
+  // ordered after the work already enqueued on the source's current stream.
+  if (!a.device().is_cpu() && a.device() != device && has_streams(a.device()))
+    Event::recorded_on(current_stream(a.device())).block(current_stream(device));
+  // A host source is staged first (unless nobody else holds it), so the
+  // caller may overwrite it as soon as this returns.
+  const Tensor src = a.device().is_cpu() && a.use_count() > 1 ? clone(a) : a;
+  launch("to_device", {&src}, {&out}, [src, out] { copy_bytes(out, src); });
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "device/device.h"
+#include "device/sim/race_detector.h"
 
 namespace actorgrad {
 
@@ -16,6 +17,8 @@ struct Storage {
   std::shared_ptr<void> data;
   std::size_t nbytes = 0;
   Device device;
+  /// What the race detector knows of this buffer (sim devices only).
+  sim::BufferState sim_state;
 
   /// Allocates `nbytes` on `device` (host memory for cpu and sim).
   static std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device);

@@ -5,6 +5,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "device/sim/sim_backend.h"
+#include "libengine/tensor/kernels.h"
 #include "libengine/tensor/tensor.h"
 #include "libengine/tensor/tensor_impl.h"
 
@@ -18,15 +20,19 @@ const TensorImpl& checked(const TensorImpl* impl) {
   return *impl;
 }
 
-/// Fills every element of `t` with `next()` converted to its element type.
+/// A tensor of `shape` on `device` whose elements are `next()` converted to
+/// its element type. Filled on the host; a device tensor is then copied
+/// there on the current stream, as a host-to-device copy.
 template <class Gen>
-void fill_with(const Tensor& t, Gen&& next) {
-  dispatch_dtype(t.dtype(), [&](auto zero) {
+Tensor filled(const Shape& shape, DType dtype, Device device, Gen&& next) {
+  auto t = Tensor::empty(shape, dtype, Device::cpu());
+  dispatch_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
     auto* p = t.data<T>();
     for (std::int64_t i = 0, n = t.numel(); i < n; ++i)
       p[i] = static_cast<T>(next());
   });
+  return device.is_cpu() ? t : kernels::to_device(t, device);
 }
 
 } // namespace
@@ -57,9 +63,7 @@ Tensor Tensor::ones(const Shape& shape, DType dtype, Device device) {
 }
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device) {
-  auto t = empty(shape, dtype, device);
-  fill_with(t, [value] { return value; });
-  return t;
+  return filled(shape, dtype, device, [value] { return value; });
 }
 
 Tensor Tensor::scalar(double value, DType dtype, Device device) {
@@ -71,26 +75,20 @@ Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape
   if (static_cast<std::int64_t>(values.size()) != numel_of(shape))
     throw std::invalid_argument("from_vector: " + std::to_string(values.size()) +
                                 " values do not fill shape " + shape_str(shape));
-  auto t = empty(shape, dtype, device);
-  fill_with(t, [it = values.begin()]() mutable { return *it++; });
-  return t;
+  return filled(shape, dtype, device, [it = values.begin()]() mutable { return *it++; });
 }
 
 Tensor Tensor::randn(const Shape& shape, std::uint64_t seed, DType dtype, Device device) {
-  auto t = empty(shape, dtype, device);
   std::mt19937_64 gen(seed);
   std::normal_distribution<double> dist(0.0, 1.0);
-  fill_with(t, [&] { return dist(gen); });
-  return t;
+  return filled(shape, dtype, device, [&] { return dist(gen); });
 }
 
 Tensor Tensor::uniform(const Shape& shape, double lo, double hi, std::uint64_t seed, DType dtype,
                        Device device) {
-  auto t = empty(shape, dtype, device);
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<double> dist(lo, hi);
-  fill_with(t, [&] { return dist(gen); });
-  return t;
+  return filled(shape, dtype, device, [&] { return dist(gen); });
 }
 
 Tensor Tensor::full_like(const Tensor& like, double value) {
@@ -119,12 +117,24 @@ std::string Tensor::describe() const {
 
 // -- data -----------------------------------------------------------------------
 
+void prepare_host_access(const TensorImpl& t, bool write) {
+  const Device d = t.storage->device;
+  if (d.type != DeviceType::sim || !sim::is_async() || sim::on_stream_thread())
+    return;
+  std::string what;
+  if (sim::detecting_races())
+    what = dtype_name(t.dtype) + shape_str(t.shape) + " on " + d.str();
+  sim::host_access(d, {&t.storage->sim_state, write, std::move(what)},
+                   write ? "host write" : "host read");
+}
+
 template <class T>
 T* Tensor::data() const {
   const auto& impl = checked(impl_.get());
   constexpr DType wanted = std::is_same_v<T, float> ? DType::f32 : DType::f64;
   if (impl.dtype != wanted)
     throw std::invalid_argument("data<" + dtype_name(wanted) + ">() called on a " + describe());
+  prepare_host_access(impl);
   return static_cast<T*>(impl.raw());
 }
 

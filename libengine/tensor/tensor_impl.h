@@ -30,4 +30,10 @@ struct TensorImpl {
   }
 };
 
+/// Readies `t`'s memory for the host to read (or write): on an asynchronous
+/// sim device, synchronizes the calling thread's current stream and checks
+/// the access with the race detector. Nothing to do on the CPU or inside a
+/// kernel body. Tensor::data() calls it.
+void prepare_host_access(const TensorImpl& t, bool write = false);
+
 } // namespace actorgrad

@@ -15,6 +15,7 @@
 
 #include "actors/engine.h"
 #include "actors/graph_runner.h"
+#include "device/sim/sim_config.h"
 #include "libengine/graph/graph.h"
 #include "libengine/graph/graph_error.h"
 #include "libengine/graph/graph_ops.h"
@@ -35,6 +36,14 @@ constexpr std::int64_t kSize = 160;
 /// fixture, inside main (a static Engine destroyed by exit() crashes in
 /// ~actor_system).
 using SharedEngineFixture = SharedEngine<2>;
+
+/// The probe measures how the op bodies overlap on the workers' threads.
+/// On asynchronous sim streams those bodies only enqueue kernels, so this
+/// binary runs the sim devices synchronously.
+struct SynchronousSim {
+  SynchronousSim() { sim::configure({.async = false}); }
+  ~SynchronousSim() { sim::configure({}); }
+};
 
 /// What the instrumented ops saw: how many ran at once, and on which thread.
 struct Probe {
@@ -103,6 +112,7 @@ void check_same_values(const Graph& a, const Graph& b) {
 } // namespace
 
 BOOST_TEST_GLOBAL_FIXTURE(SharedEngineFixture);
+BOOST_TEST_GLOBAL_FIXTURE(SynchronousSim);
 
 BOOST_AUTO_TEST_CASE(branches_on_two_devices_reforward_concurrently) {
   TwoBranches par, seq;

@@ -5,14 +5,42 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <Eigen/Dense>
 
+#include "device/sim/sim_backend.h"
 #include "libengine/tensor/tensor.h"
 
 namespace actorgrad::kernels::detail {
+
+/// Enqueues `body` on the current stream of the writes' device. Use launch().
+void launch_on_stream(const char* op, std::initializer_list<const Tensor*> reads,
+                      std::initializer_list<const Tensor*> writes, std::function<void()> body);
+
+/// Runs `body`, the kernel `op`, on the device of `writes` (the first one
+/// decides): at once on the CPU (and on a synchronous sim), enqueued on the
+/// calling thread's current stream of an asynchronous sim device.
+///
+/// Note [Kernels run later]
+/// On a sim stream the body runs after launch() returns, on the stream's
+/// thread, so it must capture by value every tensor and every piece of
+/// metadata it uses (tensor handles keep the memory alive until it ran),
+/// and all argument checks must happen before launch() so that errors reach
+/// the caller. `reads` and `writes` name the tensors it touches for the
+/// race detector.
+template <class F>
+void launch(const char* op, std::initializer_list<const Tensor*> reads,
+            std::initializer_list<const Tensor*> writes, F&& body) {
+  if ((*writes.begin())->device().type == DeviceType::sim && sim::is_async())
+    launch_on_stream(op, reads, writes, std::function<void()>(std::forward<F>(body)));
+  else
+    body();
+}
 
 /// Throws std::logic_error naming `op` when `a` is undefined.
 void check_defined(const char* op, const Tensor& a);

@@ -1,0 +1,223 @@
+#include "device/sim/sim_backend.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "device/sim/race_detector_state.h"
+#include "device/sim/sim_stream.h"
+
+namespace actorgrad::sim {
+
+namespace {
+
+using detail::race_detector;
+using detail::RaceDetectorState;
+using detail::SimStream;
+
+struct SimEvent final : EventState {
+  SimStream* stream = nullptr; ///< null: complete (recorded while synchronous)
+  std::uint64_t point = 0;
+  RaceDetectorState::Clock clock;
+};
+
+bool default_async() {
+  const char* v = std::getenv("ACTORGRAD_SIM_ASYNC");
+  return v == nullptr || std::string(v) != "0";
+}
+
+class SimBackend final : public StreamBackend {
+public:
+  static constexpr std::uint32_t pool = 4;
+
+  std::atomic<bool> async{default_async()};
+  std::atomic<bool> detect{false};
+
+  std::uint32_t pool_size() const override { return pool; }
+  void set_device(Device) override {}
+
+  SimStream& stream(Stream s) {
+    std::lock_guard lock(streams_mutex_);
+    auto& slot = streams_[s];
+    if (!slot) {
+      int timeline;
+      {
+        auto& d = race_detector();
+        std::lock_guard detector_lock(d.mutex());
+        timeline = d.add_timeline(s.str());
+      }
+      slot = std::make_unique<SimStream>(s, timeline);
+      slot->reseed(config_.seed, config_.max_delay_us);
+    }
+    return *slot;
+  }
+
+  void synchronize(Stream s) override {
+    if (!async)
+      return;
+    SimStream& st = stream(s);
+    if (!detect) {
+      st.synchronize();
+      return;
+    }
+    auto& d = race_detector();
+    RaceDetectorState::Clock clock;
+    std::uint64_t point;
+    {
+      std::lock_guard lock(d.mutex());
+      clock = d.clock_of(st.slot);
+      point = st.enqueued();
+    }
+    st.wait_for(point);
+    {
+      std::lock_guard lock(d.mutex());
+      d.join(0, clock);
+    }
+    st.synchronize(); // rethrows a kernel's error
+  }
+
+  bool query(Stream s) override {
+    if (!async)
+      return true;
+    SimStream& st = stream(s);
+    return st.completed() >= st.enqueued();
+  }
+
+  std::shared_ptr<const EventState> record(Stream s) override {
+    auto e = std::make_shared<SimEvent>();
+    if (!async)
+      return e;
+    e->stream = &stream(s);
+    if (!detect) {
+      e->point = e->stream->enqueued();
+      return e;
+    }
+    auto& d = race_detector();
+    std::lock_guard lock(d.mutex());
+    e->point = e->stream->enqueued();
+    e->clock = d.clock_of(e->stream->slot);
+    return e;
+  }
+
+  void block(Stream s, const EventState& state) override {
+    const auto& e = static_cast<const SimEvent&>(state);
+    if (!async || e.stream == nullptr || e.stream->id == s)
+      return;
+    SimStream& st = stream(s);
+    auto wait = [src = e.stream, point = e.point] { src->wait_for(point); };
+    if (!detect) {
+      st.enqueue(wait);
+      return;
+    }
+    auto& d = race_detector();
+    std::lock_guard lock(d.mutex());
+    d.join(st.slot, e.clock);
+    st.enqueue(wait);
+  }
+
+  bool query(const EventState& state) override {
+    const auto& e = static_cast<const SimEvent&>(state);
+    return e.stream == nullptr || e.stream->completed() >= e.point;
+  }
+
+  void synchronize(const EventState& state) override {
+    const auto& e = static_cast<const SimEvent&>(state);
+    if (e.stream == nullptr)
+      return;
+    e.stream->wait_for(e.point);
+    if (detect) {
+      auto& d = race_detector();
+      std::lock_guard lock(d.mutex());
+      d.join(0, e.clock);
+    }
+  }
+
+  void launch(Stream s, const char* op, const std::vector<Access>& accesses,
+              std::function<void()> kernel) {
+    if (!async) {
+      kernel();
+      return;
+    }
+    SimStream& st = stream(s);
+    if (!detect) {
+      st.enqueue(std::move(kernel));
+      return;
+    }
+    auto& d = race_detector();
+    std::lock_guard lock(d.mutex());
+    d.on_launch(st.slot, op, accesses);
+    st.enqueue(std::move(kernel));
+  }
+
+  void configure(const SimConfig& c) {
+    std::lock_guard lock(streams_mutex_);
+    for (auto& [id, st] : streams_) {
+      try {
+        st->synchronize();
+      } catch (...) { // reported to whoever synchronizes; a new setting starts clean
+      }
+    }
+    config_ = c;
+    async = c.async;
+    detect = c.async && c.detect_races;
+    auto& d = race_detector();
+    std::lock_guard detector_lock(d.mutex());
+    for (auto& [id, st] : streams_) {
+      st->reseed(c.seed, c.max_delay_us);
+      d.join(0, d.clock_of(st->slot)); // everything ran: the host knows it
+    }
+  }
+
+  SimConfig config() {
+    std::lock_guard lock(streams_mutex_);
+    SimConfig c = config_;
+    c.async = async;
+    return c;
+  }
+
+private:
+  std::mutex streams_mutex_;
+  std::unordered_map<Stream, std::unique_ptr<SimStream>> streams_;
+  SimConfig config_{};
+};
+
+SimBackend& sim_backend() {
+  // Leaked on purpose: its stream threads must outlive static destruction,
+  // where a leaked default engine's workers may still enqueue.
+  static auto* b = new SimBackend;
+  return *b;
+}
+
+} // namespace
+
+StreamBackend& backend() { return sim_backend(); }
+
+bool is_async() { return sim_backend().async.load(std::memory_order_relaxed); }
+
+bool detecting_races() { return sim_backend().detect.load(std::memory_order_relaxed); }
+
+void launch(Stream s, const char* op, const std::vector<Access>& accesses,
+            std::function<void()> kernel) {
+  sim_backend().launch(s, op, accesses, std::move(kernel));
+}
+
+void host_access(Device d, const Access& access, const char* op) {
+  if (!is_async() || on_stream_thread())
+    return;
+  sim_backend().synchronize(current_stream(d));
+  if (detecting_races()) {
+    auto& det = race_detector();
+    std::lock_guard lock(det.mutex());
+    det.on_host_access(access, op);
+  }
+}
+
+bool on_stream_thread() { return detail::on_stream_thread(); }
+
+void configure(const SimConfig& config) { sim_backend().configure(config); }
+
+SimConfig config() { return sim_backend().config(); }
+
+} // namespace actorgrad::sim

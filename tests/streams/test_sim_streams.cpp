@@ -1,0 +1,195 @@
+/// @file test_sim_streams.cpp
+/// Sim streams and events: asynchronous in-order execution, event ordering,
+/// host synchronization, and the race detector's reports.
+
+#define BOOST_TEST_MODULE streams_sim_streams
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include "device/event.h"
+#include "device/guards.h"
+#include "device/sim/sim_backend.h"
+#include "libengine/ops.h"
+#include "libengine/tensor/kernels.h"
+#include "tests/streams/sim_test_util.h"
+
+using namespace actorgrad;
+using test::SimSettings;
+
+namespace {
+
+const Device dev = Device::sim(0);
+
+bool mentions(const std::string& report, std::initializer_list<const char*> parts) {
+  for (const char* p : parts)
+    if (report.find(p) == std::string::npos) {
+      BOOST_TEST_MESSAGE("report '" << report << "' lacks '" << p << "'");
+      return false;
+    }
+  return true;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(kernels_on_one_stream_run_in_order_after_random_delays) {
+  SimSettings sim(7);
+  auto x = Tensor::zeros({64}, DType::f64, dev);
+  for (int i = 0; i < 50; ++i)
+    kernels::add_(x, kernels::add_scalar(kernels::mul_scalar(x, 0.0), 1.0), 1.0);
+  // An in-place chain: any reordering would lose increments.
+  for (double v : x.to_vector())
+    BOOST_TEST(v == 50.0);
+  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+}
+
+BOOST_AUTO_TEST_CASE(a_kernel_runs_after_launch_returns) {
+  SimSettings sim;
+  const Stream s = stream_from_pool(dev);
+  StreamGuard guard(s);
+  auto x = Tensor::ones({4}, DType::f64, dev);
+  std::atomic<bool> open{false};
+  sim::launch(s, "gate", {}, [&open] {
+    while (!open.load())
+      std::this_thread::yield();
+  });
+  auto y = kernels::mul_scalar(x, 2.0);
+  Event done = Event::recorded_on(s);
+  BOOST_TEST(!done.query()); // the launches returned; the stream is held at the gate
+  BOOST_TEST(!query(s));
+  open = true;
+  done.synchronize();
+  BOOST_TEST(done.query());
+  BOOST_TEST(y.to_vector() == std::vector<double>(4, 2.0));
+}
+
+BOOST_AUTO_TEST_CASE(an_event_wait_orders_another_stream_after_the_write) {
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    SimSettings sim(seed);
+    const Stream a = stream_from_pool(dev);
+    const Stream b = stream_from_pool(dev);
+    Tensor x, y;
+    {
+      StreamGuard on_a(a);
+      x = kernels::add_scalar(Tensor::zeros({256}, DType::f64, dev), 3.0);
+    }
+    Event::recorded_on(a).block(b);
+    {
+      StreamGuard on_b(b);
+      y = kernels::mul_scalar(x, 2.0);
+      BOOST_TEST(y.to_vector() == std::vector<double>(256, 6.0)); // host read on b: synchronizes b
+    }
+    BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_read_on_an_unordered_stream_is_reported_with_tensor_streams_and_ops) {
+  SimSettings sim;
+  const Stream a = stream_from_pool(dev);
+  const Stream b = stream_from_pool(dev);
+  BOOST_REQUIRE(a != b);
+  Tensor x;
+  {
+    StreamGuard on_a(a);
+    x = kernels::add_scalar(Tensor::zeros({2, 3}, DType::f32, dev), 1.0);
+  }
+  {
+    StreamGuard on_b(b);
+    (void)kernels::tanh(x);
+  }
+  const auto reports = sim::race_reports();
+  BOOST_REQUIRE_EQUAL(reports.size(), 1u);
+  BOOST_TEST(mentions(reports[0], {"float32[2, 3] on sim:0", "tanh", "add_scalar", a.str().c_str(),
+                                   b.str().c_str()}));
+  synchronize(a);
+  synchronize(b);
+}
+
+BOOST_AUTO_TEST_CASE(a_host_read_synchronizes_the_current_stream_only) {
+  SimSettings sim;
+  const Stream a = stream_from_pool(dev);
+  Tensor x;
+  {
+    StreamGuard on_a(a);
+    x = kernels::add_scalar(Tensor::zeros({8}, DType::f64, dev), 1.0);
+  }
+  // The host reads on the default stream, which knows nothing of `a`.
+  (void)x.to_vector();
+  auto reports = sim::race_reports();
+  BOOST_REQUIRE_EQUAL(reports.size(), 1u);
+  BOOST_TEST(mentions(reports[0], {"the host reads", a.str().c_str(), "add_scalar"}));
+
+  sim::clear_race_reports();
+  auto y = [&] {
+    StreamGuard on_a(a);
+    return kernels::add_scalar(x, 1.0);
+  }();
+  synchronize(a);
+  BOOST_TEST(y.to_vector() == std::vector<double>(8, 2.0));
+  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+}
+
+BOOST_AUTO_TEST_CASE(host_synchronize_of_an_event_orders_the_host) {
+  SimSettings sim;
+  const Stream a = stream_from_pool(dev);
+  Tensor x;
+  Event e;
+  {
+    StreamGuard on_a(a);
+    x = kernels::add_scalar(Tensor::zeros({8}, DType::f64, dev), 5.0);
+    e.record(a);
+  }
+  e.synchronize();
+  BOOST_TEST(e.query());
+  BOOST_TEST(x.to_vector() == std::vector<double>(8, 5.0));
+  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+}
+
+BOOST_AUTO_TEST_CASE(a_copy_between_devices_follows_the_source_stream) {
+  SimSettings sim(11);
+  const Stream a = stream_from_pool(dev);
+  Tensor x;
+  {
+    StreamGuard on_a(a);
+    x = kernels::add_scalar(Tensor::zeros({16}, DType::f64, dev), 4.0);
+    Tensor y = kernels::to_device(x, Device::sim(1)); // waits for `a`, runs on sim:1's stream
+    BOOST_TEST(y.to_vector() == std::vector<double>(16, 4.0));
+    BOOST_TEST(kernels::to_device(x, Device::cpu()).to_vector() == std::vector<double>(16, 4.0));
+  }
+  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+}
+
+BOOST_AUTO_TEST_CASE(the_detector_is_off_by_default) {
+  sim::configure({});
+  sim::clear_race_reports();
+  const Stream a = stream_from_pool(dev);
+  Tensor x;
+  {
+    StreamGuard on_a(a);
+    x = kernels::add_scalar(Tensor::zeros({8}, DType::f64, dev), 1.0);
+  }
+  synchronize(a);
+  (void)kernels::tanh(x);
+  synchronize(default_stream(dev));
+  BOOST_TEST(sim::race_reports().empty());
+  BOOST_TEST(!sim::config().detect_races);
+}
+
+BOOST_AUTO_TEST_CASE(streams_and_guards_have_value_semantics) {
+  BOOST_TEST(!has_streams(Device::cpu()));
+  BOOST_TEST(has_streams(dev));
+  BOOST_TEST(current_stream(dev) == default_stream(dev));
+  const Stream s = stream_from_pool(dev);
+  BOOST_TEST(!s.is_default());
+  {
+    StreamGuard g(s);
+    BOOST_TEST(current_stream(dev) == s);
+    BOOST_TEST(current_stream(Device::sim(1)) == default_stream(Device::sim(1)));
+  }
+  BOOST_TEST(current_stream(dev) == default_stream(dev));
+  BOOST_CHECK_THROW(stream_from_pool(Device::cpu()), std::invalid_argument);
+  Event never;
+  BOOST_TEST(never.query());
+  never.block(s); // a never-recorded event orders nothing
+}
