@@ -1,7 +1,8 @@
 /// bench_chain_driver ENGINE CASE N [ITERS] [--mem]
 ///
 /// Builds one graph (CASE: chain_passthrough, chain_mul, fan, mlp,
-/// random_dag), runs its backward once to warm up, then ITERS more times
+/// random_dag, or reentrant: N = depth, see bench/common/reentrant.h), runs
+/// its backward once to warm up, then ITERS more times
 /// (default 10) between CALLGRIND_START_INSTRUMENTATION and
 /// CALLGRIND_STOP_INSTRUMENTATION, so `valgrind --tool=callgrind
 /// --instr-atstart=no` counts the backward passes only. ENGINE: actor,

@@ -6,6 +6,9 @@
 /// engine), and, with libtorch, torch (its own engine) and torch_seq (its
 /// nodes called directly in ready order, the bound for `torch`).
 ///
+/// single/reentrant/100: a node whose backward runs a nested backward, 100
+/// levels deep (bench/common/reentrant.h); 3 nodes per backward call.
+///
 /// Per single-device case, counters (wall time, min over iterations: the
 /// machine is shared, the minimum is the least disturbed run):
 ///   ns_per_node        backward time / nodes
@@ -147,12 +150,19 @@ void register_all() {
     cases.push_back({"fan", w});
   cases.push_back({"mlp", 4});
   cases.push_back({"random_dag", 1000});
+  auto register_single = [](const Case& c, const std::string& eng) {
+    benchmark::RegisterBenchmark(("single/" + c.kind + "/" + std::to_string(c.n) + "/" + eng).c_str(),
+                                 [c, eng](benchmark::State& s) { single(s, c.kind, c.n, eng); })
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(c.n >= 10000 ? 0.5 : 0.2);
+  };
   for (const auto& c : cases)
     for (const auto& eng : single_engines())
-      benchmark::RegisterBenchmark(("single/" + c.kind + "/" + std::to_string(c.n) + "/" + eng).c_str(),
-                                   [c, eng](benchmark::State& s) { single(s, c.kind, c.n, eng); })
-        ->Unit(benchmark::kMicrosecond)
-        ->MinTime(c.n >= 10000 ? 0.5 : 0.2);
+      register_single(c, eng);
+  // Reentrant backward to depth 100 (past max_recursion_depth, so both
+  // engines hand off to their reentrant pool); no libtorch variant.
+  for (std::string eng : {"sequential", "reference", "baseline", "actor"})
+    register_single({"reentrant", 100}, eng);
 
   for (std::string pattern : {"pipeline", "branches"})
     for (int d : {2, 4})

@@ -51,8 +51,19 @@ namespace actorgrad::detail {
 // between two actors is FIFO, so Serving precedes HandBack and the
 // requester never loses track of who holds its queue.
 
+// Note [Caller scratch reuse]
+// A synchronous backward builds a TaskRunner on the caller's thread for the
+// call only. Its ready heap and frame stack would start empty every call
+// and regrow (for a graph whose heap holds w tasks: log2(w) reallocations
+// moving every NodeTask, and a vector of w * sizeof(NodeTask) bytes, large
+// enough to make glibc consolidate its fast bins). So a caller runner takes
+// the storage the previous one on this thread left behind (empty, with its
+// capacity), as PyTorch's thread-local local_ready_queue keeps its heap
+// between calls. Only this thread touches it: no synchronization.
+
 namespace {
 thread_local TaskRunner* current_runner = nullptr;
+thread_local TaskRunner::Scratch spare_caller_scratch;
 
 void raise_max(std::atomic<int>& max, int value) {
   int seen = max.load(std::memory_order_relaxed);
@@ -68,11 +79,22 @@ TaskRunner::TaskRunner(EngineCore& core, caf::blocking_actor* self,
     queue_(this),
     worker_device_(worker_device),
     device_(worker_device.value_or(Device::cpu())),
-    prev_current_(current_runner) {
+    prev_current_(current_runner),
+    caller_(!self && !worker_device) {
+  if (caller_) {
+    heap_ = std::move(spare_caller_scratch.heap);
+    frames_ = std::move(spare_caller_scratch.frames);
+  }
   current_runner = this;
 }
 
-TaskRunner::~TaskRunner() { current_runner = prev_current_; }
+TaskRunner::~TaskRunner() {
+  current_runner = prev_current_;
+  if (caller_ && heap_.empty() && frames_.empty()) { // see Note [Caller scratch reuse]
+    spare_caller_scratch.heap = std::move(heap_);
+    spare_caller_scratch.frames = std::move(frames_);
+  }
+}
 
 TaskRunner* TaskRunner::current() { return current_runner; }
 

@@ -65,13 +65,19 @@ public:
   /// queue this worker no longer serves: routed on to its owner).
   void handle(caf::mailbox_element& element);
 
-private:
   /// A GraphTask this runner coordinates (several when calls nest).
   struct Frame {
     GraphTask* task;
     bool aborted = false;
   };
+  /// Storage a caller's runner leaves to the next one on its thread (see
+  /// Note [Caller scratch reuse] in task_runner.cpp).
+  struct Scratch {
+    ReadyHeap heap;
+    std::vector<Frame> frames;
+  };
 
+private:
   void ensure_mailbox();
   std::shared_ptr<TaskContext> make_context(const GraphTask& task);
   bool owned_here(const TaskContext& ctx, Device d) const;
@@ -120,6 +126,8 @@ private:
   int reentrant_frames_ = 0;
   bool stop_ = false;
   TaskRunner* prev_current_;
+  /// A synchronous caller's runner (no actor, no device): reuses scratch.
+  const bool caller_;
   /// The recording this actor last wrote to (compared by owner, so a new
   /// recording gets a new buffer) and this actor's buffer in it.
   std::weak_ptr<trace::Recorder> trace_recorder_;

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "bench/common/reentrant.h"
 #include "bench/common/workloads.h"
 #if ACTORGRAD_BENCH_HAVE_TORCH
 #include "bench/torch/torch_cases.h"
@@ -29,12 +30,23 @@ inline Graph build_case(const std::string& kind, int n) {
 }
 
 /// A case on an engine: sequential (the lower bound), reference, baseline,
-/// actor, or (with libtorch) torch_seq and torch. Not movable: run() refers
-/// to the members.
+/// actor, or (with libtorch) torch_seq and torch. Kind "reentrant" (n = the
+/// depth, see ReentrantCase) has no torch variant. Not movable: run()
+/// refers to the members.
 class SingleCase {
 public:
-  /// Throws std::runtime_error for a torch engine in a build without libtorch.
+  /// Throws std::runtime_error for a torch engine in a build without
+  /// libtorch, or for a case without a torch variant.
   SingleCase(const std::string& engine_name, const std::string& kind, int n) {
+    if (kind == "reentrant") {
+      if (engine_name.rfind("torch", 0) == 0)
+        throw std::runtime_error("reentrant: no libtorch variant");
+      reentrant_ = std::make_unique<ReentrantCase>(
+        n, engine_name == "sequential" ? nullptr : &engine(engine_name));
+      nodes_ = reentrant_->nodes();
+      run_ = [this] { reentrant_->run(); };
+      return;
+    }
     if (engine_name == "torch" || engine_name == "torch_seq") {
 #if ACTORGRAD_BENCH_HAVE_TORCH
       torch_ = torchb::make(kind, n);
@@ -68,6 +80,7 @@ public:
 private:
   Graph graph_;
   std::unique_ptr<SequentialPlan> plan_;
+  std::unique_ptr<ReentrantCase> reentrant_;
 #if ACTORGRAD_BENCH_HAVE_TORCH
   std::shared_ptr<torchb::TorchGraph> torch_;
 #endif

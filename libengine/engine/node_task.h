@@ -47,25 +47,66 @@ struct ReadyOrder {
 
 /// A max-heap of NodeTasks under ReadyOrder that lets the top be moved out.
 /// Not synchronized: it belongs to exactly one actor (or one thread).
+///
+/// Note [Keyed ready heap]
+/// The heap orders small keys (shutdown/wake-up flags, depth, sequence_nr,
+/// slot), compared exactly as ReadyOrder compares their tasks; the tasks
+/// stay in `slots_` (a freed slot is reused). So a push or pop moves one
+/// NodeTask once, instead of up to log2(size) + 3 times (each move of a
+/// NodeTask is two shared_ptrs and a vector, and each moved-from temporary
+/// is destroyed) and compares without reading the nodes.
 class ReadyHeap {
 public:
   void push(NodeTask&& t) {
-    tasks_.push_back(std::move(t));
-    std::push_heap(tasks_.begin(), tasks_.end(), ReadyOrder{});
+    Key k{t.fn ? t.fn->sequence_nr() : 0, t.reentrant_depth, 0, t.shutdown, !t.fn};
+    if (free_.empty()) {
+      k.slot = static_cast<std::uint32_t>(slots_.size());
+      slots_.push_back(std::move(t));
+    } else {
+      k.slot = free_.back();
+      free_.pop_back();
+      slots_[k.slot] = std::move(t);
+    }
+    keys_.push_back(k);
+    std::push_heap(keys_.begin(), keys_.end(), KeyOrder{});
   }
   /// Removes and returns the task that runs next.
   NodeTask pop() {
-    std::pop_heap(tasks_.begin(), tasks_.end(), ReadyOrder{});
-    NodeTask t = std::move(tasks_.back());
-    tasks_.pop_back();
-    return t;
+    std::pop_heap(keys_.begin(), keys_.end(), KeyOrder{});
+    const std::uint32_t slot = keys_.back().slot;
+    keys_.pop_back();
+    free_.push_back(slot);
+    return std::move(slots_[slot]);
   }
-  const NodeTask& top() const { return tasks_.front(); }
-  bool empty() const { return tasks_.empty(); }
-  std::size_t size() const { return tasks_.size(); }
+  const NodeTask& top() const { return slots_[keys_.front().slot]; }
+  bool empty() const { return keys_.empty(); }
+  std::size_t size() const { return keys_.size(); }
 
 private:
-  std::vector<NodeTask> tasks_;
+  struct Key {
+    std::uint64_t sequence_nr;
+    int reentrant_depth;
+    std::uint32_t slot;
+    bool shutdown;
+    bool wake_up; ///< no node
+  };
+  /// ReadyOrder on keys.
+  struct KeyOrder {
+    bool operator()(const Key& t1, const Key& t2) const {
+      if (t2.shutdown)
+        return true;
+      if (t1.wake_up || t1.shutdown)
+        return false;
+      if (t2.wake_up)
+        return true;
+      if (t1.reentrant_depth == t2.reentrant_depth)
+        return t1.sequence_nr < t2.sequence_nr;
+      return t1.reentrant_depth < t2.reentrant_depth;
+    }
+  };
+  std::vector<Key> keys_;
+  std::vector<NodeTask> slots_;
+  std::vector<std::uint32_t> free_;
 };
 
 } // namespace actorgrad

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "libengine/tensor/detail/cuda_dispatch.h"
 #include "libengine/tensor/detail/kernel_support.h"
 #include "libengine/tensor/kernels.h"
 
@@ -89,57 +90,70 @@ void binary_inplace(const char* op, const Tensor& self, const Tensor& other, F f
 // -- binary -------------------------------------------------------------------
 
 Tensor add(const Tensor& a, const Tensor& b, double alpha) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::add(a, b, alpha));
   return binary("add", a, b, [alpha](auto x, auto y) { return x + static_cast<decltype(x)>(alpha) * y; });
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::sub(a, b));
   return binary("sub", a, b, [](auto x, auto y) { return x - y; });
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::mul(a, b));
   return binary("mul", a, b, [](auto x, auto y) { return x * y; });
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::div(a, b));
   return binary("div", a, b, [](auto x, auto y) { return x / y; });
 }
 
 Tensor pow(const Tensor& a, const Tensor& b) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::pow(a, b));
   return binary("pow", a, b, [](auto x, auto y) { return std::pow(x, y); });
 }
 
 // -- unary --------------------------------------------------------------------
 
 Tensor add_scalar(const Tensor& a, double s) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::add_scalar(a, s));
   return unary("add_scalar", a, [s](const auto& x) { return x + scalar_of<decltype(x)>(s); });
 }
 
 Tensor mul_scalar(const Tensor& a, double s) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::mul_scalar(a, s));
   return unary("mul_scalar", a, [s](const auto& x) { return x * scalar_of<decltype(x)>(s); });
 }
 
 Tensor pow_scalar(const Tensor& a, double exponent) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::pow_scalar(a, exponent));
   return unary("pow_scalar", a,
                [exponent](const auto& x) { return x.pow(scalar_of<decltype(x)>(exponent)); });
 }
 
 Tensor neg(const Tensor& a) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::neg(a));
   return unary("neg", a, [](const auto& x) { return -x; });
 }
 
 Tensor exp(const Tensor& a) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::exp(a));
   return unary("exp", a, [](const auto& x) { return x.exp(); });
 }
 
 Tensor log(const Tensor& a) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::log(a));
   return unary("log", a, [](const auto& x) { return x.log(); });
 }
 
 Tensor tanh(const Tensor& a) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::tanh(a));
   return unary("tanh", a, [](const auto& x) { return x.tanh(); });
 }
 
 Tensor sigmoid(const Tensor& a) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::sigmoid(a));
   return unary("sigmoid", a, [](const auto& x) {
     using T = scalar_of<decltype(x)>;
     return (T(1) + (-x).exp()).inverse();
@@ -147,10 +161,12 @@ Tensor sigmoid(const Tensor& a) {
 }
 
 Tensor relu(const Tensor& a) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::relu(a));
   return unary("relu", a, [](const auto& x) { return x.max(scalar_of<decltype(x)>(0)); });
 }
 
 Tensor gt_scalar(const Tensor& a, double s) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::gt_scalar(a, s));
   return unary("gt_scalar", a, [s](const auto& x) {
     using T = scalar_of<decltype(x)>;
     return (x > T(s)).template cast<T>();
@@ -160,15 +176,18 @@ Tensor gt_scalar(const Tensor& a, double s) {
 // -- in place -------------------------------------------------------------------
 
 void add_(const Tensor& self, const Tensor& other, double alpha) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(self), cuda::add_(self, other, alpha));
   binary_inplace("add_", self, other,
                  [alpha](auto x, auto y) { return x + static_cast<decltype(x)>(alpha) * y; });
 }
 
 void copy_(const Tensor& self, const Tensor& src) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(self), cuda::copy_(self, src));
   binary_inplace("copy_", self, src, [](auto, auto y) { return y; });
 }
 
 void mul_(const Tensor& self, double s) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(self), cuda::mul_(self, s));
   check_defined("mul_", self);
   launch("mul_", {&self}, {&self}, [self, s] {
     dispatch_dtype(self.dtype(), [&](auto zero) {
@@ -180,6 +199,7 @@ void mul_(const Tensor& self, double s) {
 }
 
 void fill_(const Tensor& self, double v) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(self), cuda::fill_(self, v));
   check_defined("fill_", self);
   launch("fill_", {}, {&self}, [self, v] {
     dispatch_dtype(self.dtype(), [&](auto zero) {

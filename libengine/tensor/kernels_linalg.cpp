@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "libengine/tensor/detail/cuda_dispatch.h"
 #include "libengine/tensor/detail/kernel_support.h"
 #include "libengine/tensor/kernels.h"
 
@@ -11,6 +12,7 @@ namespace actorgrad::kernels {
 using namespace detail;
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::matmul(a, b));
   check_compatible("matmul", a, b);
   const auto mismatch = [&](const std::string& why) {
     return std::invalid_argument("matmul: shapes " + shape_str(a.shape()) + " and " +

@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "libengine/tensor/detail/cuda_dispatch.h"
 #include "libengine/tensor/detail/kernel_support.h"
 #include "libengine/tensor/kernels.h"
 
@@ -59,6 +60,7 @@ Tensor softmax_impl(const char* op, const Tensor& a, std::int64_t dim, bool log)
 } // namespace
 
 Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::sum(a, dims, keepdim));
   check_defined("sum", a);
   const auto rank = a.dim();
   std::vector<bool> reduced(rank, dims.empty());
@@ -102,6 +104,7 @@ Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim)
 }
 
 Tensor amax(const Tensor& a, std::int64_t dim, bool keepdim) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::amax(a, dim, keepdim));
   check_defined("amax", a);
   const auto d = wrap_dim(dim, a.dim());
   const auto split = split_at(a.shape(), d);
@@ -149,6 +152,7 @@ Tensor sum_to(const Tensor& a, const Shape& shape) {
 }
 
 bool any_nan(const Tensor& a) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::any_nan(a));
   check_defined("any_nan", a);
   return dispatch_dtype(a.dtype(), [&](auto zero) {
     return const_array_of<decltype(zero)>(a).isNaN().any();
@@ -156,6 +160,7 @@ bool any_nan(const Tensor& a) {
 }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::max_abs_diff(a, b));
   check_compatible("max_abs_diff", a, b);
   if (a.shape() != b.shape())
     throw std::invalid_argument("max_abs_diff: shapes " + shape_str(a.shape()) + " and " +
@@ -169,10 +174,12 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 }
 
 Tensor softmax(const Tensor& a, std::int64_t dim) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::softmax(a, dim));
   return softmax_impl("softmax", a, dim, false);
 }
 
 Tensor log_softmax(const Tensor& a, std::int64_t dim) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::log_softmax(a, dim));
   return softmax_impl("log_softmax", a, dim, true);
 }
 

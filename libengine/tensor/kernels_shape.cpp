@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "device/event.h"
+#include "libengine/tensor/detail/cuda_dispatch.h"
 #include "libengine/tensor/detail/kernel_support.h"
 #include "libengine/tensor/kernels.h"
 #include "libengine/tensor/tensor_impl.h"
@@ -110,6 +111,7 @@ std::int64_t check_scatter_source(const char* op, const Shape& shape, std::int64
 } // namespace
 
 Tensor expand(const Tensor& a, const Shape& shape) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::expand(a, shape));
   check_defined("expand", a);
   if (!is_expandable_to(a.shape(), shape))
     throw std::invalid_argument("expand: shape " + shape_str(a.shape()) +
@@ -118,6 +120,7 @@ Tensor expand(const Tensor& a, const Shape& shape) {
 }
 
 Tensor transpose(const Tensor& a, std::int64_t d0, std::int64_t d1) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::transpose(a, d0, d1));
   check_defined("transpose", a);
   const auto i = wrap_dim(d0, a.dim());
   const auto j = wrap_dim(d1, a.dim());
@@ -164,6 +167,7 @@ Tensor view(const Tensor& a, const Shape& shape) {
 }
 
 Tensor index_select(const Tensor& a, std::int64_t dim, const std::vector<std::int64_t>& index) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::index_select(a, dim, index));
   check_defined("index_select", a);
   const auto d = wrap_dim(dim, a.dim());
   check_indices("index_select", index, a.size(d), dim);
@@ -186,6 +190,7 @@ Tensor index_select(const Tensor& a, std::int64_t dim, const std::vector<std::in
 
 Tensor index_add_into_zeros(const Shape& shape, std::int64_t dim,
                             const std::vector<std::int64_t>& index, const Tensor& src) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(src), cuda::index_add_into_zeros(shape, dim, index, src));
   const auto d = check_scatter_source("index_add_into_zeros", shape, dim, src,
                                       static_cast<std::int64_t>(index.size()));
   check_indices("index_add_into_zeros", index, shape[d], dim);
@@ -193,6 +198,7 @@ Tensor index_add_into_zeros(const Shape& shape, std::int64_t dim,
 }
 
 Tensor narrow(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t length) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::narrow(a, dim, start, length));
   check_defined("narrow", a);
   const auto d = wrap_dim(dim, a.dim());
   check_range("narrow", dim, start, length, a.size(d));
@@ -201,6 +207,7 @@ Tensor narrow(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_
 
 Tensor narrow_into_zeros(const Shape& shape, std::int64_t dim, std::int64_t start,
                          const Tensor& src) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(src), cuda::narrow_into_zeros(shape, dim, start, src));
   const auto d = check_scatter_source("narrow_into_zeros", shape, dim, src, std::nullopt);
   const auto length = src.size(d);
   check_range("narrow_into_zeros", dim, start, length, shape[d]);
@@ -208,6 +215,7 @@ Tensor narrow_into_zeros(const Shape& shape, std::int64_t dim, std::int64_t star
 }
 
 Tensor clone(const Tensor& a) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::clone(a));
   check_defined("clone", a);
   auto out = empty_like(a, a.shape());
   launch("clone", {&a}, {&out}, [a, out] { copy_bytes(out, a); });
@@ -215,6 +223,7 @@ Tensor clone(const Tensor& a) {
 }
 
 Tensor cast(const Tensor& a, DType dtype) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::cast(a, dtype));
   check_defined("cast", a);
   auto out = Tensor::empty(a.shape(), dtype, a.device());
   launch("cast", {&a}, {&out}, [a, out] {
@@ -229,6 +238,7 @@ Tensor cast(const Tensor& a, DType dtype) {
 }
 
 Tensor to_device(const Tensor& a, Device device) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a) || device.type == DeviceType::cuda, cuda::to_device(a, device));
   check_defined("to_device", a);
   auto out = Tensor::empty(a.shape(), a.dtype(), device);
   if (device.is_cpu()) { // device to host: wait for the data, as cudaMemcpy does

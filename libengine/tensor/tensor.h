@@ -69,7 +69,9 @@ public:
 
   // -- data -------------------------------------------------------------------
 
-  /// Pointer to the first element; T must match dtype() (checked).
+  /// Pointer to the first element; T must match dtype() (checked). On a sim
+  /// device it first synchronizes the current stream (a host access); on a
+  /// CUDA device it is a device pointer (use to_vector() or item() to read).
   template <class T>
   T* data() const;
   /// The single element of a one-element tensor, as double.

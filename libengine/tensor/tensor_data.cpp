@@ -141,18 +141,30 @@ T* Tensor::data() const {
 template float* Tensor::data<float>() const;
 template double* Tensor::data<double>() const;
 
+namespace {
+
+/// `t` itself when the host can read its memory, else a copy on the CPU
+/// (device memory: data() is a device pointer there).
+Tensor readable_on_host(const Tensor& t) {
+  return t.device().type == DeviceType::cuda ? kernels::to_device(t, Device::cpu()) : t;
+}
+
+} // namespace
+
 double Tensor::item() const {
   if (numel() != 1)
     throw std::invalid_argument("item() needs a one-element tensor, got shape " +
                                 shape_str(shape()));
+  const Tensor host = readable_on_host(*this);
   return dispatch_dtype(dtype(), [&](auto zero) {
-    return static_cast<double>(*data<decltype(zero)>());
+    return static_cast<double>(*host.data<decltype(zero)>());
   });
 }
 
 std::vector<double> Tensor::to_vector() const {
+  const Tensor host = readable_on_host(*this);
   return dispatch_dtype(dtype(), [&](auto zero) {
-    const auto* p = data<decltype(zero)>();
+    const auto* p = host.data<decltype(zero)>();
     return std::vector<double>(p, p + numel());
   });
 }
@@ -175,8 +187,9 @@ double Tensor::at(std::initializer_list<std::int64_t> index) const {
     linear = linear * s[d] + i;
     ++d;
   }
+  const Tensor host = readable_on_host(*this);
   return dispatch_dtype(dtype(), [&](auto zero) {
-    return static_cast<double>(data<decltype(zero)>()[linear]);
+    return static_cast<double>(host.data<decltype(zero)>()[linear]);
   });
 }
 

@@ -4,8 +4,10 @@
 #
 #   tools/bench/callgrind_chain.sh [BUILD_DIR] [OUT_TSV]
 #
-# Env: CASES (default "chain_passthrough chain_mul"), SIZES (default
+# Env: CASES (default "chain_passthrough chain_mul"; "" for none), SIZES (default
 # "100 1000 10000"; add 100000 for the long chain: slow under valgrind),
+# EXTRA (further CASE:N runs, default "reentrant:100": reentrant backward
+# to depth 100; "" for none),
 # ENGINES (default: sequential reference baseline actor torch_seq torch),
 # KEEP_OUT=1 keeps the callgrind.out files (for callgrind_annotate) next to the TSV.
 #
@@ -17,8 +19,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build-bench}
 OUT_TSV=${2:-$ROOT/bench/results/callgrind_chain.tsv}
-CASES=${CASES:-"chain_passthrough chain_mul"}
+CASES=${CASES-"chain_passthrough chain_mul"}
 SIZES=${SIZES:-"100 1000 10000"}
+EXTRA=${EXTRA-"reentrant:100"}
 ENGINES=${ENGINES:-"sequential reference baseline actor torch_seq torch"}
 DRIVER=$BUILD/bench/bench_chain_driver
 command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 77; }
@@ -27,23 +30,25 @@ mkdir -p "$(dirname "$OUT_TSV")"
 CGDIR=$(dirname "$OUT_TSV")/callgrind
 mkdir -p "$CGDIR"
 echo -e "engine\tcase\tn\tnodes\titers\tinstructions\tinstructions_per_node" > "$OUT_TSV"
-for c in $CASES; do
-  for n in $SIZES; do
-    if   [ "$n" -le 100 ];   then iters=20
-    elif [ "$n" -le 1000 ];  then iters=5
-    else iters=1; fi
-    for e in $ENGINES; do
-      f=$CGDIR/callgrind.$e.$c.$n.out
-      if ! line=$(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$f" \
-                    "$DRIVER" "$e" "$c" "$n" "$iters" 2>"$f.log"); then
-        echo "skip $e $c $n (driver failed, see $f.log)" >&2
-        continue
-      fi
-      nodes=$(echo "$line" | awk '{print $4}')
-      ir=$(awk '/^totals:/ {print $2; exit} /^summary:/ {s=$2} END {if (s) print s}' "$f" | head -1)
-      per=$(awk -v ir="$ir" -v it="$iters" -v nd="$nodes" 'BEGIN {printf "%.1f", ir / it / nd}')
-      echo -e "$e\t$c\t$n\t$nodes\t$iters\t$ir\t$per" | tee -a "$OUT_TSV"
-      [ "${KEEP_OUT:-0}" = 1 ] || rm -f "$f" "$f.log"
-    done
+RUNS=$EXTRA
+for c in $CASES; do for n in $SIZES; do RUNS="$RUNS $c:$n"; done; done
+for run in $RUNS; do
+  c=${run%%:*}
+  n=${run#*:}
+  if   [ "$n" -le 100 ];   then iters=20
+  elif [ "$n" -le 1000 ];  then iters=5
+  else iters=1; fi
+  for e in $ENGINES; do
+    f=$CGDIR/callgrind.$e.$c.$n.out
+    if ! line=$(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$f" \
+                  "$DRIVER" "$e" "$c" "$n" "$iters" 2>"$f.log"); then
+      echo "skip $e $c $n (driver failed, see $f.log)" >&2
+      continue
+    fi
+    nodes=$(echo "$line" | awk '{print $4}')
+    ir=$(awk '/^totals:/ {print $2; exit} /^summary:/ {s=$2} END {if (s) print s}' "$f" | head -1)
+    per=$(awk -v ir="$ir" -v it="$iters" -v nd="$nodes" 'BEGIN {printf "%.1f", ir / it / nd}')
+    echo -e "$e\t$c\t$n\t$nodes\t$iters\t$ir\t$per" | tee -a "$OUT_TSV"
+    [ "${KEEP_OUT:-0}" = 1 ] || rm -f "$f" "$f.log"
   done
 done

@@ -4,6 +4,8 @@ bench/overhead_per_node.svg (standard library only: the SVG is written by hand).
 
 Inputs (any may be missing): bench_engines.json (Google Benchmark JSON),
 callgrind_chain.tsv (tools/bench/callgrind_chain.sh), memory.tsv.
+The hand-recorded tail of an existing RESULTS.md (from the heading
+HAND_RECORDED on) is kept below the generated part.
 """
 import argparse
 import csv
@@ -16,6 +18,11 @@ import subprocess
 
 BOUND = {"torch": "torch_seq"}
 ENGINE_ORDER = ["sequential", "torch_seq", "reference", "baseline", "actor", "torch"]
+HAND_RECORDED = "## Further measurements"
+REENTRANT_NOTE = ("`reentrant`, N = 100: a node whose backward runs a nested backward on a fresh small "
+                  "graph, 100 levels deep (bench/common/reentrant.h); 101 backward calls of 3 nodes each "
+                  "per pass, so instructions (or ns) per backward call = 3 x per node. Past depth 60 "
+                  "both engines hand the nested call to their reentrant pool.")
 COLORS = {"reference": "#888888", "baseline": "#d62728", "actor": "#1f77b4", "torch": "#2ca02c"}
 
 
@@ -194,6 +201,8 @@ def main():
         lines += ["## Instructions per node (callgrind, repeatable)", "",
                   "`tools/bench/callgrind_chain.sh`: backward passes only (CALLGRIND_START/STOP around them, "
                   "after one warm-up pass), divided by passes and nodes.", ""] + cg_lines + [""]
+        if any(r["case"] == "reentrant" for r in cg):
+            lines += [REENTRANT_NOTE, ""]
     panels = []
     if cg_series:
         panels.append(("Engine overhead, instructions/node", "instructions per node", cg_series))
@@ -205,6 +214,8 @@ def main():
                   "Times are the minimum over iterations (least disturbed run on a shared machine).", ""]
         single, series, dev, cc = bench_tables(js)
         lines += ["### Single device (CPU)", ""] + single + [""]
+        if any("reentrant" in row for row in single):
+            lines += [REENTRANT_NOTE, ""]
         lines += ["### Simulated devices (busy nodes: pipeline = one chain of 64 over the devices in stages; "
                   "branches = a CPU root feeding one chain of 32 per device)", ""] + dev + [""]
         lines += ["### Concurrent backward calls (each thread its own chain of 1000)", ""] + cc + [""]
@@ -224,8 +235,15 @@ def main():
         svg = os.path.join(os.path.dirname(a.out), "overhead_per_node.svg")
         svg_plot(panels, svg)
         lines += ["## Plot", "", "![overhead per node vs N](overhead_per_node.svg)", ""]
+    tail = ""
+    if os.path.exists(a.out):
+        old = open(a.out).read()
+        if HAND_RECORDED in old:
+            tail = old[old.index(HAND_RECORDED):]
     with open(a.out, "w") as f:
         f.write("\n".join(lines))
+        if tail:
+            f.write("\n" + tail)
     print("wrote", a.out)
 
 

@@ -4,9 +4,11 @@
 #   tools/bench/run_benchmarks.sh [BUILD_DIR]
 #
 # Steps: build bench_engines and bench_chain_driver (Release); callgrind
-# instruction counts of the chain cases (tools/bench/callgrind_chain.sh);
+# instruction counts of the chain cases and of reentrant backward to depth
+# 100 (tools/bench/callgrind_chain.sh; its EXTRA runs);
 # peak memory of one backward of the chain of 10^5 per engine; the Google
-# Benchmark suite (JSON); then tools/bench/make_results.py.
+# Benchmark suite (JSON); then tools/bench/make_results.py, which keeps the
+# hand-recorded "## Further measurements" tail of bench/RESULTS.md.
 # Env: SKIP_BUILD=1, SKIP_CALLGRIND=1, BENCH_FILTER (a --benchmark_filter
 # regex), JOBS (build parallelism, default 2).
 set -euo pipefail

@@ -13,6 +13,10 @@ int run_train(int argc, char** argv);
 /// writes a Chrome trace, an HTML report and a text summary (trace.cpp).
 int run_trace(int argc, char** argv);
 
+/// `actorgrad worker`: serves distributed autograd on a port until SIGINT or
+/// SIGTERM (worker.cpp, actors/remote/).
+int run_worker(int argc, char** argv);
+
 /// Exit code for a bad command line (unknown flag, bad value).
 inline constexpr int kUsageError = 2;
 

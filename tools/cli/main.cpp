@@ -22,6 +22,8 @@ constexpr Command kCommands[] = {
      "train a small MLP on two spirals with the actor engine"},
     {"trace", actorgrad::cli::run_trace,
      "record one backward pass: Chrome trace, HTML report, summary"},
+    {"worker", actorgrad::cli::run_worker,
+     "serve distributed autograd on a port (remote forward ops and backward)"},
 };
 
 void print_usage(std::FILE* out) {

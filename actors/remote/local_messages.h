@@ -1,0 +1,67 @@
+#pragma once
+/// @file local_messages.h
+/// Messages between the caller's threads and its own Agent. They never
+/// leave the process and hold engine objects, so they are declared with
+/// CAF_ALLOW_UNSAFE_MESSAGE_TYPE (as actors/messages.h does).
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+
+#include "actors/remote/dist_nodes.h"
+#include "actors/remote/local_step.h"
+
+namespace actorgrad::remote {
+
+/// remote_call recorded a send node on the caller: the agent keeps it (the
+/// root of the local pass that runs when its gradient comes back).
+struct LocalRegisterSend {
+  std::uint64_t context_id;
+  std::shared_ptr<SendBackward> node;
+};
+
+/// dist_backward ran the caller's local pass: the agent records its leaf
+/// gradients, sends its outgoing gradients and replies Ack when all the
+/// remote work they cause is done.
+struct LocalRoot {
+  std::uint64_t context_id;
+  LocalStep step;
+  bool anomaly;
+};
+
+/// Asks the agent for the caller's leaf gradients of a context.
+struct LocalGradients {
+  std::uint64_t context_id;
+};
+
+/// The caller's leaf gradients of a context.
+struct LocalGradientsReply {
+  std::vector<LocalStep::Leaf> leaves;
+};
+
+/// Runtime::connect asks the agent to monitor a worker and clear `alive`
+/// when it goes down (Note [Watching workers] in runtime.cpp).
+struct Watch {
+  caf::actor worker;
+  std::shared_ptr<std::atomic<bool>> alive;
+};
+
+/// Sets the name the agent uses in errors (a worker learns its port after
+/// publishing).
+struct SetName {
+  std::string name;
+};
+
+} // namespace actorgrad::remote
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::LocalRegisterSend)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::LocalRoot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::LocalGradients)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::LocalGradientsReply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::SetName)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::Watch)

@@ -1,0 +1,169 @@
+#include "actors/remote/runtime.h"
+
+#include <optional>
+#include <random>
+#include <set>
+#include <unistd.h>
+
+#include <caf/actor_system.hpp>
+#include <caf/after.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "actors/engine.h"
+#include "actors/remote/agent.h"
+#include "actors/remote/local_messages.h"
+
+namespace actorgrad::remote {
+
+namespace {
+
+std::unique_ptr<caf::actor_system_config> make_config(const RuntimeConfig& config) {
+  auto cfg = std::make_unique<caf::actor_system_config>();
+  cfg->set("scheduler.max-threads", config.engine.scheduler_threads);
+  // CAF's network layer runs on its own multiplexer thread; messages from
+  // the network are enqueued to the (detached) agent from there.
+  register_remote_types(*cfg);
+  // Deserialize incoming messages on the middleman's own thread rather than
+  // on BASP workers run by the scheduler: one thread hop less per message.
+  // On loopback (bench/bench_remote.cpp, 2-core shared VM, one run each)
+  // the small round trip went from 380 to 130 us and 4 MiB tensors from
+  // 630 to 950 MB/s; the VM is noisy, see bench/RESULTS.md.
+  cfg->set("middleman.workers", size_t{0});
+  return cfg;
+}
+
+std::uint64_t random_tag() {
+  std::random_device rd;
+  std::uint64_t tag = 0;
+  while (tag == 0)
+    tag = (static_cast<std::uint64_t>(rd()) ^ (static_cast<std::uint64_t>(::getpid()) << 7)) &
+          0xFFFF;
+  return tag;
+}
+
+} // namespace
+
+Runtime::Runtime(RuntimeConfig config)
+  : config_(std::move(config)), system_config_(make_config(config_)),
+    system_(std::make_unique<caf::actor_system>(*system_config_)),
+    engine_(std::make_unique<Engine>(*system_, config_.engine)), process_tag_(random_tag()) {
+  AgentConfig agent_config;
+  agent_config.executor = engine_.get();
+  agent_config.timeout = config_.timeout;
+  agent_config.test_ops = config_.test_ops;
+  agent_config.name =
+    config_.name.empty() ? "caller pid " + std::to_string(::getpid()) : config_.name;
+  published_name_ = agent_config.name;
+  agent_ = spawn_agent(*system_, std::move(agent_config));
+}
+
+Runtime::~Runtime() {
+  {
+    caf::scoped_actor self{*system_};
+    self->monitor(agent_);
+    caf::anon_send_exit(agent_, caf::exit_reason::user_shutdown);
+    self->receive([](const caf::down_msg&) {},
+                  caf::after(std::chrono::seconds(10)) >> [] {});
+  }
+  agent_ = nullptr;
+  engine_.reset();
+}
+
+std::uint16_t Runtime::publish(std::uint16_t port, const std::string& host) {
+  auto res = system_->middleman().publish(agent_, port, host.c_str(), true);
+  if (!res)
+    throw DistError("cannot publish on " + host + ":" + std::to_string(port) + ": " +
+                    system_->render(res.error()));
+  if (config_.name.empty()) {
+    published_name_ = host + ":" + std::to_string(*res);
+    caf::anon_send(agent_, SetName{published_name_});
+  }
+  return *res;
+}
+
+RemoteWorker Runtime::connect(const std::string& host, std::uint16_t port) {
+  const std::string name = host + ":" + std::to_string(port);
+  // middleman().remote_actor waits without a bound; ask the middleman actor
+  // directly, with the runtime's timeout.
+  std::optional<caf::actor> res;
+  std::string error;
+  {
+    caf::scoped_actor self{*system_};
+    self->request(system_->middleman().actor_handle(), config_.timeout, caf::connect_atom::value,
+                  host, port)
+      .receive(
+        [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
+          if (ptr)
+            res = caf::actor_cast<caf::actor>(std::move(ptr));
+          else
+            error = "no actor is published there";
+        },
+        [&](caf::error& e) {
+          error = e == caf::sec::request_timeout
+                    ? "no answer within " + std::to_string(config_.timeout.count()) + " ms"
+                    : system_->render(e);
+        });
+  }
+  if (!res)
+    throw DistError("cannot connect to worker " + name + ": " + error);
+  // Note [Watching workers]
+  // The agent monitors every connected worker and clears this flag on its
+  // down message (process died, connection dropped). A call from a user
+  // thread checks it first, so a call to a dead worker fails at once: a
+  // request sent to the proxy of a lost connection is dropped by CAF 0.17,
+  // not bounced, and would otherwise wait for the whole timeout. The flag is
+  // written once, by the agent, and only read elsewhere.
+  auto alive = std::make_shared<std::atomic<bool>>(true);
+  caf::anon_send(agent_, Watch{*res, alive});
+  return RemoteWorker(this, std::move(*res), name, std::move(alive));
+}
+
+void RemoteWorker::ensure_alive(const std::string& what) const {
+  if (!alive())
+    throw DistError(what + ": worker " + name_ +
+                    " is gone (connection lost: its process died or the network dropped)");
+}
+
+std::string Runtime::name() const { return published_name_; }
+
+StatsReply Runtime::stats() {
+  return ask<StatsReply>(agent_, StatsRequest{}, config_.timeout, published_name_ + ": stats");
+}
+
+std::uint64_t Runtime::next_context_id() {
+  return (process_tag_ << 48) | ((++context_counter_) & ((std::uint64_t{1} << 48) - 1));
+}
+
+void RemoteWorker::create_param(const std::string& param, const Tensor& value) const {
+  const std::string what = "create_param '" + param + "' on worker " + name_;
+  if (!value.defined())
+    throw DistError(what + ": the value is undefined");
+  ensure_alive(what);
+  auto ack = runtime_->ask<Ack>(handle_, CreateParam{param, WireTensor(value.detach())},
+                                runtime_->config().timeout, what);
+  if (!ack.error.empty())
+    throw DistError(what + ": " + ack.error);
+}
+
+Tensor RemoteWorker::fetch_param(const std::string& param) const {
+  const std::string what = "fetch_param '" + param + "' on worker " + name_;
+  ensure_alive(what);
+  auto reply =
+    runtime_->ask<ParamReply>(handle_, FetchParam{param}, runtime_->config().timeout, what);
+  if (!reply.error.empty())
+    throw DistError(what + ": " + reply.error);
+  return reply.value.tensor;
+}
+
+StatsReply RemoteWorker::stats() const {
+  ensure_alive("stats of worker " + name_);
+  return runtime_->ask<StatsReply>(handle_, StatsRequest{}, runtime_->config().timeout,
+                                   "stats of worker " + name_);
+}
+
+} // namespace actorgrad::remote

@@ -1,0 +1,38 @@
+#pragma once
+/// @file runtime_ask.h
+/// Runtime::ask: one request from a non-actor thread, with a timeout.
+
+#include <optional>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/sec.hpp>
+
+#include "actors/remote/runtime.h"
+
+namespace actorgrad::remote {
+
+template <class Reply, class Msg>
+Reply Runtime::ask(const caf::actor& dest, Msg msg, std::chrono::milliseconds timeout,
+                   const std::string& what) {
+  if (!dest)
+    throw DistError(what + ": no actor to send to");
+  caf::scoped_actor self{*system_};
+  std::optional<Reply> reply;
+  std::string error;
+  self->request(dest, timeout, std::move(msg))
+    .receive([&](Reply& r) { reply = std::move(r); },
+             [&](caf::error& e) {
+               if (e == caf::sec::request_timeout)
+                 error = "no reply within " + std::to_string(timeout.count()) + " ms";
+               else if (e == caf::sec::request_receiver_down)
+                 error = "the process is gone (connection lost)";
+               else
+                 error = system_->render(e);
+             });
+  if (!reply)
+    throw DistError(what + ": " + error);
+  return std::move(*reply);
+}
+
+} // namespace actorgrad::remote

@@ -1,0 +1,21 @@
+#include "device/cuda/device_scope.h"
+
+#include "device/cuda/cuda_error.h"
+
+namespace actorgrad::cuda {
+
+DeviceScope::DeviceScope(Device d) {
+  int current = 0;
+  check(cudaGetDevice(&current), "cudaGetDevice", d);
+  if (current == d.index)
+    return;
+  check(cudaSetDevice(d.index), "cudaSetDevice", d);
+  previous_ = current;
+}
+
+DeviceScope::~DeviceScope() {
+  if (previous_ >= 0)
+    (void)cudaSetDevice(previous_); // it was current a moment ago: cannot fail but at exit
+}
+
+} // namespace actorgrad::cuda

@@ -1,0 +1,48 @@
+#pragma once
+/// @file cuda_test_util.h
+/// Moving tensors to cuda:0 and back, and comparing them with CPU results.
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "libengine/tensor/cuda/kernels_cuda.h"
+#include "libengine/tensor/tensor.h"
+
+namespace actorgrad::cuda_test {
+
+inline constexpr Device gpu = Device::cuda(0);
+
+/// Relative tolerance per dtype: the task's 1e-5 for float32.
+inline double tolerance(DType t) { return t == DType::f32 ? 1e-5 : 1e-12; }
+
+inline Tensor to_gpu(const Tensor& t) { return kernels::cuda::to_device(t, gpu); }
+inline Tensor to_cpu(const Tensor& t) { return kernels::cuda::to_device(t, Device::cpu()); }
+
+/// `got` (on cuda:0) equals `want` (on the CPU) in shape and dtype, and
+/// elementwise to tolerance(dtype) relative to max(1, |want|).
+inline void check_close(const Tensor& got, const Tensor& want, const std::string& what) {
+  BOOST_TEST_CONTEXT(what) {
+    BOOST_TEST(got.device().str() == gpu.str());
+    BOOST_TEST(shape_str(got.shape()) == shape_str(want.shape()));
+    BOOST_TEST(dtype_name(got.dtype()) == dtype_name(want.dtype()));
+    if (got.shape() != want.shape() || got.dtype() != want.dtype())
+      return;
+    const auto g = to_cpu(got).to_vector();
+    const auto w = want.to_vector();
+    double worst = 0.0;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      if (std::isnan(g[i]) || std::isnan(w[i])) {
+        if (std::isnan(g[i]) != std::isnan(w[i]))
+          worst = INFINITY;
+        continue;
+      }
+      worst = std::max(worst, std::abs(g[i] - w[i]) / std::max(1.0, std::abs(w[i])));
+    }
+    BOOST_TEST(worst <= tolerance(want.dtype()));
+  }
+}
+
+} // namespace actorgrad::cuda_test

@@ -1,0 +1,247 @@
+#define BOOST_TEST_MODULE distributed_faults
+#include <boost/test/unit_test.hpp>
+
+// Failures of a distributed backward: a worker killed (SIGKILL) in the middle
+// of its backward part makes the caller's dist_backward fail at once with an
+// error naming that worker, the context is released on the survivor and the
+// next context there works; a hung worker (SIGSTOP) fails it after the
+// configured timeout; a NaN produced on a worker in anomaly mode is reported
+// with the worker and the node; bad requests get errors naming the worker,
+// the op, the parameter or the tensor.
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "actors/remote/dist_context.h"
+#include "libengine/autograd/grad_mode.h"
+#include "libengine/engine/errors.h"
+#include "libengine/ops.h"
+#include "tests/distributed/dist_test_util.h"
+#include "tests/distributed/worker_process.h"
+
+using namespace actorgrad;
+using namespace actorgrad::dist_test;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// A marker file path unique to this process and test.
+std::string marker_path(const std::string& tag) {
+  return (std::filesystem::temp_directory_path() /
+          ("actorgrad_dist_" + tag + "_" + std::to_string(::getpid())))
+    .string();
+}
+
+/// x -> A: linear(W) -> caller: tanh -> A: linear(V) -> loss; the gradients
+/// of W and V checked against a single-process run.
+void check_working_context(remote::Runtime& rt, const remote::RemoteWorker& a) {
+  Tensor x = Tensor::randn({5, 4}, 31).set_requires_grad();
+  Tensor W = Tensor::randn({4, 6}, 32), V = Tensor::randn({6, 2}, 33);
+  a.create_param("W", W);
+  a.create_param("V", V);
+  remote::DistContext ctx(rt);
+  Tensor h = tanh(remote::remote_call(ctx, a, "linear", {x}, {{"W"}})[0]);
+  Tensor out = remote::remote_call(ctx, a, "linear", {h}, {{"V"}})[0];
+  remote::dist_backward(ctx, {mean(mul(out, out))});
+  auto g = remote::get_gradients(ctx);
+
+  Tensor Wl = clone(W).set_requires_grad(), Vl = clone(V).set_requires_grad();
+  Tensor xl = clone(x.detach()).set_requires_grad();
+  Tensor ol = matmul(tanh(matmul(xl, Wl)), Vl);
+  auto want = grad({mean(mul(ol, ol))}, {xl, Wl, Vl});
+  BOOST_TEST(max_abs_diff(g.local_grad(x), want[0], "x") <= 1e-12);
+  BOOST_TEST(max_abs_diff(g.remote_grad(a, "W"), want[1], "W") <= 1e-12);
+  BOOST_TEST(max_abs_diff(g.remote_grad(a, "V"), want[2], "V") <= 1e-12);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(killed_worker_fails_backward_naming_it_and_survivor_works) {
+  WorkerProcess wa, wb;
+  remote::Runtime rt; // default timeout: 10 s
+  auto a = rt.connect("127.0.0.1", wa.port());
+  auto b = rt.connect("127.0.0.1", wb.port());
+  const std::string marker = marker_path("kill");
+  std::filesystem::remove(marker);
+  a.create_param("W1", Tensor::randn({4, 8}, 1));
+  b.create_param("W2", Tensor::randn({8, 2}, 2));
+  {
+    remote::DistContext ctx(rt);
+    Tensor x = Tensor::randn({3, 4}, 3).set_requires_grad();
+    Tensor h = remote::remote_call(ctx, a, "linear", {x}, {{"W1"}})[0];
+    // B's backward creates the marker file, then sleeps 8 s: killing B once
+    // the file exists is deterministically "in the middle of its backward".
+    h = remote::remote_call(ctx, b, "test.slow_backward", {h}, {{}, {8000.0}, marker})[0];
+    h = remote::remote_call(ctx, b, "linear", {h}, {{"W2"}})[0];
+    Tensor loss = mean(mul(h, h));
+
+    auto backward = std::async(std::launch::async, [&] { remote::dist_backward(ctx, {loss}); });
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (!std::filesystem::exists(marker) && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    BOOST_TEST_REQUIRE(std::filesystem::exists(marker), "B never started its backward part");
+    const auto killed = Clock::now();
+    wb.kill();
+    BOOST_TEST_REQUIRE((backward.wait_for(std::chrono::seconds(12)) == std::future_status::ready),
+                       "dist_backward still running 12 s after the worker died");
+    const double seconds = std::chrono::duration<double>(Clock::now() - killed).count();
+    std::string message;
+    try {
+      backward.get();
+    } catch (const remote::DistError& e) {
+      message = e.what();
+    }
+    BOOST_TEST_MESSAGE("error after " << seconds << " s: " << message);
+    BOOST_TEST(!message.empty());
+    BOOST_TEST(contains(message, wb.name()), message);
+    BOOST_TEST(seconds < 10.0); // within the default bound (in practice: at once)
+    std::filesystem::remove(marker);
+    BOOST_TEST(a.stats().contexts == 1u);
+  } // the failed context is released on the survivor
+  BOOST_TEST(a.stats().contexts == 0u);
+  BOOST_TEST(a.stats().pending == 0u);
+  BOOST_TEST(rt.stats().contexts == 0u);
+  BOOST_TEST(rt.stats().pending == 0u);
+
+  // The survivor and the caller keep working.
+  check_working_context(rt, a);
+  const auto call_start = Clock::now();
+  // A call to the dead worker fails with its name, without a hang.
+  remote::DistContext ctx(rt);
+  try {
+    remote::remote_call(ctx, b, "identity", {Tensor::ones({2})});
+    BOOST_FAIL("a call to a dead worker succeeded");
+  } catch (const remote::DistError& e) {
+    BOOST_TEST(contains(e.what(), wb.name()), e.what());
+    BOOST_TEST(contains(e.what(), "is gone"), e.what());
+    // Known dead (the agent saw it go down): no wait for the timeout.
+    BOOST_TEST(std::chrono::duration<double>(Clock::now() - call_start).count() < 1.0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(hung_worker_fails_backward_after_the_timeout) {
+  WorkerProcess wa;
+  remote::RuntimeConfig config;
+  config.timeout = std::chrono::milliseconds(1500);
+  remote::Runtime rt(config);
+  auto a = rt.connect("127.0.0.1", wa.port());
+  a.create_param("W", Tensor::randn({4, 2}, 5));
+  {
+    remote::DistContext ctx(rt);
+    Tensor x = Tensor::randn({3, 4}, 6).set_requires_grad();
+    Tensor loss = sum(remote::remote_call(ctx, a, "linear", {x}, {{"W"}})[0]);
+    wa.stop(); // alive, connected, silent
+    const auto start = Clock::now();
+    std::string message;
+    try {
+      remote::dist_backward(ctx, {loss});
+    } catch (const remote::DistError& e) {
+      message = e.what();
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    BOOST_TEST_MESSAGE("error after " << seconds << " s: " << message);
+    BOOST_TEST(contains(message, wa.name()), message);
+    BOOST_TEST(contains(message, "no reply within 1500 ms"), message);
+    BOOST_TEST(seconds >= 1.4);
+    BOOST_TEST(seconds < 5.0);
+    wa.resume();
+  }
+  // Once thawed, the worker has released the context and works again.
+  BOOST_TEST(a.stats().contexts == 0u);
+  check_working_context(rt, a);
+}
+
+BOOST_AUTO_TEST_CASE(nan_on_a_worker_is_reported_with_worker_and_node) {
+  WorkerProcess wa;
+  remote::Runtime rt;
+  auto a = rt.connect("127.0.0.1", wa.port());
+  a.create_param("W", Tensor::randn({4, 2}, 8));
+  Tensor x = Tensor::randn({3, 4}, 9).set_requires_grad();
+  {
+    remote::DistContext ctx(rt);
+    Tensor h = remote::remote_call(ctx, a, "test.nan_backward", {x})[0];
+    Tensor loss = sum(remote::remote_call(ctx, a, "linear", {h}, {{"W"}})[0]);
+    DetectAnomalyGuard anomaly;
+    std::string message;
+    try {
+      remote::dist_backward(ctx, {loss});
+    } catch (const remote::DistError& e) {
+      message = e.what();
+    }
+    BOOST_TEST_MESSAGE("anomaly: " << message);
+    BOOST_TEST(contains(message, wa.name()), message);
+    BOOST_TEST(contains(message, "NanBackward"), message);
+    BOOST_TEST(contains(message, "nan"), message);
+  }
+  {
+    // Without anomaly mode the NaN simply flows back (as in PyTorch).
+    remote::DistContext ctx(rt);
+    Tensor h = remote::remote_call(ctx, a, "test.nan_backward", {x})[0];
+    Tensor loss = sum(remote::remote_call(ctx, a, "linear", {h}, {{"W"}})[0]);
+    remote::dist_backward(ctx, {loss});
+    Tensor gx = remote::get_gradients(ctx).local_grad(x);
+    BOOST_TEST_REQUIRE(gx.defined());
+    BOOST_TEST(std::isnan(gx.to_vector()[0]));
+  }
+  BOOST_TEST(a.stats().contexts == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(bad_requests_get_errors_naming_worker_op_and_tensor) {
+  WorkerProcess wa(std::vector<std::string>{}); // no test ops
+  remote::Runtime rt;
+  auto a = rt.connect("127.0.0.1", wa.port());
+  remote::DistContext ctx(rt);
+  auto error_of = [&](auto&& fn) -> std::string {
+    try {
+      fn();
+    } catch (const remote::DistError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::string e = error_of([&] { remote::remote_call(ctx, a, "conv3d", {Tensor::ones({2})}); });
+  BOOST_TEST(contains(e, wa.name()), e);
+  BOOST_TEST(contains(e, "unknown remote op 'conv3d'"), e);
+  e = error_of([&] { remote::remote_call(ctx, a, "test.slow_backward", {Tensor::ones({2})}); });
+  BOOST_TEST(contains(e, "unknown remote op 'test.slow_backward'"), e);
+  e = error_of([&] { remote::remote_call(ctx, a, "linear", {Tensor::ones({2, 3})}, {{"nope"}}); });
+  BOOST_TEST(contains(e, "no parameter named 'nope'"), e);
+  BOOST_TEST(contains(e, wa.name()), e);
+  a.create_param("W", Tensor::ones({5, 2}));
+  e = error_of([&] { remote::remote_call(ctx, a, "linear", {Tensor::ones({2, 3})}, {{"W"}}); });
+  BOOST_TEST_MESSAGE("shape error: " << e);
+  BOOST_TEST(contains(e, wa.name()), e);
+  BOOST_TEST(contains(e, "linear"), e);
+  e = error_of([&] { remote::remote_call(ctx, a, "add", {Tensor::ones({2})}); });
+  BOOST_TEST(contains(e, "takes 2 arguments, got 1"), e);
+  e = error_of([&] { a.fetch_param("missing"); });
+  BOOST_TEST(contains(e, "no parameter named 'missing'"), e);
+  e = error_of([] {
+    remote::Runtime other;
+    other.connect("127.0.0.1", 1); // nothing listens on port 1
+  });
+  BOOST_TEST(contains(e, "cannot connect to worker 127.0.0.1:1"), e);
+
+  // A tensor received from a worker needs dist_backward, not a local backward.
+  Tensor x = Tensor::randn({2, 5}, 4).set_requires_grad();
+  Tensor y = remote::remote_call(ctx, a, "linear", {x}, {{"W"}})[0];
+  try {
+    backward({sum(y)});
+    BOOST_FAIL("a local backward through a received tensor succeeded");
+  } catch (const std::exception& ex) {
+    BOOST_TEST(contains(ex.what(), "dist_backward"), ex.what());
+    BOOST_TEST(contains(ex.what(), wa.name()), ex.what());
+  }
+  // A released context refuses further use.
+  ctx.release();
+  e = error_of([&] { remote::dist_backward(ctx, {sum(y)}); });
+  BOOST_TEST(contains(e, "was released"), e);
+  BOOST_TEST(a.stats().contexts == 0u);
+}
