@@ -2,7 +2,7 @@
 # The README's test command: sets up (including libtorch-dev and chromium,
 # so the libtorch cross-check and the screenshot test really run), builds,
 # runs every test with ctest, then the sanitizer stage (tools/sanitize.sh:
-# the concurrency, reentrancy, fault and recorder tests under ASan + UBSan).
+# the concurrency, reentrancy, fault, recorder and stream tests under ASan + UBSan).
 # Exits non-zero when any test fails. Extra arguments go to ctest and skip
 # the sanitizer stage (e.g. tools/test.sh -R semantics).
 set -euo pipefail

@@ -1,8 +1,11 @@
 #include "actors/remote/runtime.h"
 
+#include <chrono>
+#include <cstdio>
 #include <optional>
 #include <random>
 #include <set>
+#include <thread>
 #include <unistd.h>
 
 #include <caf/actor_system.hpp>
@@ -63,6 +66,15 @@ Runtime::Runtime(RuntimeConfig config)
 }
 
 Runtime::~Runtime() {
+  // Note [Runtime shutdown]
+  // ~actor_system waits for every detached actor to be destroyed, but the
+  // agent's request timeouts live in the actor clock as strong references
+  // until the clock's thread drops them, and ~actor_system stops that thread
+  // first: a timeout still pending then keeps the agent alive for ever and
+  // the destructor hangs. So after the agent exits, wait (bounded by the
+  // request timeout) until its last reference is gone; if it is still held
+  // after that, leak the actor system rather than hang the caller's process.
+  caf::weak_actor_ptr agent_ref = caf::actor_cast<caf::weak_actor_ptr>(agent_);
   {
     caf::scoped_actor self{*system_};
     self->monitor(agent_);
@@ -72,6 +84,15 @@ Runtime::~Runtime() {
   }
   agent_ = nullptr;
   engine_.reset();
+  const auto deadline = std::chrono::steady_clock::now() + config_.timeout + std::chrono::seconds(1);
+  while (agent_ref.lock() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (agent_ref.lock()) {
+    std::fprintf(stderr, "actorgrad: remote runtime: the agent outlived shutdown; "
+                         "its actor system is not destroyed\n");
+    (void)system_.release();
+    (void)system_config_.release();
+  }
 }
 
 std::uint16_t Runtime::publish(std::uint16_t port, const std::string& host) {

@@ -9,8 +9,11 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fcntl.h>
@@ -87,10 +90,25 @@ public:
     pid_ = -1;
   }
   /// Freezes (SIGSTOP) or thaws (SIGCONT) the worker: a hung peer.
-  void stop() { ::kill(pid_, SIGSTOP); }
+  /// Freezes the worker (SIGSTOP) and returns once the kernel reports it
+  /// stopped, so no request sent afterwards can still be served.
+  void stop() {
+    ::kill(pid_, SIGSTOP);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (state() != 'T' && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   void resume() { ::kill(pid_, SIGCONT); }
 
 private:
+  /// The process state letter from /proc/PID/stat ('T' when stopped).
+  char state() const {
+    std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    return close == std::string::npos || close + 2 >= text.size() ? '?' : text[close + 2];
+  }
+
   void read_port(std::chrono::milliseconds wait) {
     const auto deadline = std::chrono::steady_clock::now() + wait;
     std::string text;
