@@ -220,7 +220,7 @@ void BaselineEngine::evaluate(const std::shared_ptr<GraphTask>& task, NodeTask& 
     const Edge& next = t.fn->next_edge(i);
     if (!next.is_valid())
       continue;
-    if (auto ready = task->accept(next, std::move(grads[i])))
+    if (auto ready = task->accept(next, std::move(grads[i]), t.fn->stream()))
       queue_for(data.cpu_queue, ready->fn->device())->push(std::move(*ready));
   }
 }
