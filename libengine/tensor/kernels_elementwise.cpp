@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "libengine/tensor/detail/cuda_dispatch.h"
+#include "libengine/tensor/detail/kernel_checks.h"
 #include "libengine/tensor/detail/kernel_support.h"
 #include "libengine/tensor/kernels.h"
 
@@ -18,12 +19,7 @@ namespace {
 template <class F>
 Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f) {
   check_compatible(op, a, b);
-  Shape out_shape;
-  try {
-    out_shape = broadcast_shapes(a.shape(), b.shape());
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string(op) + ": " + e.what());
-  }
+  const Shape out_shape = broadcast_for(op, a, b);
   auto out = empty_like(a, out_shape);
   launch(op, {&a, &b}, {&out}, [a, b, out, f] {
     dispatch_dtype(a.dtype(), [&](auto zero) {
@@ -62,9 +58,7 @@ Tensor unary(const char* op, const Tensor& a, F f) {
 template <class F>
 void binary_inplace(const char* op, const Tensor& self, const Tensor& other, F f) {
   check_compatible(op, self, other);
-  if (!is_expandable_to(other.shape(), self.shape()))
-    throw std::invalid_argument(std::string(op) + ": shape " + shape_str(other.shape()) +
-                                " cannot be broadcast to " + shape_str(self.shape()));
+  check_broadcast_to(op, other, self);
   launch(op, {&other, &self}, {&self}, [self, other, f] {
     dispatch_dtype(self.dtype(), [&](auto zero) {
       using T = decltype(zero);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "libengine/tensor/detail/cuda_dispatch.h"
+#include "libengine/tensor/detail/kernel_checks.h"
 #include "libengine/tensor/detail/kernel_support.h"
 #include "libengine/tensor/kernels.h"
 
@@ -61,24 +62,10 @@ Tensor softmax_impl(const char* op, const Tensor& a, std::int64_t dim, bool log)
 
 Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim) {
   ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::sum(a, dims, keepdim));
-  check_defined("sum", a);
-  const auto rank = a.dim();
-  std::vector<bool> reduced(rank, dims.empty());
-  for (auto d : dims) {
-    const auto w = wrap_dim(d, rank);
-    if (reduced[w])
-      throw std::invalid_argument("sum: dimension " + std::to_string(d) +
-                                  " appears more than once");
-    reduced[w] = true;
-  }
-  Shape kept = a.shape();
-  Shape out_shape;
-  for (std::int64_t d = 0; d < rank; ++d) {
-    if (reduced[d])
-      kept[d] = 1;
-    if (!reduced[d] || keepdim)
-      out_shape.push_back(kept[d]);
-  }
+  const SumDims sd = sum_dims(a, dims, keepdim);
+  const Shape& kept = sd.kept;
+  const std::vector<bool>& reduced = sd.reduced;
+  const Shape& out_shape = sd.out;
   auto out = empty_like(a, out_shape);
   launch("sum", {&a}, {&out}, [a, out, kept, reduced] {
     dispatch_dtype(a.dtype(), [&](auto zero) {
@@ -105,17 +92,9 @@ Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim)
 
 Tensor amax(const Tensor& a, std::int64_t dim, bool keepdim) {
   ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::amax(a, dim, keepdim));
-  check_defined("amax", a);
-  const auto d = wrap_dim(dim, a.dim());
-  const auto split = split_at(a.shape(), d);
-  if (split.size == 0)
-    throw std::invalid_argument("amax: dimension " + std::to_string(dim) + " of shape " +
-                                shape_str(a.shape()) + " is empty");
-  Shape out_shape = a.shape();
-  if (keepdim)
-    out_shape[d] = 1;
-  else
-    out_shape.erase(out_shape.begin() + d);
+  const AmaxDims ad = amax_dims(a, dim, keepdim);
+  const DimSplit split = ad.split;
+  const Shape& out_shape = ad.out;
   auto out = empty_like(a, out_shape);
   launch("amax", {&a}, {&out}, [a, out, split] {
     dispatch_dtype(a.dtype(), [&](auto zero) {
@@ -162,9 +141,7 @@ bool any_nan(const Tensor& a) {
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::max_abs_diff(a, b));
   check_compatible("max_abs_diff", a, b);
-  if (a.shape() != b.shape())
-    throw std::invalid_argument("max_abs_diff: shapes " + shape_str(a.shape()) + " and " +
-                                shape_str(b.shape()) + " differ");
+  check_same_shape("max_abs_diff", a, b);
   if (a.numel() == 0)
     return 0.0;
   return dispatch_dtype(a.dtype(), [&](auto zero) {

@@ -3,13 +3,13 @@
 /// and scatter, copies, casts and device moves.
 
 #include <cstring>
-#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "device/event.h"
 #include "libengine/tensor/detail/cuda_dispatch.h"
+#include "libengine/tensor/detail/kernel_checks.h"
 #include "libengine/tensor/detail/kernel_support.h"
 #include "libengine/tensor/kernels.h"
 #include "libengine/tensor/tensor_impl.h"
@@ -35,36 +35,10 @@ Tensor gather_strided(const char* op, const Tensor& src, const Shape& out_shape,
   return out;
 }
 
-/// Throws naming `op`, the index and the size when an index is outside [0, size).
-void check_indices(const char* op, const std::vector<std::int64_t>& index, std::int64_t size,
-                   std::int64_t dim) {
-  for (auto i : index)
-    if (i < 0 || i >= size)
-      throw std::out_of_range(std::string(op) + ": index " + std::to_string(i) +
-                              " is out of range for dimension " + std::to_string(dim) +
-                              " with size " + std::to_string(size));
-}
-
-/// Throws unless [start, start + length) lies in [0, size).
-void check_range(const char* op, std::int64_t dim, std::int64_t start, std::int64_t length,
-                 std::int64_t size) {
-  if (start < 0 || length < 0 || start + length > size)
-    throw std::out_of_range(std::string(op) + ": start " + std::to_string(start) +
-                            " and length " + std::to_string(length) +
-                            " are out of range for dimension " + std::to_string(dim) +
-                            " with size " + std::to_string(size));
-}
-
 /// Copies the elements of `src` into `dst` (same size, both contiguous).
 void copy_bytes(const Tensor& dst, const Tensor& src) {
   std::memcpy(dst.impl()->raw(), src.impl()->raw(),
               static_cast<std::size_t>(src.numel()) * element_size(src.dtype()));
-}
-
-std::vector<std::int64_t> iota(std::int64_t start, std::int64_t length) {
-  std::vector<std::int64_t> v(length);
-  std::iota(v.begin(), v.end(), start);
-  return v;
 }
 
 /// Zeros of `shape`; row index[j] along `dim` gets row j of `src` added.
@@ -92,30 +66,11 @@ Tensor scatter_add_rows(const Shape& shape, std::int64_t dim,
   return out;
 }
 
-/// Checks that `src` has `shape` except along `dim` (and there `rows`, when
-/// given); returns `dim` wrapped.
-std::int64_t check_scatter_source(const char* op, const Shape& shape, std::int64_t dim,
-                                  const Tensor& src, std::optional<std::int64_t> rows) {
-  check_defined(op, src);
-  const auto d = wrap_dim(dim, static_cast<std::int64_t>(shape.size()));
-  bool fits = src.dim() == static_cast<std::int64_t>(shape.size());
-  for (std::int64_t i = 0; fits && i < src.dim(); ++i)
-    fits = i == d ? !rows || src.size(i) == *rows : src.size(i) == shape[i];
-  if (!fits)
-    throw std::invalid_argument(std::string(op) + ": source of shape " +
-                                shape_str(src.shape()) + " does not fit shape " +
-                                shape_str(shape) + " along dimension " + std::to_string(dim));
-  return d;
-}
-
 } // namespace
 
 Tensor expand(const Tensor& a, const Shape& shape) {
   ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::expand(a, shape));
-  check_defined("expand", a);
-  if (!is_expandable_to(a.shape(), shape))
-    throw std::invalid_argument("expand: shape " + shape_str(a.shape()) +
-                                " cannot be expanded to " + shape_str(shape));
+  check_expand(a, shape);
   return gather_strided("expand", a, shape, broadcast_strides(a.shape(), shape));
 }
 
