@@ -16,9 +16,12 @@
 ///                      torch_seq for torch)
 ///   actor_vs_baseline  actor overhead / baseline overhead   (actor rows)
 ///   actor_vs_torch     actor overhead / torch overhead      (actor rows)
-/// Multi-device cases: makespan_us, cp_us (critical path: busy time of the
-/// longest path), makespan_over_cp, makespan_over_bound (bound = max(cp,
-/// total work / cores)). Concurrent cases: nodes_per_s over all threads.
+/// Multi-device cases, on one more "engine", threads (ParallelPlan: plain
+/// threads, no engine; the machine's own bound): makespan_us (min over
+/// iterations), makespan_median_us, cp_us (critical path: busy time of the
+/// longest path), makespan_over_cp, makespan_over_bound and
+/// median_over_bound (bound = max(cp, total work / cores)),
+/// makespan_over_threads (min over ParallelPlan's best repetition). Concurrent cases: nodes_per_s over all threads.
 ///
 /// Benchmarks are registered so that the bounds run before the engines that
 /// use them; keep the default order (a filter that drops a bound leaves the
@@ -35,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/parallel_plan.h"
 #include "bench/common/single_case.h"
 
 using namespace actorgrad;
@@ -46,18 +50,26 @@ namespace {
 /// ns per node measured so far, by "case/n" then engine.
 std::map<std::string, std::map<std::string, double>> g_ns;
 
-/// Times `once` per iteration; returns the minimum in ns.
-double timed_loop(benchmark::State& state, const std::function<void()>& once) {
-  double best = 1e300, total = 0;
+/// Wall time of one iteration over a benchmark's iterations, in ns.
+struct LoopTimes {
+  double best;   ///< the minimum: the least disturbed iteration
+  double median; ///< the typical one
+};
+
+/// Times `once` per iteration.
+LoopTimes timed_loop(benchmark::State& state, const std::function<void()>& once) {
+  std::vector<double> times;
+  times.reserve(static_cast<std::size_t>(state.max_iterations));
   for (auto _ : state) {
     auto t0 = clk::now();
     once();
-    double ns = std::chrono::duration<double, std::nano>(clk::now() - t0).count();
-    best = std::min(best, ns);
-    total += ns;
+    times.push_back(std::chrono::duration<double, std::nano>(clk::now() - t0).count());
   }
-  state.counters["mean_ns_per_iter"] = total / static_cast<double>(state.iterations());
-  return best;
+  auto mid = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
+  std::nth_element(times.begin(), mid, times.end());
+  const LoopTimes t{*std::min_element(times.begin(), times.end()), *mid};
+  state.counters["median_ns_per_iter"] = t.median;
+  return t;
 }
 
 void single(benchmark::State& state, const std::string& kind, int n, const std::string& eng) {
@@ -65,8 +77,7 @@ void single(benchmark::State& state, const std::string& kind, int n, const std::
   const std::size_t nodes = bench_case.nodes();
   const std::function<void()> once = [&] { bench_case.run(); };
   once(); // warm-up
-  const double best = timed_loop(state, once);
-  const double per_node = best / static_cast<double>(nodes);
+  const double per_node = timed_loop(state, once).best / static_cast<double>(nodes);
   const std::string key = kind + "/" + std::to_string(n);
   auto& row = g_ns[key];
   row[eng] = per_node;
@@ -86,30 +97,46 @@ void single(benchmark::State& state, const std::string& kind, int n, const std::
   }
 }
 
+/// Best makespan (ns) of the engine-free ParallelPlan over its repetitions, by devices case.
+std::map<std::string, double> g_threads_ns;
+
 void devices_case(benchmark::State& state, const std::string& pattern, int devices, int spin_us,
                   const std::string& eng) {
   const auto spin = std::chrono::microseconds(spin_us);
   Graph g = pattern == "pipeline" ? busy_pipeline(64, devices, spin)
                                   : busy_branches(32, devices, spin);
-  std::unique_ptr<SequentialPlan> plan;
+  std::unique_ptr<SequentialPlan> sequential;
+  std::unique_ptr<ParallelPlan> threads;
   std::function<void()> once;
   if (eng == "sequential") {
-    plan = std::make_unique<SequentialPlan>(g);
-    once = [&] { plan->run(); };
+    sequential = std::make_unique<SequentialPlan>(g);
+    once = [&] { sequential->run(); };
+  } else if (eng == "threads") {
+    threads = std::make_unique<ParallelPlan>(g);
+    once = [&] { threads->run(); };
   } else {
     Executor& e = engine(eng);
     once = [&e, &g] { run_backward(e, g); };
   }
   once();
-  const double best = timed_loop(state, once);
+  const LoopTimes t = timed_loop(state, once);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const double bound = std::max(g.critical_path_ns, g.total_work_ns / cores);
+  const std::string key = pattern + "/" + std::to_string(devices) + "/" + std::to_string(spin_us);
+  if (eng == "threads") { // over its repetitions: the best the machine did
+    auto [it, fresh] = g_threads_ns.try_emplace(key, t.best);
+    it->second = std::min(it->second, t.best);
+  }
   state.counters["nodes"] = static_cast<double>(g.nodes);
-  state.counters["makespan_us"] = best / 1e3;
+  state.counters["makespan_us"] = t.best / 1e3;
+  state.counters["makespan_median_us"] = t.median / 1e3;
   state.counters["cp_us"] = g.critical_path_ns / 1e3;
-  state.counters["makespan_over_cp"] = best / g.critical_path_ns;
-  state.counters["makespan_over_bound"] = best / bound;
-  state.counters["overhead_ns_per_node"] = (best - bound) / static_cast<double>(g.nodes);
+  state.counters["makespan_over_cp"] = t.best / g.critical_path_ns;
+  state.counters["makespan_over_bound"] = t.best / bound;
+  state.counters["median_over_bound"] = t.median / bound;
+  if (eng != "threads" && g_threads_ns.count(key))
+    state.counters["makespan_over_threads"] = t.best / g_threads_ns[key];
+  state.counters["overhead_ns_per_node"] = (t.best - bound) / static_cast<double>(g.nodes);
 }
 
 void concurrent(benchmark::State& state, const std::string& eng, int n) {
@@ -167,13 +194,14 @@ void register_all() {
   for (std::string pattern : {"pipeline", "branches"})
     for (int d : {2, 4})
       for (int us : {1, 10, 100})
-        for (std::string eng : {"sequential", "reference", "baseline", "actor"})
+        for (std::string eng : {"sequential", "threads", "reference", "baseline", "actor"})
           benchmark::RegisterBenchmark(
             ("devices/" + pattern + "/" + std::to_string(d) + "dev/" + std::to_string(us) + "us/" + eng)
               .c_str(),
             [=](benchmark::State& s) { devices_case(s, pattern, d, us, eng); })
             ->Unit(benchmark::kMicrosecond)
-            ->MinTime(0.2);
+            ->MinTime(0.2)
+            ->Repetitions(5); // one run's minimum moves by ~10% with the VM's scheduling
 
   std::vector<std::string> conc{"baseline", "actor"};
 #if ACTORGRAD_BENCH_HAVE_TORCH

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Counts the instructions of the backward passes of the chain cases for every
-# engine under valgrind's callgrind (repeatable on a noisy, shared machine).
+# Counts the instructions of the backward passes of every single-device case
+# for every engine under valgrind's callgrind (repeatable on a noisy, shared
+# machine).
 #
 #   tools/bench/callgrind_chain.sh [BUILD_DIR] [OUT_TSV]
 #
 # Env: CASES (default "chain_passthrough chain_mul"; "" for none), SIZES (default
 # "100 1000 10000"; add 100000 for the long chain: slow under valgrind),
-# EXTRA (further CASE:N runs, default "reentrant:100": reentrant backward
-# to depth 100; "" for none),
+# EXTRA (further CASE:N[:PASSES] runs, default: fan 16 and 256, the MLP, the
+# random DAG of 1000 and reentrant backward to depth 100; "" for none),
 # ENGINES (default: sequential reference baseline actor torch_seq torch),
 # KEEP_OUT=1 keeps the callgrind.out files (for callgrind_annotate) next to the TSV.
 #
@@ -21,7 +22,10 @@ BUILD=${1:-$ROOT/build-bench}
 OUT_TSV=${2:-$ROOT/bench/results/callgrind_chain.tsv}
 CASES=${CASES-"chain_passthrough chain_mul"}
 SIZES=${SIZES:-"100 1000 10000"}
-EXTRA=${EXTRA-"reentrant:100"}
+# fan 16 and the MLP take 100 passes: with fewer, one glibc malloc_consolidate
+# (~40-50k instructions every few dozen passes) moves the figure by up to 80
+# instructions per node.
+EXTRA=${EXTRA-"fan:16:100 fan:256:10 mlp:4:100 random_dag:1000:10 reentrant:100:20"}
 ENGINES=${ENGINES:-"sequential reference baseline actor torch_seq torch"}
 DRIVER=$BUILD/bench/bench_chain_driver
 command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 77; }
@@ -33,16 +37,17 @@ echo -e "engine\tcase\tn\tnodes\titers\tinstructions\tinstructions_per_node" > "
 RUNS=$EXTRA
 for c in $CASES; do for n in $SIZES; do RUNS="$RUNS $c:$n"; done; done
 for run in $RUNS; do
-  c=${run%%:*}
-  n=${run#*:}
-  if   [ "$n" -le 100 ];   then iters=20
-  elif [ "$n" -le 1000 ];  then iters=5
-  else iters=1; fi
+  IFS=: read -r c n iters <<<"$run"
+  if [ -z "$iters" ]; then
+    if   [ "$n" -le 100 ];   then iters=20
+    elif [ "$n" -le 1000 ];  then iters=5
+    else iters=1; fi
+  fi
   for e in $ENGINES; do
     f=$CGDIR/callgrind.$e.$c.$n.out
     if ! line=$(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$f" \
                   "$DRIVER" "$e" "$c" "$n" "$iters" 2>"$f.log"); then
-      echo "skip $e $c $n (driver failed, see $f.log)" >&2
+      echo "skip $e $c $n: $(grep -v "^==" "$f.log" | tail -n 1)" >&2
       continue
     fi
     nodes=$(echo "$line" | awk '{print $4}')

@@ -81,15 +81,36 @@ def callgrind_tables(rows):
     return out, series
 
 
+DEVICE_COUNTERS = {"makespan_us": 1, "makespan_median_us": 1, "makespan_over_cp": 3,
+                   "makespan_over_bound": 3, "median_over_bound": 3, "makespan_over_threads": 3}
+
+
+def device_summary(runs):
+    """A multi-device case over its repetitions: each counter as the median
+    of the repetitions, with their range in brackets when there are several."""
+    reps = [b for b in runs if b.get("run_type", "iteration") == "iteration"]
+    out = {"nodes": reps[0].get("nodes"), "cp_us": reps[0].get("cp_us")}
+    for k, nd in DEVICE_COUNTERS.items():
+        vals = sorted(b[k] for b in reps if k in b)
+        if not vals:
+            out[k] = "–"
+            continue
+        med = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] + vals[len(vals) // 2]) / 2
+        out[k] = fmt(med, nd) + (f" ({fmt(vals[0], nd)}–{fmt(vals[-1], nd)})" if len(vals) > 1 else "")
+    return out
+
+
 def bench_tables(js):
-    singles, devices, conc = {}, [], []
+    singles, devices, conc = {}, {}, []
     for b in js.get("benchmarks", []):
+        if b.get("run_type") == "aggregate":
+            continue
         name = b["name"]
         parts = name.split("/")
         if parts[0] == "single":
             singles.setdefault((parts[1], int(parts[2])), {})[parts[3]] = b
         elif parts[0] == "devices":
-            devices.append((parts[1:5], b))
+            devices.setdefault(tuple(parts[1:5]), []).append(b)
         elif parts[0] == "concurrent":
             conc.append((name, b))
     out = ["| case | N | nodes | " + " | ".join(f"{e} ns/node" for e in ENGINE_ORDER) +
@@ -109,13 +130,16 @@ def bench_tables(js):
         out.append(f"| {case} | {n} | {fmt(nodes)} | " + " | ".join(fmt(ns.get(e), 1) for e in ENGINE_ORDER) +
                    " | " + " | ".join(fmt(ov.get(e), 1) for e in ("reference", "baseline", "actor", "torch")) +
                    f" | {fmt(rb, 2)} | {fmt(rt, 2)} |")
-    dev = ["| pattern | devices | busy/node | engine | nodes | makespan µs | critical path µs | makespan / cp | makespan / max(cp, work/cores) |",
-           "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
-    for parts, b in devices:
+    dev = ["| pattern | devices | busy/node | engine | nodes | makespan µs: min | median | critical path µs | "
+           "min / cp | min / bound | median / bound | min / threads' best |",
+           "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for parts, runs in devices.items():
         pattern, d, us, eng = parts
+        b = device_summary(runs)
         dev.append(f"| {pattern} | {d.replace('dev', '')} | {us.replace('us', ' µs')} | {eng} | {fmt(b.get('nodes'))} | "
-                   f"{fmt(b.get('makespan_us'), 1)} | {fmt(b.get('cp_us'), 1)} | {fmt(b.get('makespan_over_cp'), 3)} | "
-                   f"{fmt(b.get('makespan_over_bound'), 3)} |")
+                   f"{b['makespan_us']} | {b['makespan_median_us']} | {fmt(b.get('cp_us'), 1)} | "
+                   f"{b['makespan_over_cp']} | {b['makespan_over_bound']} | {b['median_over_bound']} | "
+                   f"{b['makespan_over_threads']} |")
     cc = ["| benchmark | threads | nodes/s (all threads) | ns per node (wall / all nodes) |", "|---|---:|---:|---:|"]
     for name, b in conc:
         th = name.rpartition("/threads:")[2] if "/threads:" in name else "1"
@@ -216,20 +240,30 @@ def main():
         lines += ["### Single device (CPU)", ""] + single + [""]
         if any("reentrant" in row for row in single):
             lines += [REENTRANT_NOTE, ""]
-        lines += ["### Simulated devices (busy nodes: pipeline = one chain of 64 over the devices in stages; "
-                  "branches = a CPU root feeding one chain of 32 per device)", ""] + dev + [""]
+        lines += ["### Simulated devices", "",
+                  "Busy nodes (each spins for the given wall time): pipeline = one chain of 64 over the devices "
+                  "in stages; branches = a CPU root feeding one chain of 32 per device. bound = max(critical "
+                  "path, total work / cores). `threads` is no engine: one plain thread per device calling its "
+                  "nodes in order, hand-offs through `std::atomic::wait` (bench/common/parallel_plan.h); it is "
+                  "what this machine itself makes of the graph, so `min / threads' best` is the engine's share. "
+                  "Each case ran as several repetitions (Google Benchmark `Repetitions`): a cell is the median "
+                  "of the repetitions, with their range in brackets.", ""] + dev + [""]
         lines += ["### Concurrent backward calls (each thread its own chain of 1000)", ""] + cc + [""]
         if series:
             panels.append(("Engine overhead, ns/node (wall)", "ns per node", series))
     if mem:
-        lines += ["## Peak memory, chain of 10^5 (pass-through), one backward in a fresh process", "",
-                  "| engine | nodes | graph RSS bytes/node | extra peak RSS during backward bytes/node |",
-                  "|---|---:|---:|---:|"]
+        lines += ["## Peak memory, pass-through chains, one backward in a fresh process", "",
+                  "Peak resident set (`ru_maxrss`) at start (libraries, idle engines), after building the "
+                  "graph, and after one backward.", "",
+                  "| engine | nodes | RSS at start MiB | graph bytes/node | extra peak during backward bytes/node |",
+                  "|---|---:|---:|---:|---:|"]
         for r in mem:
             n = float(r["nodes"])
+            s0 = float(r["peak_rss_start_bytes"])
             g = float(r["peak_rss_graph_bytes"])
             p = float(r["peak_rss_after_backward_bytes"])
-            lines.append(f"| {r['engine']} | {r['nodes']} | {fmt(g / n, 0)} | {fmt((p - g) / n, 1)} |")
+            lines.append(f"| {r['engine']} | {r['nodes']} | {fmt(s0 / 2**20, 0)} | {fmt((g - s0) / n, 0)} | "
+                         f"{fmt((p - g) / n, 1)} |")
         lines.append("")
     if panels:
         svg = os.path.join(os.path.dirname(a.out), "overhead_per_node.svg")
