@@ -25,7 +25,7 @@ private:
 };
 
 /// Makes `s` the current stream of its device, and the device current, for
-/// a scope; restores both after.
+/// a scope; restores both after. Sets nothing when `s` is already current.
 class StreamGuard {
 public:
   explicit StreamGuard(Stream s);

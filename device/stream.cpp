@@ -151,9 +151,14 @@ DeviceGuard::~DeviceGuard() {
 }
 
 StreamGuard::StreamGuard(Stream s) : device_(s.device), previous_(current_stream(s.device)) {
-  set_current_stream(s);
+  if (s != previous_)
+    set_current_stream(s);
 }
 
-StreamGuard::~StreamGuard() { set_current_stream(previous_); }
+StreamGuard::~StreamGuard() {
+  // Restores also what code inside the scope set without a guard.
+  if (current_stream(previous_.device) != previous_)
+    set_current_stream(previous_);
+}
 
 } // namespace actorgrad

@@ -1,6 +1,7 @@
 #include "actors/detail/device_worker.h"
 
 #include "actors/detail/task_runner.h"
+#include "device/guards.h"
 
 namespace actorgrad::detail {
 
@@ -8,6 +9,9 @@ DeviceWorker::DeviceWorker(caf::actor_config& cfg, std::shared_ptr<EngineCore> c
   : caf::blocking_actor(cfg), core_(std::move(core)), device_(device) {}
 
 void DeviceWorker::act() {
+  // The worker's device stays current on its thread (PyTorch's thread_init
+  // calls set_device), so the DeviceGuard of each node it runs is a no-op.
+  DeviceGuard current(device_);
   TaskRunner runner(*core_, this, device_);
   runner.serve();
 }

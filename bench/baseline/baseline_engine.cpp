@@ -3,6 +3,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "device/guards.h"
 #include "libengine/engine/evaluate.h"
 #include "libengine/engine/graph_task.h"
 
@@ -118,6 +119,7 @@ BaselineEngine::BaselineEngine(std::vector<Device> devices, int max_recursion_de
   }
   for (auto& dt : devices_) {
     dt.thread = std::thread([this, q = dt.queue, d = dt.device] {
+      DeviceGuard current(d); // PyTorch's thread_init: set_device(device)
       worker_device = d;
       local_ready_queue = q;
       thread_main(nullptr);

@@ -18,14 +18,18 @@
 
 namespace actorgrad::bench {
 
-/// The graph of a single-device case by name (chain_passthrough, chain_mul,
-/// fan, mlp, random_dag); throws std::invalid_argument naming an unknown one.
+/// The graph of a case by name (chain_passthrough, chain_mul, fan, mlp,
+/// random_dag; pipeline and branches: n sim devices, nodes that do nothing); throws std::invalid_argument naming an unknown one.
 inline Graph build_case(const std::string& kind, int n) {
   if (kind == "chain_passthrough") return chain_passthrough(n);
   if (kind == "chain_mul") return chain_mul(n);
   if (kind == "fan") return fan(n);
   if (kind == "mlp") return mlp();
   if (kind == "random_dag") return random_dag(n);
+  // The multi-device graphs of bench_engines with no busy work (n = devices):
+  // what is left is the engines' own cost of running nodes on device workers.
+  if (kind == "pipeline") return busy_pipeline(64, n, std::chrono::nanoseconds(0));
+  if (kind == "branches") return busy_branches(32, n, std::chrono::nanoseconds(0));
   throw std::invalid_argument("unknown case '" + kind + "'");
 }
 

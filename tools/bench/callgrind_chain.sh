@@ -8,7 +8,8 @@
 # Env: CASES (default "chain_passthrough chain_mul"; "" for none), SIZES (default
 # "100 1000 10000"; add 100000 for the long chain: slow under valgrind),
 # EXTRA (further CASE:N[:PASSES] runs, default: fan 16 and 256, the MLP, the
-# random DAG of 1000 and reentrant backward to depth 100; "" for none),
+# random DAG of 1000, reentrant backward to depth 100 and the multi-device
+# graphs; "" for none),
 # ENGINES (default: sequential reference baseline actor torch_seq torch),
 # KEEP_OUT=1 keeps the callgrind.out files (for callgrind_annotate) next to the TSV.
 #
@@ -25,7 +26,9 @@ SIZES=${SIZES:-"100 1000 10000"}
 # fan 16 and the MLP take 100 passes: with fewer, one glibc malloc_consolidate
 # (~40-50k instructions every few dozen passes) moves the figure by up to 80
 # instructions per node.
-EXTRA=${EXTRA-"fan:16:100 fan:256:10 mlp:4:100 random_dag:1000:10 reentrant:100:20"}
+# pipeline:4 and branches:4 are the multi-device graphs of bench_engines on 4
+# sim devices with nodes that do no work: the engines' cost on device workers.
+EXTRA=${EXTRA-"fan:16:100 fan:256:10 mlp:4:100 random_dag:1000:10 reentrant:100:20 pipeline:4:100 branches:4:100"}
 ENGINES=${ENGINES:-"sequential reference baseline actor torch_seq torch"}
 DRIVER=$BUILD/bench/bench_chain_driver
 command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 77; }

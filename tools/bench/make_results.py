@@ -23,6 +23,9 @@ REENTRANT_NOTE = ("`reentrant`, N = 100: a node whose backward runs a nested bac
                   "graph, 100 levels deep (bench/common/reentrant.h); 101 backward calls of 3 nodes each "
                   "per pass, so instructions (or ns) per backward call = 3 x per node. Past depth 60 "
                   "both engines hand the nested call to their reentrant pool.")
+DEVICES_NOTE = ("`pipeline` and `branches`, N = 4: the multi-device graphs of the wall-time tables below on "
+                "4 sim devices, with nodes that do no work, so what is counted is each engine's cost of running "
+                "nodes on its device threads (all threads are counted).")
 COLORS = {"reference": "#888888", "baseline": "#d62728", "actor": "#1f77b4", "torch": "#2ca02c"}
 
 
@@ -227,6 +230,8 @@ def main():
                   "after one warm-up pass), divided by passes and nodes.", ""] + cg_lines + [""]
         if any(r["case"] == "reentrant" for r in cg):
             lines += [REENTRANT_NOTE, ""]
+        if any(r["case"] in ("pipeline", "branches") for r in cg):
+            lines += [DEVICES_NOTE, ""]
     panels = []
     if cg_series:
         panels.append(("Engine overhead, instructions/node", "instructions per node", cg_series))
