@@ -54,9 +54,10 @@ if (( ${#missing[@]} > 0 )); then
 fi
 
 cmake_args=(-S "$repo_root" -B "$repo_root/$build_dir" -DCMAKE_BUILD_TYPE="$build_type")
-# The CUDA backend is not written yet (streams/CUDA issue): say what is there.
+# CMake builds the CUDA backend when nvcc works (tools/cmake/Cuda.cmake; off
+# with -DACTORGRAD_CUDA=OFF): say which build this is.
 if [[ -x /usr/local/cuda/bin/nvcc ]]; then
-  echo "CUDA toolkit found ($(/usr/local/cuda/bin/nvcc --version | tail -n 1)); the CUDA backend is not part of this version: building CPU + sim devices"
+  echo "CUDA toolkit found ($(/usr/local/cuda/bin/nvcc --version | tail -n 1)): building CPU + sim devices + the CUDA backend (tests/cuda/ skip without a GPU)"
 else
   echo "CUDA not found: building CPU + sim devices"
 fi
