@@ -21,7 +21,8 @@
 /// iterations), makespan_median_us, cp_us (critical path: busy time of the
 /// longest path), makespan_over_cp, makespan_over_bound and
 /// median_over_bound (bound = max(cp, total work / cores)),
-/// makespan_over_threads (min over ParallelPlan's best repetition). Concurrent cases: nodes_per_s over all threads.
+/// makespan_over_threads (min over ParallelPlan's best repetition).
+/// Concurrent cases: nodes_per_s over all threads.
 ///
 /// Benchmarks are registered so that the bounds run before the engines that
 /// use them; keep the default order (a filter that drops a bound leaves the
@@ -134,8 +135,8 @@ void devices_case(benchmark::State& state, const std::string& pattern, int devic
   state.counters["makespan_over_cp"] = t.best / g.critical_path_ns;
   state.counters["makespan_over_bound"] = t.best / bound;
   state.counters["median_over_bound"] = t.median / bound;
-  if (eng != "threads" && g_threads_ns.count(key))
-    state.counters["makespan_over_threads"] = t.best / g_threads_ns[key];
+  if (auto it = g_threads_ns.find(key); eng != "threads" && it != g_threads_ns.end())
+    state.counters["makespan_over_threads"] = t.best / it->second;
   state.counters["overhead_ns_per_node"] = (t.best - bound) / static_cast<double>(g.nodes);
 }
 

@@ -19,7 +19,8 @@
 namespace actorgrad::bench {
 
 /// The graph of a case by name (chain_passthrough, chain_mul, fan, mlp,
-/// random_dag; pipeline and branches: n sim devices, nodes that do nothing); throws std::invalid_argument naming an unknown one.
+/// random_dag; pipeline and branches: n sim devices, nodes that do
+/// nothing); throws std::invalid_argument naming an unknown one.
 inline Graph build_case(const std::string& kind, int n) {
   if (kind == "chain_passthrough") return chain_passthrough(n);
   if (kind == "chain_mul") return chain_mul(n);

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 
 BOUND = {"torch": "torch_seq"}
@@ -98,8 +99,7 @@ def device_summary(runs):
         if not vals:
             out[k] = "–"
             continue
-        med = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] + vals[len(vals) // 2]) / 2
-        out[k] = fmt(med, nd) + (f" ({fmt(vals[0], nd)}–{fmt(vals[-1], nd)})" if len(vals) > 1 else "")
+        out[k] = fmt(statistics.median(vals), nd) + (f" ({fmt(vals[0], nd)}–{fmt(vals[-1], nd)})" if len(vals) > 1 else "")
     return out
 
 
