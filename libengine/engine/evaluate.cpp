@@ -10,9 +10,9 @@ namespace actorgrad {
 
 namespace {
 
-variable_list call_tensor_pre_hooks(Node& fn, variable_list inputs) {
+void call_tensor_pre_hooks(Node& fn, variable_list& inputs) {
   if (!fn.has_tensor_pre_hooks())
-    return inputs;
+    return;
   auto apply = [&](const std::vector<TensorPreHook>& hooks) {
     for (const auto& h : hooks) {
       Tensor& g = inputs.at(h.input_nr);
@@ -24,13 +24,12 @@ variable_list call_tensor_pre_hooks(Node& fn, variable_list inputs) {
   };
   apply(fn.tensor_pre_hooks());
   apply(fn.retains_grad_hooks());
-  return inputs;
 }
 
 // Hooks, apply and validation, in PyTorch's order: tensor pre-hooks ->
 // pre-hooks -> apply -> validate -> post-hooks.
 variable_list call_function(Node& fn, variable_list inputs) {
-  inputs = call_tensor_pre_hooks(fn, std::move(inputs));
+  call_tensor_pre_hooks(fn, inputs);
   for (const auto& hook : fn.pre_hooks())
     if (auto r = hook(inputs); !r.empty())
       inputs = std::move(r);
@@ -41,22 +40,23 @@ variable_list call_function(Node& fn, variable_list inputs) {
     variable_list copy = inputs;
     outputs = fn.apply(std::move(copy));
   }
-  validate_outputs(fn.next_edges(), outputs, fn.name());
+  validate_outputs(fn, outputs);
   for (const auto& hook : fn.post_hooks())
     if (auto r = hook(outputs, inputs); !r.empty())
       outputs = std::move(r);
   return outputs;
 }
 
-std::string at_index(const std::string& fn_name, std::size_t i) {
-  return "Function " + fn_name + " returned an invalid gradient at index " + std::to_string(i);
+std::string at_index(const Node& fn, std::size_t i) {
+  return "Function " + fn.name() + " returned an invalid gradient at index " + std::to_string(i);
 }
 
 } // namespace
 
-void validate_outputs(const edge_list& edges, variable_list& grads, const std::string& fn_name) {
+void validate_outputs(const Node& fn, variable_list& grads) {
+  const edge_list& edges = fn.next_edges();
   if (grads.size() != edges.size())
-    throw EngineError("Function " + fn_name + " returned an incorrect number of gradients (expected " +
+    throw EngineError("Function " + fn.name() + " returned an incorrect number of gradients (expected " +
                       std::to_string(edges.size()) + ", got " + std::to_string(grads.size()) + ")");
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const Edge& edge = edges[i];
@@ -64,18 +64,18 @@ void validate_outputs(const edge_list& edges, variable_list& grads, const std::s
     if (!edge.is_valid() || !g.defined())
       continue;
     if (edge.input_nr >= edge.function->num_inputs())
-      throw EngineError(at_index(fn_name, i) + ": its edge points at input " +
+      throw EngineError(at_index(fn, i) + ": its edge points at input " +
                         std::to_string(edge.input_nr) + " of " + edge.function->name() +
                         ", which has " + std::to_string(edge.function->num_inputs()) + " inputs");
     const InputMetadata& meta = edge.function->input_metadata(edge.input_nr);
     if (!meta.defined)
       continue;
     if (g.device() != meta.device)
-      throw EngineError(at_index(fn_name, i) + " - expected device " + meta.device.str() +
+      throw EngineError(at_index(fn, i) + " - expected device " + meta.device.str() +
                         " but got " + g.device().str());
     if (g.shape() != meta.shape) {
       if (!is_expandable_to(meta.shape, g.shape()))
-        throw EngineError(at_index(fn_name, i) + " - got " + shape_str(g.shape()) +
+        throw EngineError(at_index(fn, i) + " - got " + shape_str(g.shape()) +
                           " but expected shape compatible with " + shape_str(meta.shape));
       g = sum_to(g, meta.shape);
     }
@@ -98,7 +98,7 @@ variable_list evaluate_function(GraphTask& task, Node& fn, InputBuffer&& buffer)
       // Tensor pre-hooks run once: here when the node only captures, else
       // in call_function.
       if (!needed)
-        inputs = call_tensor_pre_hooks(fn, std::move(inputs));
+        call_tensor_pre_hooks(fn, inputs);
       if (info)
         for (const auto& c : info->captures)
           task.capture(c.output_idx, inputs.at(c.input_idx));

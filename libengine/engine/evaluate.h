@@ -16,9 +16,9 @@ namespace actorgrad {
 /// current_graph_task() for the duration.
 variable_list evaluate_function(GraphTask& task, Node& fn, InputBuffer&& inputs);
 
-/// Checks the gradients a node returned against the metadata of the inputs
-/// they flow to: count, dtype (cast), shape (reduced when it broadcasts) and
-/// device. `fn_name` names the node in errors.
-void validate_outputs(const edge_list& edges, variable_list& grads, const std::string& fn_name);
+/// Checks the gradients `fn` returned against the metadata of the inputs
+/// they flow to (its next edges): count, dtype (cast), shape (reduced when
+/// it broadcasts) and device. Errors name `fn`.
+void validate_outputs(const Node& fn, variable_list& grads);
 
 } // namespace actorgrad

@@ -57,10 +57,12 @@ void InputBuffer::add(std::size_t pos, Tensor&& grad, const std::optional<Stream
   if (plan.wait_for)
     wait_for_stream(*plan.accumulate, *plan.wait_for, ready);
   Tensor& old = buffer_.at(pos);
-  OptionalStreamGuard guard(plan.accumulate);
-  if (!old.defined()) {
+  if (!old.defined()) { // the first gradient is kept as it is: no kernel, no stream to set
     old = std::move(grad);
-  } else if (GradMode::is_enabled()) {
+    return;
+  }
+  OptionalStreamGuard guard(plan.accumulate);
+  if (GradMode::is_enabled()) {
     old = actorgrad::add(old, grad); // create_graph: keep the sum's graph
   } else if (sole_owner(old)) {
     kernels::add_(old, grad, 1.0);
