@@ -2,25 +2,45 @@
 /// @file guards.h
 /// Scoped current device and current stream (PyTorch's DeviceGuard and StreamGuard).
 
+#include <array>
+#include <cstddef>
 #include <optional>
 
 #include "device/stream.h"
 
 namespace actorgrad {
 
+namespace detail {
+/// This thread's current device of each type. Constant-initialized, so
+/// reading it is a plain thread-local load (the guards run twice per node).
+extern constinit thread_local std::array<Device, 3> current_devices;
+} // namespace detail
+
 /// This thread's current device of type `t` (index 0 until set).
-Device current_device(DeviceType t);
+inline Device current_device(DeviceType t) {
+  return detail::current_devices[static_cast<std::size_t>(t)];
+}
 
 /// Makes `d` the current device of its type for a scope (cudaSetDevice on
-/// CUDA), restoring the previous one after.
+/// CUDA), restoring the previous one after. Costs two loads when `d` is
+/// already current, as it is on a device worker.
 class DeviceGuard {
 public:
-  explicit DeviceGuard(Device d);
-  ~DeviceGuard();
+  explicit DeviceGuard(Device d) : previous_(current_device(d.type)) {
+    if (d != previous_)
+      set(d);
+  }
+  ~DeviceGuard() {
+    if (current_device(previous_.type) != previous_)
+      set(previous_);
+  }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
 private:
+  /// Makes `d` current: the backend first, then this thread's record.
+  static void set(Device d);
+
   Device previous_;
 };
 

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <ostream>
 #include <stdexcept>
-#include <vector>
 
 #include "device/event.h"
 #include "device/guards.h"
@@ -25,8 +24,15 @@ StreamBackend& backend_of(Device d, const char* what) {
   return *b;
 }
 
-// This thread's current stream per device; few devices, so a flat list.
-thread_local std::vector<Stream> current_streams;
+// This thread's current stream per device: few devices, so a flat list.
+// Constant-initialized and trivially destructible, so an access is a plain
+// thread-local load, with no init check (a std::vector had one).
+struct CurrentStreams {
+  static constexpr std::size_t capacity = 64;
+  std::array<Stream, capacity> streams{};
+  std::size_t size = 0;
+};
+constinit thread_local CurrentStreams current_streams;
 
 std::array<std::atomic<std::uint32_t>, 64> pool_cursor{};
 
@@ -56,8 +62,6 @@ std::ostream& operator<<(std::ostream& os, Stream s) { return os << s.str(); }
 
 bool has_streams(Device d) { return stream_backend(d.type) != nullptr; }
 
-Stream default_stream(Device d) { return {d, 0}; }
-
 Stream stream_from_pool(Device d) {
   const auto n = backend_of(d, "stream_from_pool").pool_size();
   auto& cursor = pool_cursor[std::hash<Device>{}(d) % pool_cursor.size()];
@@ -65,19 +69,24 @@ Stream stream_from_pool(Device d) {
 }
 
 Stream current_stream(Device d) {
-  for (const Stream& s : current_streams)
-    if (s.device == d)
-      return s;
+  for (std::size_t i = 0; i < current_streams.size; ++i)
+    if (current_streams.streams[i].device == d)
+      return current_streams.streams[i];
   return default_stream(d);
 }
 
 void set_current_stream(Stream s) {
-  for (Stream& c : current_streams)
-    if (c.device == s.device) {
-      c = s;
+  auto& c = current_streams;
+  for (std::size_t i = 0; i < c.size; ++i)
+    if (c.streams[i].device == s.device) {
+      c.streams[i] = s;
       return;
     }
-  current_streams.push_back(s);
+  if (c.size == CurrentStreams::capacity)
+    throw std::length_error("set_current_stream(" + s.str() + "): a thread can have current " +
+                            "streams on at most " + std::to_string(CurrentStreams::capacity) +
+                            " devices");
+  c.streams[c.size++] = s;
 }
 
 void synchronize(Stream s) {
@@ -126,28 +135,13 @@ std::optional<Stream> Event::stream() const {
 
 // -- guards -------------------------------------------------------------------
 
-namespace {
-thread_local std::array<Device, 3> current_devices{
-  Device::cpu(), Device{DeviceType::sim, 0}, Device{DeviceType::cuda, 0}};
-} // namespace
+constinit thread_local std::array<Device, 3> detail::current_devices{
+  Device::cpu(), Device::sim(0), Device::cuda(0)};
 
-Device current_device(DeviceType t) { return current_devices[static_cast<std::size_t>(t)]; }
-
-DeviceGuard::DeviceGuard(Device d) : previous_(current_device(d.type)) {
-  if (d == previous_)
-    return;
+void DeviceGuard::set(Device d) {
   if (StreamBackend* b = stream_backend(d.type))
     b->set_device(d);
-  current_devices[static_cast<std::size_t>(d.type)] = d;
-}
-
-DeviceGuard::~DeviceGuard() {
-  Device& current = current_devices[static_cast<std::size_t>(previous_.type)];
-  if (current == previous_)
-    return;
-  if (StreamBackend* b = stream_backend(previous_.type))
-    b->set_device(previous_);
-  current = previous_;
+  detail::current_devices[static_cast<std::size_t>(d.type)] = d;
 }
 
 StreamGuard::StreamGuard(Stream s) : device_(s.device), previous_(current_stream(s.device)) {

@@ -43,7 +43,7 @@ std::ostream& operator<<(std::ostream& os, Stream s);
 bool has_streams(Device d);
 
 /// The default stream of `d`.
-Stream default_stream(Device d);
+constexpr Stream default_stream(Device d) { return {d, 0}; }
 
 /// A stream of `d`'s pool, handed out round-robin; throws
 /// std::invalid_argument for a device without streams.

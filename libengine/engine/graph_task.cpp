@@ -133,6 +133,9 @@ void GraphTask::compute_dependencies(Node* root, std::uint64_t min_topo_nr) {
   state_.clear();
   devices_.clear();
   leaf_streams_.clear();
+  // The longest path below the root has topological_nr + 1 distinct nodes:
+  // a lower bound on the graph's size that saves the map most rehashes.
+  state_.reserve(root->topological_nr() + 1);
   state_[root];
   note_device(root);
   std::vector<Node*> queue{root};
@@ -223,7 +226,8 @@ void GraphTask::init_to_execute(Node& root, const edge_list& outputs, std::uint6
 
 void GraphTask::note_device(const Node* fn) {
   Device d = fn->device();
-  if (!d.is_cpu() && std::find(devices_.begin(), devices_.end(), d) == devices_.end())
+  if (!d.is_cpu() && (devices_.empty() || devices_.back() != d) &&
+      std::find(devices_.begin(), devices_.end(), d) == devices_.end())
     devices_.push_back(d);
   if (fn->num_outputs() == 0)
     note_leaf_stream(fn);

@@ -193,3 +193,43 @@ BOOST_AUTO_TEST_CASE(streams_and_guards_have_value_semantics) {
   BOOST_TEST(never.query());
   never.block(s); // a never-recorded event orders nothing
 }
+
+BOOST_AUTO_TEST_CASE(guards_restore_what_their_scope_changed_and_streams_past_the_limit_are_refused) {
+  // On a fresh thread, whose current devices and streams start at the
+  // defaults; the checks run here, on the test's thread.
+  struct Seen {
+    bool guard_sets = false, inner_guard_sets = false, device_restored = false,
+         stream_restored = false, limit_kept = false, update_kept = false;
+    std::string refused;
+  } seen;
+  std::thread([&seen] {
+    const Device d2 = Device::sim(2);
+    const Stream s = stream_from_pool(d2);
+    {
+      StreamGuard g(s);
+      seen.guard_sets = current_device(DeviceType::sim) == d2 && current_stream(d2) == s;
+      set_current_stream(stream_from_pool(d2)); // changed inside the scope, without a guard
+      DeviceGuard other(Device::sim(3));
+      seen.inner_guard_sets = current_device(DeviceType::sim) == Device::sim(3);
+    }
+    seen.device_restored = current_device(DeviceType::sim) == Device::sim(0);
+    seen.stream_restored = current_stream(d2) == default_stream(d2);
+    for (int i = 0; i < 64; ++i) // one current stream per device, 64 devices a thread
+      set_current_stream(Stream(Device::sim(i), 1));
+    seen.limit_kept = current_stream(Device::sim(63)) == Stream(Device::sim(63), 1);
+    try {
+      set_current_stream(Stream(Device::sim(64), 1));
+    } catch (const std::length_error& e) {
+      seen.refused = e.what();
+    }
+    set_current_stream(Stream(Device::sim(5), 2)); // a known device is still updated
+    seen.update_kept = current_stream(Device::sim(5)) == Stream(Device::sim(5), 2);
+  }).join();
+  BOOST_TEST(seen.guard_sets);
+  BOOST_TEST(seen.inner_guard_sets);
+  BOOST_TEST(seen.device_restored);
+  BOOST_TEST(seen.stream_restored);
+  BOOST_TEST(seen.limit_kept);
+  BOOST_TEST(seen.refused.find("sim:64") != std::string::npos, "refused: '" << seen.refused << "'");
+  BOOST_TEST(seen.update_kept);
+}
