@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "libengine/autograd/node.h"
@@ -55,9 +56,59 @@ struct ReadyOrder {
 /// NodeTask once, instead of up to log2(size) + 3 times (each move of a
 /// NodeTask is two shared_ptrs and a vector, and each moved-from temporary
 /// is destroyed) and compares without reading the nodes.
+///
+/// Note [Lone ready task]
+/// Most of the time the heap holds at most one task: along a chain each node
+/// makes the next one ready just after the heap gave up the last. A task
+/// pushed onto an empty heap waits in `lone_`, without a key, a slot or a
+/// heap step; a second push moves it into the keyed heap first. So `lone_`
+/// is only ever set while `keys_` is empty.
 class ReadyHeap {
 public:
+  ReadyHeap() = default;
+  ReadyHeap(const ReadyHeap&) = default;
+  ReadyHeap& operator=(const ReadyHeap&) = default;
+  /// A moved-from heap is empty (actors hand heaps over and reuse their own).
+  ReadyHeap(ReadyHeap&& other) noexcept { *this = std::move(other); }
+  ReadyHeap& operator=(ReadyHeap&& other) noexcept {
+    keys_ = std::exchange(other.keys_, {});
+    slots_ = std::exchange(other.slots_, {});
+    free_ = std::exchange(other.free_, {});
+    lone_ = std::move(other.lone_);
+    has_lone_ = std::exchange(other.has_lone_, false);
+    return *this;
+  }
+
   void push(NodeTask&& t) {
+    if (empty()) {
+      lone_ = std::move(t);
+      has_lone_ = true;
+      return;
+    }
+    if (has_lone_) {
+      has_lone_ = false;
+      push_keyed(std::move(lone_));
+    }
+    push_keyed(std::move(t));
+  }
+  /// Removes and returns the task that runs next.
+  NodeTask pop() {
+    if (has_lone_) {
+      has_lone_ = false;
+      return std::move(lone_);
+    }
+    std::pop_heap(keys_.begin(), keys_.end(), KeyOrder{});
+    const std::uint32_t slot = keys_.back().slot;
+    keys_.pop_back();
+    free_.push_back(slot);
+    return std::move(slots_[slot]);
+  }
+  const NodeTask& top() const { return has_lone_ ? lone_ : slots_[keys_.front().slot]; }
+  bool empty() const { return !has_lone_ && keys_.empty(); }
+  std::size_t size() const { return keys_.size() + (has_lone_ ? 1 : 0); }
+
+private:
+  void push_keyed(NodeTask&& t) {
     Key k{t.fn ? t.fn->sequence_nr() : 0, t.reentrant_depth, 0, t.shutdown, !t.fn};
     if (free_.empty()) {
       k.slot = static_cast<std::uint32_t>(slots_.size());
@@ -70,19 +121,7 @@ public:
     keys_.push_back(k);
     std::push_heap(keys_.begin(), keys_.end(), KeyOrder{});
   }
-  /// Removes and returns the task that runs next.
-  NodeTask pop() {
-    std::pop_heap(keys_.begin(), keys_.end(), KeyOrder{});
-    const std::uint32_t slot = keys_.back().slot;
-    keys_.pop_back();
-    free_.push_back(slot);
-    return std::move(slots_[slot]);
-  }
-  const NodeTask& top() const { return slots_[keys_.front().slot]; }
-  bool empty() const { return keys_.empty(); }
-  std::size_t size() const { return keys_.size(); }
 
-private:
   struct Key {
     std::uint64_t sequence_nr;
     int reentrant_depth;
@@ -107,6 +146,8 @@ private:
   std::vector<Key> keys_;
   std::vector<NodeTask> slots_;
   std::vector<std::uint32_t> free_;
+  NodeTask lone_; ///< see Note [Lone ready task]
+  bool has_lone_ = false;
 };
 
 } // namespace actorgrad

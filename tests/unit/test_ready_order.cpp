@@ -123,3 +123,38 @@ BOOST_AUTO_TEST_CASE(heap_moves_the_task_out_intact) {
   BOOST_TEST(!t.inputs[0].defined());
   BOOST_TEST(t.inputs[1].defined());
 }
+
+BOOST_AUTO_TEST_CASE(heap_keeps_the_order_when_pushes_and_pops_interleave) {
+  // Pushes and pops in random turns, so that the heap keeps passing between
+  // one waiting task and many (see Note [Lone ready task]); each pop must
+  // be the first of what is waiting.
+  std::mt19937 rng(777);
+  auto nodes = make_nodes(30);
+  std::uniform_int_distribution<int> depth(0, 2), pick(0, 29), coin(0, 1);
+  ReadyHeap heap;
+  std::vector<NodeTask> waiting;
+  for (int step = 0; step < 2000; ++step) {
+    if (waiting.empty() || coin(rng) == 0) { // a random walk: often one task, sometimes dozens
+      NodeTask t = step % 7 == 0
+                     ? NodeTask::wake_up(depth(rng))
+                     : task(nodes[static_cast<std::size_t>(pick(rng))], depth(rng));
+      waiting.push_back(t);
+      heap.push(std::move(t));
+    } else {
+      auto first = std::min_element(waiting.begin(), waiting.end(), runs_before);
+      BOOST_REQUIRE(!heap.empty());
+      BOOST_TEST((key(heap.top()) == key(*first)), "step " << step);
+      BOOST_TEST((key(heap.pop()) == key(*first)), "step " << step);
+      waiting.erase(first);
+    }
+    BOOST_REQUIRE(heap.size() == waiting.size());
+    if (step % 100 == 0) { // a heap handed over keeps its tasks; the old one is empty
+      ReadyHeap moved = std::move(heap);
+      BOOST_TEST(heap.empty());
+      BOOST_TEST(heap.size() == 0u);
+      heap = std::move(moved);
+      BOOST_TEST(moved.empty());
+      BOOST_REQUIRE(heap.size() == waiting.size());
+    }
+  }
+}
