@@ -2,7 +2,9 @@
 /// @file graph_task.h
 /// The state of one backward()/grad() call, and the pure algorithms on it.
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -166,8 +168,12 @@ private:
 
   /// Backs state_: its entries are only added while the task is built and
   /// all go with the task, so a bump allocator replaces a malloc and a free
-  /// per node.
-  std::pmr::monotonic_buffer_resource state_memory_{4096};
+  /// per node. It starts in the task itself, so that a small graph (a
+  /// reentrant call's) allocates nothing. Kept small: a task of 1 KiB or
+  /// more would leave glibc's thread cache, and each such allocation
+  /// consolidates the fast bins (hundreds of instructions).
+  std::array<std::byte, 512> state_inline_;
+  std::pmr::monotonic_buffer_resource state_memory_{state_inline_.data(), state_inline_.size()};
   std::pmr::unordered_map<const Node*, NodeState> state_{&state_memory_};
 
   std::unordered_map<const Node*, ExecInfo> exec_info_;
