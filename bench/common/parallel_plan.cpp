@@ -54,11 +54,9 @@ ParallelPlan::~ParallelPlan() {
 }
 
 void ParallelPlan::run() {
-  for (std::size_t i = 0; i < order_.size(); ++i) {
-    buffers_[i] = InputBuffer(order_[i].num_inputs);
+  start_pass(order_, buffers_, *graph_);
+  for (std::size_t i = 0; i < order_.size(); ++i)
     pending_[i].store(in_degree_[i], std::memory_order_relaxed);
-  }
-  buffers_[0].add(graph_->roots[0].input_nr, Tensor(graph_->root_grads[0]));
   done_.store(0, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release); // publishes the resets above
   generation_.notify_all();
@@ -87,17 +85,10 @@ void ParallelPlan::run_lane(const std::vector<std::int32_t>& lane) {
     for (int p = pending_[i].load(std::memory_order_acquire); p != 0;
          p = pending_[i].load(std::memory_order_acquire))
       pending_[i].wait(p, std::memory_order_acquire);
-    const Step& s = order_[i];
-    variable_list out = s.fn->apply(InputBuffer::variables(std::move(buffers_[i])));
-    for (std::size_t k = 0; k < s.targets.size(); ++k) {
-      auto [step, input] = s.targets[k];
-      if (step < 0)
-        continue;
-      if (k < out.size())
-        buffers_[step].add(input, std::move(out[k]));
+    run_step(order_, buffers_, static_cast<std::size_t>(i), [this](std::int32_t step) {
       if (pending_[step].fetch_sub(1, std::memory_order_acq_rel) == 1)
         pending_[step].notify_one();
-    }
+    });
   }
 }
 

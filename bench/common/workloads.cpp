@@ -220,18 +220,18 @@ SequentialPlan::SequentialPlan(const Graph& g)
   buffers_.resize(order_.size());
 }
 
+void start_pass(const std::vector<PlannedStep<Node>>& order, std::vector<InputBuffer>& buffers,
+                const Graph& g) {
+  for (std::size_t i = 0; i < order.size(); ++i)
+    buffers[i] = InputBuffer(order[i].num_inputs);
+  buffers[0].add(g.roots[0].input_nr, Tensor(g.root_grads[0]));
+}
+
 void SequentialPlan::run() {
   NoGradGuard no_grad;
+  start_pass(order_, buffers_, *graph_);
   for (std::size_t i = 0; i < order_.size(); ++i)
-    buffers_[i] = InputBuffer(order_[i].num_inputs);
-  buffers_[0].add(graph_->roots[0].input_nr, Tensor(graph_->root_grads[0]));
-  for (std::size_t i = 0; i < order_.size(); ++i) {
-    const Step& s = order_[i];
-    variable_list out = s.fn->apply(InputBuffer::variables(std::move(buffers_[i])));
-    for (std::size_t k = 0; k < out.size() && k < s.targets.size(); ++k)
-      if (s.targets[k].first >= 0)
-        buffers_[s.targets[k].first].add(s.targets[k].second, std::move(out[k]));
-  }
+    run_step(order_, buffers_, i, [](std::int32_t) {});
 }
 
 // -- engines ---------------------------------------------------------------------

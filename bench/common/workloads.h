@@ -68,6 +68,29 @@ Graph busy_branches(int n, int devices, std::chrono::nanoseconds spin);
 /// Runs the graph's backward with retain_graph on `e`.
 void run_backward(Executor& e, const Graph& g);
 
+/// A plan's pass over `order` (ready order): resets every step's buffer and
+/// adds the graph's root gradient into the first.
+void start_pass(const std::vector<PlannedStep<Node>>& order, std::vector<InputBuffer>& buffers,
+                const Graph& g);
+
+/// Runs step `i` of a plan (`apply`; the caller has grad mode off) and adds
+/// each output into its target's buffer; calls `fed(target step)` for every
+/// target, after its add (an output the node did not return adds nothing).
+template <class Fed>
+void run_step(const std::vector<PlannedStep<Node>>& order, std::vector<InputBuffer>& buffers,
+              std::size_t i, Fed&& fed) {
+  const PlannedStep<Node>& s = order[i];
+  variable_list out = s.fn->apply(InputBuffer::variables(std::move(buffers[i])));
+  for (std::size_t k = 0; k < s.targets.size(); ++k) {
+    auto [step, input] = s.targets[k];
+    if (step < 0)
+      continue;
+    if (k < out.size())
+      buffers[step].add(input, std::move(out[k]));
+    fed(step);
+  }
+}
+
 /// The sequential lower bound: the graph's nodes in the order the reference
 /// executor runs them (ready order), called directly (`apply`, grad mode
 /// off) with their gradients accumulated in plain InputBuffers. No

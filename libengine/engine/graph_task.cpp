@@ -226,8 +226,7 @@ void GraphTask::init_to_execute(Node& root, const edge_list& outputs, std::uint6
 
 void GraphTask::note_device(const Node* fn) {
   Device d = fn->device();
-  if (!d.is_cpu() && (devices_.empty() || devices_.back() != d) &&
-      std::find(devices_.begin(), devices_.end(), d) == devices_.end())
+  if (!d.is_cpu() && std::find(devices_.begin(), devices_.end(), d) == devices_.end())
     devices_.push_back(d);
   if (fn->num_outputs() == 0)
     note_leaf_stream(fn);
