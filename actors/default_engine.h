@@ -8,8 +8,11 @@ namespace actorgrad {
 
 class Engine;
 
-/// The process-wide Engine (created on first use with the CPU only, or
-/// with the devices named by ACTORGRAD_DEVICES, e.g. "sim:2"). Linking
+/// The process-wide Engine, created on first use. It serves the devices
+/// named by ACTORGRAD_DEVICES ("sim:2" serves sim:0 and sim:1; "sim:0,cuda:0"
+/// those two), or sim:0 to sim:3 when it is unset. A value that cannot be
+/// parsed, or names a device this process cannot serve, throws
+/// std::invalid_argument naming it (each first use tries again). Linking
 /// actorgrad_actors installs it as the default executor, so
 /// actorgrad::backward / grad / Tensor::backward run on actors.
 Engine& default_engine();

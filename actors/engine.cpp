@@ -3,30 +3,47 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
-#include <caf/send.hpp>
 
+#include "actors/detail/async_call.h"
 #include "actors/detail/engine_core.h"
+#include "actors/detail/foreign_thread.h"
+#include "actors/detail/post.h"
 #include "actors/detail/reentrant_pool.h"
-#include "actors/detail/task_runner.h"
-#include "actors/messages.h"
+#include "actors/detail/runner.h"
+#include "actors/trace/recorder.h"
 #include "libengine/engine/call_args.h"
+#include "libengine/engine/graph_task.h"
 
 namespace actorgrad {
 
 namespace {
 
 std::unique_ptr<caf::actor_system_config> make_system_config(const EngineConfig& config) {
+  detail::EngineCore::validate(config); // before CAF sees scheduler_threads
   auto cfg = std::make_unique<caf::actor_system_config>();
   cfg->set("scheduler.max-threads", config.scheduler_threads);
   return cfg;
 }
 
 int reentrant_depth_here() {
-  GraphTask* parent = current_graph_task();
+  GraphTaskBase* parent = current_graph_task();
   return parent ? parent->reentrant_depth + 1 : 0;
 }
 
+/// Reuses a caller's queue storage between its calls (see Note [Caller
+/// scratch reuse]).
+thread_local ReadyHeap spare_caller_heap;
+
 } // namespace
+
+// Note [Caller scratch reuse]
+// A synchronous backward builds a Runner on the caller's thread for the call
+// only. Its ready heap would start empty every call and regrow (for a graph
+// whose heap holds w tasks: log2(w) reallocations moving every ReadyTask).
+// So a caller's runner takes the heap storage the previous one on this
+// thread left behind (empty, with its capacity), as PyTorch's thread-local
+// local_ready_queue keeps its heap between calls. Only this thread touches
+// it: no synchronization.
 
 Engine::Engine(EngineConfig config)
   : own_config_(make_system_config(config)),
@@ -36,26 +53,29 @@ Engine::Engine(EngineConfig config)
 }
 
 Engine::Engine(caf::actor_system& system, EngineConfig config)
-  : core_(std::make_shared<detail::EngineCore>(system, std::move(config))) {
+  : core_((detail::EngineCore::validate(config),
+           std::make_shared<detail::EngineCore>(system, std::move(config)))) {
   spawn_actors();
 }
 
 void Engine::spawn_actors() {
   for (std::size_t i = 0; i < core_->num_workers; ++i)
     core_->replace_worker(core_->workers[i], nullptr);
+  detail::ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
   core_->pool = core_->system.spawn<detail::ReentrantPool>(core_);
 }
 
 Engine::~Engine() {
   core_->shutting_down.store(true);
   {
+    detail::ForeignThreadSpawn spawn_here;
     caf::scoped_actor self{core_->system, true};
     for (std::size_t i = 0; i < core_->num_workers; ++i) {
       caf::actor w = *core_->workers[i].handle.load();
-      caf::anon_send<caf::message_priority::high>(w, msg::Shutdown{});
+      detail::post<caf::message_priority::high>(w, msg::Shutdown{});
       self->wait_for(w);
     }
-    caf::anon_send<caf::message_priority::high>(core_->pool, msg::Shutdown{});
+    detail::post<caf::message_priority::high>(core_->pool, msg::Shutdown{});
     self->wait_for(core_->pool);
   }
   // The actors hold the core and the core holds their handles: drop the
@@ -67,71 +87,35 @@ Engine::~Engine() {
   own_system_.reset(); // waits for every actor it still runs
 }
 
+void Engine::run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
+  task->executor = this;
+  // A call made inside a node (reentrant backward) is coordinated by the
+  // actor running that node, which keeps serving its own queue meanwhile.
+  auto* runner = detail::Runner::current();
+  if (runner && &runner->core() == core_.get()) {
+    runner->coordinate(task, std::move(first));
+    return;
+  }
+  detail::ReadyQueue queue{std::move(spare_caller_heap), new_queue_id(), Device::cpu()};
+  detail::Runner caller(*core_, nullptr, ObservedActor::Role::caller, std::move(queue));
+  caller.coordinate(task, std::move(first));
+  if (detail::ReadyQueue q = caller.take_queue(); q.heap.empty())
+    spare_caller_heap = std::move(q.heap);
+}
+
 variable_list Engine::execute(const edge_list& roots, variable_list root_grads,
                               const ExecuteOptions& options, const edge_list& outputs) {
   auto [task, first] =
     GraphTask::create(roots, std::move(root_grads), options, outputs, reentrant_depth_here());
-  task->executor = this;
-  // A call made inside a node (reentrant backward) is coordinated by the
-  // actor running that node, which keeps serving its own heap meanwhile.
-  auto* runner = detail::TaskRunner::current();
-  if (runner && &runner->core() == core_.get()) {
-    runner->coordinate(task, std::move(first));
-  } else {
-    detail::TaskRunner caller(*core_, nullptr, std::nullopt);
-    caller.coordinate(task, std::move(first));
-  }
+  run(task, std::move(first));
   return task->finish();
 }
-
-namespace {
-
-// Spawns a coordinator actor for `call` and fulfils the future with
-// `finish(captured gradients)`: errors of the call, from its arguments to
-// its nodes, arrive through the future.
-template <class R, class Finish>
-std::future<R> run_async(Executor* engine, const std::shared_ptr<detail::EngineCore>& core,
-                         BackwardCall call, Finish finish) {
-  auto promise = std::make_shared<std::promise<R>>();
-  auto result = promise->get_future();
-  auto complete = [promise, finish](const std::shared_ptr<GraphTask>& task) {
-    if constexpr (std::is_void_v<R>) {
-      finish(task->finish());
-      promise->set_value();
-    } else {
-      promise->set_value(finish(task->finish()));
-    }
-  };
-  try {
-    auto created = std::make_shared<std::pair<std::shared_ptr<GraphTask>, NodeTask>>(
-      GraphTask::create(call.roots, std::move(call.root_grads), call.options, call.outputs, 0));
-    created->first->executor = engine;
-    core->system.spawn([core, created, promise, complete](caf::blocking_actor* self) {
-      // Take the task out of the captured holder: the actor keeps this
-      // function (and its captures) until it is destroyed, and the task's
-      // context holds the actor, so a task left here would never be freed.
-      std::shared_ptr<GraphTask> task = std::move(created->first);
-      NodeTask first = std::move(created->second);
-      try {
-        detail::TaskRunner runner(*core, self, std::nullopt);
-        runner.coordinate(task, std::move(first));
-        complete(task);
-      } catch (...) {
-        promise->set_exception(std::current_exception());
-      }
-    });
-  } catch (...) {
-    promise->set_exception(std::current_exception());
-  }
-  return result;
-}
-
-} // namespace
 
 std::future<variable_list> Engine::execute_async(edge_list roots, variable_list root_grads,
                                                  ExecuteOptions options, edge_list outputs) {
   BackwardCall call{std::move(roots), std::move(root_grads), options, std::move(outputs)};
-  return run_async<variable_list>(this, core_, std::move(call), [](variable_list v) { return v; });
+  return detail::run_async<variable_list>(this, core_, std::move(call),
+                                          [](variable_list v) { return v; });
 }
 
 std::future<void> Engine::backward_async(const variable_list& tensors,
@@ -139,7 +123,7 @@ std::future<void> Engine::backward_async(const variable_list& tensors,
                                          std::optional<bool> retain_graph, bool create_graph,
                                          const variable_list& inputs) {
   auto call = make_backward_call(tensors, grad_tensors, retain_graph, create_graph, inputs);
-  return run_async<void>(this, core_, std::move(call), [](const variable_list&) {});
+  return detail::run_async<void>(this, core_, std::move(call), [](const variable_list&) {});
 }
 
 std::future<variable_list> Engine::grad_async(const variable_list& outputs,
@@ -148,9 +132,11 @@ std::future<variable_list> Engine::grad_async(const variable_list& outputs,
                                               std::optional<bool> retain_graph, bool create_graph,
                                               bool allow_unused) {
   auto call = make_grad_call(outputs, inputs, grad_outputs, retain_graph, create_graph);
-  return run_async<variable_list>(this, core_, std::move(call), [inputs, allow_unused](variable_list v) {
-    return check_grad_results(std::move(v), inputs, allow_unused);
-  });
+  return detail::run_async<variable_list>(this, core_, std::move(call),
+                                          [inputs, allow_unused](variable_list v) {
+                                            return check_grad_results(std::move(v), inputs,
+                                                                      allow_unused);
+                                          });
 }
 
 caf::actor_system& Engine::system() { return core_->system; }
@@ -158,19 +144,27 @@ const EngineConfig& Engine::config() const { return core_->config; }
 caf::actor Engine::worker(Device device) const { return core_->worker(device); }
 
 void Engine::post(Device device, std::function<void()> job) {
-  caf::anon_send(core_->worker(device), msg::Job{std::move(job)});
+  detail::post(core_->worker(device), msg::Job{std::move(job)});
 }
 
 EngineStats Engine::stats() const {
   return {core_->max_reentrant_frames.load(), core_->handoffs.load(), core_->pool_workers.load()};
 }
 
+void Engine::set_observer(std::shared_ptr<EngineObserver> observer) {
+  core_->installed_observer = std::move(observer);
+  core_->publish_observer();
+}
+
 void Engine::start_recording() {
-  core_->recording.store(std::make_shared<trace::Recorder>(), std::memory_order_release);
+  core_->recorder = std::make_shared<trace::Recorder>();
+  core_->publish_observer();
 }
 
 trace::Trace Engine::stop_recording() {
-  auto recorder = core_->recording.exchange(nullptr, std::memory_order_acq_rel);
+  auto recorder = std::static_pointer_cast<trace::Recorder>(std::move(core_->recorder));
+  core_->recorder = nullptr;
+  core_->publish_observer();
   return recorder ? recorder->snapshot() : trace::Trace{};
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "actors/engine_config.h"
+#include "actors/observer.h"
 #include "actors/trace/event.h"
 #include "libengine/engine/executor.h"
 
@@ -34,7 +35,9 @@ struct EngineStats {
   int pool_workers = 0;
 };
 
-/// Runs backward passes on actors (DESIGN.md section 2).
+/// Runs backward passes on actors (DESIGN.md section 2), for actorgrad's own
+/// graphs (execute) and for any graph type of the scheduler (run; see Note
+/// [Graph interface] in libengine/engine/graph_interface.h).
 ///
 /// - A synchronous call (execute, or the public API with this engine as the
 ///   default executor) is coordinated by the caller's thread, which runs the
@@ -51,19 +54,28 @@ struct EngineStats {
 /// Thread-safe: any number of threads may call it at once.
 class Engine final : public Executor {
 public:
-  /// Owns an actor system with explicit scheduler settings.
+  /// Owns an actor system with explicit scheduler settings. Throws
+  /// std::invalid_argument naming a bad setting of `config`.
   explicit Engine(EngineConfig config = {});
   /// Embeds in the application's actor system (which must outlive the Engine).
   explicit Engine(caf::actor_system& system, EngineConfig config = {});
   /// Stops the device workers (shutdown ranks first in their heaps) and
   /// waits for them; an owned actor system waits for every actor. Call only
-  /// when no backward pass is running.
+  /// when no backward pass is running; any thread may, also while threads
+  /// that used the engine live on (see Note [CAF's thread-local logger]).
   ~Engine() override;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   variable_list execute(const edge_list& roots, variable_list root_grads,
                         const ExecuteOptions& options, const edge_list& outputs) override;
+
+  /// Runs `task` (of any graph type, built by BasicGraphTask<G>::create)
+  /// from `first` to completion, synchronously: the caller's thread
+  /// coordinates it and runs its CPU nodes; inside a node of this engine
+  /// (a reentrant call) the actor running that node does. The caller then
+  /// reads the results (BasicGraphTask<G>::finish).
+  void run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first);
 
   /// Like execute, on a spawned coordinator actor.
   std::future<variable_list> execute_async(edge_list roots, variable_list root_grads,
@@ -93,15 +105,23 @@ public:
   /// Counters of reentrant execution since the engine started.
   EngineStats stats() const;
 
+  /// Installs `observer` for the calls started from now on (null: none);
+  /// calls already running keep the one they started with. A recording
+  /// (start_recording) goes on beside it. The observer calls
+  /// (set_observer, start_recording, stop_recording) must not race each
+  /// other: make them from one thread at a time.
+  void set_observer(std::shared_ptr<EngineObserver> observer);
+
   /// Records every backward call started from now on (sync or async, and
   /// the reentrant calls they make): per message sent and received and per
   /// node made ready, fed, started and finished, on each actor that runs a
-  /// part of it (actors/trace/recorder.h). Starts a new recording when one
-  /// is in progress (the calls already started keep the old one).
+  /// part of it (actors/trace/recorder.h, installed as the observer).
+  /// Starts a new recording when one is in progress (the calls already
+  /// started keep the old one).
   void start_recording();
-  /// Stops recording and returns what the calls started while recording
-  /// have recorded so far (all of it once they returned). Empty when not
-  /// recording.
+  /// Stops recording and returns what the calls
+  /// started while recording have recorded so far (all of it once they
+  /// returned). Empty when not recording.
   trace::Trace stop_recording();
 
 private:

@@ -3,31 +3,35 @@
 /// How an Engine is set up.
 
 #include <cstddef>
-#include <functional>
+#include <memory>
 #include <vector>
 
 #include "device/device.h"
 
 namespace actorgrad {
 
-class GraphTask;
-class Node;
+class EngineObserver;
 
-/// Settings of an Engine.
+/// Settings of an Engine. Checked when the Engine is created: a bad value is
+/// a std::invalid_argument naming the setting.
 struct EngineConfig {
-  /// The non-CPU devices to serve: one DeviceWorker actor each.
+  /// The non-CPU devices to serve: one DeviceWorker actor each. Each device
+  /// once; a device this process cannot serve (`cuda:N` without the CUDA
+  /// backend or without that GPU) is refused.
   std::vector<Device> devices;
-  /// Scheduler threads of an actor system the Engine creates itself (CAF's
-  /// default of 4 is too many for a 2-core machine; the engine's own actors
-  /// are detached and do not use them).
+  /// Scheduler threads (at least 1) of an actor system the Engine creates
+  /// itself (CAF's default of 4 is too many for a 2-core machine; the
+  /// engine's own actors are detached and do not use them).
   std::size_t scheduler_threads = 2;
-  /// Nested backward calls on one thread before a reentrant call is handed
-  /// to a pool actor (PyTorch's max_recursion_depth).
+  /// Nested backward calls on one thread (at least 1) before a reentrant
+  /// call is handed to a pool actor (PyTorch's max_recursion_depth). Any
+  /// value is safe for the stack: a call that finds less than 256 KiB of
+  /// its thread's stack left is handed to the pool as well (one nested
+  /// call costs a few KiB of stack; see actors/detail/stack_guard.h), so a
+  /// large value is effectively clamped to what the thread's stack holds.
   int max_recursion_depth = 60;
-  /// Test and profiling hook: called by the actor that runs a node, just
-  /// before it runs it, with the device whose actor that is (cpu for a
-  /// coordinator). Must be cheap and thread-safe.
-  std::function<void(Device actor, const GraphTask&, const Node&)> on_node_start = {};
+  /// Observer installed from the start (see Engine::set_observer); null: none.
+  std::shared_ptr<EngineObserver> observer = nullptr;
 };
 
 } // namespace actorgrad

@@ -1,54 +1,67 @@
 #pragma once
 /// @file messages.h
-/// Every message the actor engine sends, in one place.
+/// Every message the actor engine sends, in one place: the map of who talks
+/// to whom. tools/check_messages.py (ctest check_messages) fails when a send
+/// in actors/ uses a message that is not listed here.
 ///
-/// Where they are sent:    TaskRunner::{coordinate, deliver, finish_one,
-///                         coordinate_in_pool, serve_handoff}, ReentrantPool,
-///                         Engine::~Engine.
-/// Where they are handled: TaskRunner::handle and TaskRunner::coordinate_in_pool
-///                         (task_runner.cpp), ReentrantPool/PoolWorker::act
-///                         (reentrant_pool.cpp).
+/// | message   | sent by (file: function)                              | received by  | handled in (file: function)                 |
+/// |-----------|-------------------------------------------------------|--------------|---------------------------------------------|
+/// | Grad      | runner.cpp: Runner::send, Runner::handle (forwarding) | owner of the consumer node (coordinator or DeviceWorker; pool worker serving a handed-off queue) | runner.cpp: Runner::handle |
+/// | Task      | runner.cpp: Runner::coordinate, Runner::handle (fwd)  | DeviceWorker of the root's device | runner.cpp: Runner::handle |
+/// | WakeUp    | runner.cpp: Runner::finish_one                        | the task's coordinator | runner.cpp: Runner::handle (a no-op: the loop re-checks) |
+/// | Job       | engine.cpp: Engine::post                              | a DeviceWorker | runner.cpp: Runner::handle |
+/// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; reentrant_pool.cpp: ReentrantPool::act | DeviceWorker, ReentrantPool, PoolWorker | runner.cpp: Runner::handle; reentrant_pool.cpp: ReentrantPool::act, PoolWorker::act |
+/// | Handoff   | handoff.cpp: hand_off; reentrant_pool.cpp: ReentrantPool::act (to an idle worker) | ReentrantPool, then a PoolWorker | reentrant_pool.cpp: ReentrantPool::act; handoff.cpp: serve_handoff |
+/// | Serving   | handoff.cpp: serve_handoff                            | the requester | handoff.cpp: hand_off |
+/// | HandBack  | handoff.cpp: serve_handoff                            | the requester | handoff.cpp: hand_off |
+/// | Idle      | reentrant_pool.cpp: PoolWorker::act                   | ReentrantPool | reentrant_pool.cpp: ReentrantPool::act |
+///
+/// Every engine message is sent through detail::post (actors/detail/post.h),
+/// which accepts only the types listed in `engine_messages` below.
+///
+/// CAF system messages the engine handles: `down_msg` (a monitored
+/// DeviceWorker died; runner.cpp: Runner::handle) and `exit_msg` (a worker
+/// asked to stop; runner.cpp: Runner::handle). CAF atoms the distributed
+/// runtime sends to CAF's own actors: `caf::connect_atom` (to the
+/// middleman; remote/runtime.cpp: Runtime::connect).
+///
+/// The distributed runtime (actors/remote/) has its own messages, serialized
+/// across processes: they are declared in actors/remote/protocol.h (between
+/// processes) and actors/remote/local_messages.h (inside one process), and
+/// listed in `remote_messages` there; the same check covers them.
 ///
 /// These messages stay inside one process and carry shared_ptrs to engine
 /// state, so they are declared with CAF_ALLOW_UNSAFE_MESSAGE_TYPE (CAF 0.17's
 /// way to send a type without serialization; 0.17 has no type-id lists).
-/// Messages that cross processes are separate, serializable types.
 
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
+#include <type_traits>
 
 #include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
 
-#include "libengine/autograd/edge.h"
-#include "libengine/engine/graph_task.h"
-#include "libengine/engine/node_task.h"
+#include "actors/detail/ready_queue.h"
+#include "libengine/engine/graph_task_base.h"
 
 namespace actorgrad::msg {
 
-/// A gradient for input `next.input_nr` of `next.function`, sent by the
-/// actor that produced it to the actor that owns that node. Counted in the
-/// task's outstanding_tasks from send to handling.
+/// A gradient for input `grad.input_nr` of `grad.node`, sent by the actor
+/// that produced it to the actor that owns that node. Counted in the
+/// task's outstanding work from send to handling.
 struct Grad {
-  std::shared_ptr<GraphTask> task;
-  Edge next;
-  Tensor grad;
-  /// The stream of the node that produced `grad` (devices with streams).
-  std::optional<Stream> producer;
-  /// Recorded on `producer` right after `grad` was produced: the receiver's
-  /// accumulation stream waits for it (see Note [Accumulation streams]).
-  Event ready{};
-  /// Pairs the send and receive of this message in a recording (0: not recorded).
+  std::shared_ptr<GraphTaskBase> task;
+  SentGrad grad;
+  /// Pairs the send and receive of this message for an observer (0: none).
   std::uint64_t trace = 0;
 };
 
-/// A ready NodeTask handed to its owner (the first task of a GraphTask whose
+/// A ready task handed to its owner (the first task of a GraphTask whose
 /// root node lives on a device). Counted like a ready task.
 struct Task {
-  NodeTask task;
-  /// Pairs the send and receive of this message in a recording (0: not recorded).
+  ReadyTask task;
+  /// Pairs the send and receive of this message for an observer (0: none).
   std::uint64_t trace = 0;
 };
 
@@ -57,7 +70,7 @@ struct Task {
 /// no-op: the waiting loop re-checks its exit condition after every message.
 struct WakeUp {
   std::uint64_t task_id;
-  /// Pairs the send and receive of this message in a recording (0: not recorded).
+  /// Pairs the send and receive of this message for an observer (0: none).
   std::uint64_t trace = 0;
 };
 
@@ -72,18 +85,15 @@ struct Job {
 /// high priority; ranks first in a worker's heap).
 struct Shutdown {};
 
-/// A reentrant call past max_recursion_depth: the calling actor hands its
-/// whole ready queue (heap and identity) and the nested GraphTask to a pool
-/// worker, which serves both until the nested task completes. Sent to the
-/// ReentrantPool, which forwards it to an idle (or new) pool worker.
+/// A reentrant call past max_recursion_depth: the calling actor moves its
+/// ready queue and the nested GraphTask to a pool worker, which serves both
+/// until the nested task completes (see Note [Depth handoff] in
+/// actors/detail/handoff.h). Sent to the ReentrantPool, which forwards it
+/// to an idle (or new) pool worker.
 struct Handoff {
-  std::shared_ptr<GraphTask> task;
-  NodeTask first;
-  ReadyHeap heap;
-  /// Identity of the queue handed over (see TaskContext::coordinator_queue).
-  const void* queue;
-  /// The device whose nodes the queue holds, for a DeviceWorker's queue.
-  std::optional<Device> worker_device;
+  std::shared_ptr<GraphTaskBase> task;
+  ReadyTask first;
+  detail::ReadyQueue queue;
   /// The actor waiting for its queue back.
   caf::actor requester;
 };
@@ -96,13 +106,20 @@ struct Serving {
 
 /// The queue goes back to the requester once the nested task completed.
 struct HandBack {
-  ReadyHeap heap;
+  detail::ReadyQueue queue;
 };
 
 /// A pool worker is free again (sent to the ReentrantPool).
 struct Idle {
   caf::actor worker;
 };
+
+/// Whether `M` is one of the engine's messages above.
+template <class M>
+inline constexpr bool is_engine_message =
+  std::is_same_v<M, Grad> || std::is_same_v<M, Task> || std::is_same_v<M, WakeUp> ||
+  std::is_same_v<M, Job> || std::is_same_v<M, Shutdown> || std::is_same_v<M, Handoff> ||
+  std::is_same_v<M, Serving> || std::is_same_v<M, HandBack> || std::is_same_v<M, Idle>;
 
 } // namespace actorgrad::msg
 

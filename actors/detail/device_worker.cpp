@@ -1,6 +1,6 @@
 #include "actors/detail/device_worker.h"
 
-#include "actors/detail/task_runner.h"
+#include "actors/detail/runner.h"
 #include "device/guards.h"
 
 namespace actorgrad::detail {
@@ -12,7 +12,7 @@ void DeviceWorker::act() {
   // The worker's device stays current on its thread (PyTorch's thread_init
   // calls set_device), so the DeviceGuard of each node it runs is a no-op.
   DeviceGuard current(device_);
-  TaskRunner runner(*core_, this, device_);
+  Runner runner(*core_, this, ObservedActor::Role::device_worker, ReadyQueue{{}, new_queue_id(), device_});
   runner.serve();
 }
 

@@ -12,7 +12,7 @@ namespace actorgrad::detail {
 
 /// One per non-CPU device, shared by every GraphTask: a detached actor (its
 /// own thread) whose heap holds the ready nodes of that device for all
-/// tasks. Runs TaskRunner::serve until it gets msg::Shutdown.
+/// tasks. Runs Runner::serve until it gets msg::Shutdown.
 class DeviceWorker final : public caf::blocking_actor {
 public:
   DeviceWorker(caf::actor_config& cfg, std::shared_ptr<EngineCore> core, Device device);

@@ -1,22 +1,58 @@
 #include "actors/detail/engine_core.h"
 
-#include <caf/send.hpp>
+#include <stdexcept>
 
 #include "actors/detail/device_worker.h"
-#include "actors/messages.h"
+#include "actors/detail/foreign_thread.h"
+#include "actors/detail/observer_pair.h"
+#include "actors/detail/post.h"
+#include "device/availability.h"
 #include "libengine/engine/errors.h"
 
 namespace actorgrad::detail {
 
+void EngineCore::validate(const EngineConfig& cfg) {
+  if (cfg.scheduler_threads < 1)
+    throw std::invalid_argument("EngineConfig.scheduler_threads is 0: the actor system needs at "
+                                "least 1 scheduler thread");
+  if (cfg.max_recursion_depth < 1)
+    throw std::invalid_argument("EngineConfig.max_recursion_depth is " +
+                                std::to_string(cfg.max_recursion_depth) +
+                                ": it must be at least 1 (reentrant calls nested on one thread)");
+  for (std::size_t i = 0; i < cfg.devices.size(); ++i) {
+    const Device d = cfg.devices[i];
+    if (d.is_cpu())
+      throw std::invalid_argument(
+        "EngineConfig.devices lists cpu: the caller's thread runs CPU nodes");
+    for (std::size_t j = 0; j < i; ++j)
+      if (cfg.devices[j] == d)
+        throw std::invalid_argument("EngineConfig.devices lists " + d.str() + " twice");
+    if (std::string why = device_unavailable(d); !why.empty())
+      throw std::invalid_argument("EngineConfig.devices lists " + d.str() +
+                                  ", which cannot be served: " + why);
+  }
+}
+
 EngineCore::EngineCore(caf::actor_system& sys, EngineConfig cfg)
   : system(sys), config(std::move(cfg)) {
   workers = std::make_unique<WorkerSlot[]>(config.devices.size());
-  for (Device d : config.devices) {
-    if (d.is_cpu())
-      throw std::invalid_argument("EngineConfig.devices lists cpu: the caller's thread runs CPU nodes");
-    if (slot(d))
-      throw std::invalid_argument("EngineConfig.devices lists " + d.str() + " twice");
+  for (Device d : config.devices)
     workers[num_workers++].device = d;
+  installed_observer = config.observer;
+  publish_observer();
+}
+
+void EngineCore::publish_observer() {
+  std::shared_ptr<EngineObserver> o = installed_observer && recorder
+                                        ? std::make_shared<ObserverPair>(installed_observer, recorder)
+                                        : installed_observer ? installed_observer : recorder;
+  observer.store(std::move(o), std::memory_order_release);
+}
+
+void EngineCore::note_reentrant_frames(int frames) {
+  int seen = max_reentrant_frames.load(std::memory_order_relaxed);
+  while (frames > seen &&
+         !max_reentrant_frames.compare_exchange_weak(seen, frames, std::memory_order_relaxed)) {
   }
 }
 
@@ -50,8 +86,12 @@ caf::actor EngineCore::worker(Device d) {
 }
 
 caf::actor EngineCore::replace_worker(WorkerSlot& s, std::shared_ptr<const caf::actor> expected) {
-  auto fresh = std::make_shared<const caf::actor>(
-    system.spawn<DeviceWorker>(shared_from_this(), s.device));
+  std::shared_ptr<const caf::actor> fresh;
+  {
+    ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
+    fresh = std::make_shared<const caf::actor>(
+      system.spawn<DeviceWorker>(shared_from_this(), s.device));
+  }
   // Supervision: a worker that dies while the engine runs is replaced, so
   // the engine stays usable (the GraphTasks it was serving fail: their
   // coordinators monitor it).
@@ -68,7 +108,7 @@ caf::actor EngineCore::replace_worker(WorkerSlot& s, std::shared_ptr<const caf::
   // Whoever swaps the slot first wins; a loser stops its spare worker.
   if (s.handle.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel))
     return *fresh;
-  caf::anon_send<caf::message_priority::high>(*fresh, msg::Shutdown{});
+  post<caf::message_priority::high>(*fresh, msg::Shutdown{});
   return *expected;
 }
 

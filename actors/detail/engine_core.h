@@ -11,7 +11,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/engine_config.h"
-#include "actors/trace/recorder.h"
+#include "actors/observer.h"
 
 namespace actorgrad::detail {
 
@@ -20,12 +20,18 @@ namespace actorgrad::detail {
 /// a snapshot of the handles it needs when it starts (TaskContext).
 struct WorkerSlot {
   Device device;
+  /// Written by EngineCore::replace_worker (any thread that finds the
+  /// worker dead, or the dying worker's supervision functor); read by every
+  /// call that starts. A compare-exchange decides which replacement wins.
   std::atomic<std::shared_ptr<const caf::actor>> handle;
 };
 
 /// What the actors of one Engine share. Outlives every actor it spawned
 /// (actors hold it by shared_ptr).
 struct EngineCore : std::enable_shared_from_this<EngineCore> {
+  /// Throws std::invalid_argument naming the first bad setting of `cfg`.
+  static void validate(const EngineConfig& cfg);
+  /// Takes a validated `cfg`.
   EngineCore(caf::actor_system& sys, EngineConfig cfg);
 
   caf::actor_system& system;
@@ -33,15 +39,24 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   /// One per configured device; fixed size after construction.
   std::unique_ptr<WorkerSlot[]> workers;
   std::size_t num_workers = 0;
-  /// Set by ~Engine: a worker that stops now is not respawned.
+  /// Set by ~Engine (its thread); read by dying workers' supervision
+  /// functors: a worker that stops now is not respawned.
   std::atomic<bool> shutting_down{false};
   /// The ReentrantPool (serves reentrant calls past max_recursion_depth).
   caf::actor pool;
-  /// The recording GraphTasks started now join (Engine::start_recording);
-  /// null when not recording.
-  std::atomic<std::shared_ptr<trace::Recorder>> recording;
+  /// The observer GraphTasks started now keep: the installed observer
+  /// (EngineConfig::observer, Engine::set_observer), the recorder of
+  /// Engine::start_recording, both (ObserverPair), or null. Written by the
+  /// Engine's observer calls (one thread at a time), read (acquire) by
+  /// every call that starts.
+  std::atomic<std::shared_ptr<EngineObserver>> observer;
+  /// The parts of `observer`, kept by the Engine's observer calls only.
+  std::shared_ptr<EngineObserver> installed_observer;
+  std::shared_ptr<EngineObserver> recorder;
+  /// Recomputes `observer` from its parts.
+  void publish_observer();
 
-  // -- statistics (read by Engine::stats) ---------------------------------
+  // -- statistics (read by Engine::stats; relaxed: counters only) -----------
   /// Most reentrant frames seen nested on one thread.
   std::atomic<int> max_reentrant_frames{0};
   /// Reentrant calls handed to the pool.
@@ -49,6 +64,8 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   /// Pool workers spawned so far.
   std::atomic<int> pool_workers{0};
 
+  /// Raises max_reentrant_frames to `frames`.
+  void note_reentrant_frames(int frames);
   /// The slot of `d`, or null when the engine does not serve it.
   WorkerSlot* slot(Device d) const;
   /// Current worker handle of `d`; throws EngineError listing the served devices.

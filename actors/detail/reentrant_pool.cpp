@@ -2,10 +2,8 @@
 
 #include <vector>
 
-#include <caf/send.hpp>
-
-#include "actors/detail/task_runner.h"
-#include "actors/messages.h"
+#include "actors/detail/handoff.h"
+#include "actors/detail/post.h"
 
 namespace actorgrad::detail {
 
@@ -31,7 +29,7 @@ void ReentrantPool::act() {
       idle.push_back(content.get_as<msg::Idle>(0).worker);
     } else if (content.match_elements<msg::Shutdown>()) {
       for (auto& w : all)
-        caf::anon_send<caf::message_priority::high>(w, msg::Shutdown{});
+        post<caf::message_priority::high>(w, msg::Shutdown{});
       for (auto& w : all)
         wait_for(w);
       return;
@@ -43,13 +41,13 @@ PoolWorker::PoolWorker(caf::actor_config& cfg, std::shared_ptr<EngineCore> core)
   : caf::blocking_actor(cfg), core_(std::move(core)) {}
 
 void PoolWorker::act() {
-  TaskRunner runner(*core_, this, std::nullopt);
+  Runner runner(*core_, this, ObservedActor::Role::pool_worker, ReadyQueue{});
   for (;;) {
     auto element = dequeue();
     auto& content = element->content();
     if (content.match_elements<msg::Handoff>()) {
-      runner.serve_handoff(std::move(content.get_mutable_as<msg::Handoff>(0)));
-      caf::anon_send(core_->pool, msg::Idle{caf::actor_cast<caf::actor>(this)});
+      serve_handoff(runner, std::move(content.get_mutable_as<msg::Handoff>(0)));
+      post(core_->pool, msg::Idle{caf::actor_cast<caf::actor>(this)});
     } else if (content.match_elements<msg::Shutdown>()) {
       return;
     } else {

@@ -23,7 +23,7 @@ private:
   std::shared_ptr<EngineCore> core_;
 };
 
-/// Serves one handed-off queue at a time (TaskRunner::serve_handoff), on
+/// Serves one handed-off queue at a time (serve_handoff in handoff.h), on
 /// its own thread, so the stack of the thread that reached the depth limit
 /// grows no further.
 class PoolWorker final : public caf::blocking_actor {

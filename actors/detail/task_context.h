@@ -2,34 +2,29 @@
 /// @file task_context.h
 /// What the actors running one GraphTask need to know about each other. Internal.
 
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include <caf/actor.hpp>
 
-#include "actors/trace/recorder.h"
+#include "actors/observer.h"
 #include "device/device.h"
-#include "libengine/engine/graph_task.h"
+#include "libengine/engine/graph_task_base.h"
 
 namespace actorgrad::detail {
 
-class TaskRunner;
-
-/// Stored in GraphTask::executor_data before the first task runs; read-only after.
+/// Stored in GraphTaskBase::executor_data before the first task runs;
+/// read-only after.
 struct TaskContext {
   /// The actor that coordinates the task and runs its CPU nodes (empty
   /// handle for a caller that needs no mailbox: a CPU-only task).
   caf::actor coordinator;
-  /// Identity of the ready queue that runs the task's CPU nodes: the
-  /// coordinator's, or (after a depth handoff) the queue of the actor that
-  /// made the reentrant call, now served by a pool worker. Compared, never
-  /// dereferenced.
-  const void* coordinator_queue = nullptr;
   /// Snapshot of the workers of the task's devices.
   std::vector<std::pair<Device, caf::actor>> workers;
-  /// The recording this task's actors append to, or null (the switch: every
-  /// recording site is one `if (ctx.recorder) [[unlikely]]`).
-  std::shared_ptr<trace::Recorder> recorder;
+  /// The engine's observer when the task started, or null (the switch:
+  /// every observation site is one `if (ctx.observer) [[unlikely]]`).
+  std::shared_ptr<EngineObserver> observer;
 
   /// The actor that owns the nodes of device `d`: the coordinator for the
   /// CPU, else that device's worker.
@@ -45,7 +40,7 @@ struct TaskContext {
 };
 
 /// The context of a task run by the actor engine.
-inline TaskContext& context_of(const GraphTask& task) {
+inline TaskContext& context_of(const GraphTaskBase& task) {
   return *static_cast<TaskContext*>(task.executor_data.get());
 }
 

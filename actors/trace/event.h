@@ -48,8 +48,8 @@ struct Event {
   int depth = 0;
   /// The node's device (the recording actor's device when there is no node).
   Device device;
-  /// The device stream the node runs on: 0, the default stream (the engine
-  /// has no streams yet).
+  /// The id of the device stream the node runs on (0: the default stream,
+  /// or a device without streams).
   int stream = 0;
   /// Input slot of `node` a Grad or an input event fills.
   std::uint32_t input_nr = 0;

@@ -3,19 +3,29 @@
 /// The engine's own profiler of message flow (DESIGN.md section 2,
 /// "Profiling message flow"): Debian's CAF has no actor profiler.
 ///
-/// How it is used: Engine::start_recording() makes a Recorder; every
-/// GraphTask started from then on keeps it in its TaskContext, and each
-/// actor that runs part of such a task appends events to its own
-/// EventBuffer of that Recorder. Engine::stop_recording() takes a snapshot
-/// (Trace). Tasks that were not started while recording carry a null
-/// recorder: the actors then pay one predictable branch per recording
-/// site and nothing else.
+/// How it is used: Engine::start_recording() installs a Recorder as the
+/// engine's observer (actors/observer.h); every GraphTask started from then
+/// on keeps it in its TaskContext, and each actor that runs part of such a
+/// task appends events to its own EventBuffer of that Recorder.
+/// Engine::stop_recording() takes a snapshot (Trace). Tasks that were not
+/// started while recording carry no observer: the actors then pay one
+/// predictable branch per observation site and nothing else.
+///
+/// Note [Recording]
+/// Each actor appends to its own EventBuffer (opened on its first event for
+/// that recording, and found again through ObservedActor::cache), so
+/// recording takes no lock and no actor writes to another's buffer. A
+/// WakeUp is not counted in the task's outstanding work: its coordinator
+/// may see the count reach zero and return before the WakeUp arrives, and a
+/// WakeUp that arrives after its task left the coordinator's frames is not
+/// recorded as received.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
 
+#include "actors/observer.h"
 #include "actors/trace/event.h"
 #include "actors/trace/event_buffer.h"
 
@@ -24,12 +34,12 @@ namespace actorgrad::trace {
 /// One recording. Thread-safe and lock-free: buffers are registered
 /// through an atomic push list, message ids come from an atomic counter,
 /// and snapshot() may run while actors keep appending.
-class Recorder {
+class Recorder final : public EngineObserver {
 public:
   Recorder();
   /// Frees the buffers. The actors' references (TaskContext) keep a
   /// Recorder alive while they may still write to it.
-  ~Recorder();
+  ~Recorder() override;
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
@@ -53,7 +63,28 @@ public:
   /// buffers were opened. May run while actors keep appending.
   Trace snapshot() const;
 
+  // -- EngineObserver: one Event each ------------------------------------------
+  void node_ready(const ObservedActor& a, const GraphTaskBase& t, const NodeInfo& n) override;
+  void node_fed(const ObservedActor& a, const GraphTaskBase& t, const NodeInfo& n,
+                std::uint32_t input_nr) override;
+  void node_started(const ObservedActor& a, const GraphTaskBase& t, const NodeInfo& n) override;
+  void node_finished(const ObservedActor& a, const GraphTaskBase& t, const NodeInfo& n) override;
+  std::uint64_t message_sent(const ObservedActor& a, const GraphTaskBase& t, MessageKind kind,
+                             const NodeInfo& n, std::uint32_t input_nr) override;
+  void message_received(const ObservedActor& a, const GraphTaskBase& t, MessageKind kind,
+                        const NodeInfo& n, std::uint64_t id, std::uint32_t input_nr) override;
+
 private:
+  /// Appends an event about `n` (empty name: none) of `t` to `a`'s buffer.
+  void record(const ObservedActor& a, EventKind kind, const GraphTaskBase& t, const NodeInfo& n,
+              MessageKind message = MessageKind::none, std::uint64_t message_id = 0,
+              std::uint32_t input_nr = 0);
+  /// `a`'s buffer in this recording, opened on first use.
+  EventBuffer& buffer_of(const ObservedActor& a);
+
+  /// Tells this recording apart from earlier ones in ObservedActor::cache
+  /// (an address could be reused).
+  const std::uint64_t serial_;
   const std::chrono::steady_clock::time_point epoch_;
   std::atomic<std::uint64_t> next_message_id_{1};
   /// Most recently opened first.

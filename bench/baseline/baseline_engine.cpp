@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include "device/guards.h"
-#include "libengine/engine/evaluate.h"
 #include "libengine/engine/graph_task.h"
 
 namespace actorgrad::bench {
@@ -75,11 +74,11 @@ void raise_max(std::atomic<int>& max, int value) {
 
 // -- ReadyQueue ----------------------------------------------------------------
 
-void ReadyQueue::push(NodeTask item, bool increment_outstanding) {
+void ReadyQueue::push(ReadyTask item, bool increment_outstanding) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (increment_outstanding && item.graph_task)
-      item.graph_task->outstanding_tasks.fetch_add(1, std::memory_order_relaxed);
+      item.graph_task->hold();
     heap_.push(std::move(item));
   }
   not_empty_.notify_one();
@@ -88,16 +87,16 @@ void ReadyQueue::push(NodeTask item, bool increment_outstanding) {
 void ReadyQueue::push_shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    heap_.push(NodeTask::make_shutdown());
+    heap_.push(ReadyTask::make_shutdown());
   }
   not_empty_.notify_one();
 }
 
-NodeTask ReadyQueue::pop() {
+ReadyTask ReadyQueue::pop() {
   std::unique_lock<std::mutex> lock(mutex_);
   not_empty_.wait(lock, [this] { return !heap_.empty(); });
   // As PyTorch: move the top out (the heap does not look at it again before pop).
-  NodeTask task = std::move(const_cast<NodeTask&>(heap_.top()));
+  ReadyTask task = std::move(const_cast<ReadyTask&>(heap_.top()));
   heap_.pop();
   return task;
 }
@@ -180,10 +179,10 @@ variable_list BaselineEngine::execute(const edge_list& roots, variable_list root
 }
 
 void BaselineEngine::execute_with_graph_task(const std::shared_ptr<GraphTask>& task,
-                                             NodeTask&& first) {
+                                             ReadyTask&& first) {
   BaselineTaskData& data = data_of(*task);
   std::unique_lock<std::mutex> lock(data.mutex);
-  const auto& queue = queue_for(data.cpu_queue, first.fn->device());
+  const auto& queue = queue_for(data.cpu_queue, task->device_of(first.node.get()));
   if (!worker_device) {
     // A plain call from a thread outside the engine: it drives its task.
     worker_device = Device::cpu();
@@ -210,20 +209,21 @@ void BaselineEngine::execute_with_graph_task(const std::shared_ptr<GraphTask>& t
   --total_depth;
 }
 
-void BaselineEngine::evaluate(const std::shared_ptr<GraphTask>& task, NodeTask& t) {
-  variable_list grads = evaluate_function(*task, *t.fn, std::move(t.inputs));
+void BaselineEngine::evaluate(GraphTask& task, ReadyTask& t) {
+  variable_list grads = task.evaluate(t);
   if (grads.empty())
     return;
-  BaselineTaskData& data = data_of(*task);
+  BaselineTaskData& data = data_of(task);
+  const Node& fn = GraphTask::node_of(t);
   // PyTorch: `std::lock_guard<std::mutex> lock(graph_task->mutex_);` around
   // the dependency update, the not_ready_ buffers and the queue pushes.
   std::lock_guard<std::mutex> lock(data.mutex);
   for (std::size_t i = 0; i < grads.size(); ++i) {
-    const Edge& next = t.fn->next_edge(i);
+    const Edge& next = fn.next_edge(i);
     if (!next.is_valid())
       continue;
-    if (auto ready = task->accept(next, std::move(grads[i]), t.fn->stream()))
-      queue_for(data.cpu_queue, ready->fn->device())->push(std::move(*ready));
+    if (auto ready = task.accept(next, std::move(grads[i]), ActorgradGraph::local_source(fn)))
+      queue_for(data.cpu_queue, next.function->device())->push(std::move(*ready));
   }
 }
 
@@ -231,27 +231,27 @@ void BaselineEngine::thread_main(const std::shared_ptr<GraphTask>& task) {
   while (!task || !data_of(*task).completed.load(std::memory_order_acquire)) {
     std::shared_ptr<GraphTask> local_task;
     {
-      NodeTask t = local_ready_queue->pop();
-      if (t.shutdown)
+      ReadyTask t = local_ready_queue->pop();
+      if (t.is_shutdown())
         break;
-      if (!t.graph_task) // wake-up task: look at the exit condition again
+      if (t.is_wake_up()) // look at the exit condition again
         continue;
-      local_task = std::move(t.graph_task);
-      if (t.fn && !local_task->has_error()) {
+      local_task = std::static_pointer_cast<GraphTask>(t.graph_task);
+      if (!local_task->has_error()) {
         try {
-          evaluate(local_task, t);
+          evaluate(*local_task, t);
         } catch (...) {
           local_task->set_error(std::current_exception());
         }
       }
     }
-    // The NodeTask (and its inputs) is gone before the count drops, as in PyTorch.
-    if (local_task->outstanding_tasks.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // The ready task (and its inputs) is gone before the count drops, as in PyTorch.
+    if (local_task->release()) {
       BaselineTaskData& data = data_of(*local_task);
       // The owner may be asleep in pop(): wake it (not needed when this
       // thread is the owner, or serves the owner's queue for it).
       if (mark_as_completed(data) && *worker_device != data.owner)
-        queue_for(data.cpu_queue, data.owner)->push(NodeTask::wake_up(local_task->reentrant_depth),
+        queue_for(data.cpu_queue, data.owner)->push(ReadyTask::make_wake_up(local_task->reentrant_depth),
                                                     false);
     }
   }

@@ -4,7 +4,7 @@
 /// (torch/csrc/autograd/engine.cpp, 1.13) running actorgrad's own Nodes and
 /// GraphTask state. Lives in bench/ only: it exists to be measured against.
 ///
-/// - ReadyQueue: a std::priority_queue of NodeTasks under ReadyOrder guarded
+/// - ReadyQueue: a std::priority_queue of ReadyTasks under ReadyOrder guarded
 ///   by a std::mutex and a std::condition_variable (PyTorch's
 ///   ReadyQueue::push/pop).
 /// - GraphTask: actorgrad's GraphTask (dependencies, InputBuffers, exec
@@ -14,7 +14,7 @@
 /// - The caller thread runs thread_main on its thread-local CPU ready queue
 ///   until the task completes; one thread per device runs thread_main on the
 ///   device's queue forever; a thread that completes a task it does not own
-///   pushes a wake-up NodeTask to the owner's queue.
+///   pushes a wake-up task to the owner's queue.
 /// - Reentrant calls (backward inside a node, on the caller's thread or on a
 ///   device thread) nest thread_main on the same thread with depth + 1, up to
 ///   max_recursion_depth nested calls per thread; past that the GraphTask is
@@ -32,7 +32,7 @@
 
 #include "device/device.h"
 #include "libengine/engine/executor.h"
-#include "libengine/engine/node_task.h"
+#include "libengine/engine/graph_task.h"
 
 namespace actorgrad::bench {
 
@@ -41,10 +41,10 @@ class ReadyQueue {
 public:
   /// Pushes `item`; increments its GraphTask's outstanding count first when
   /// `increment_outstanding` (PyTorch's incrementOutstandingTasks).
-  void push(NodeTask item, bool increment_outstanding = true);
+  void push(ReadyTask item, bool increment_outstanding = true);
   void push_shutdown();
   /// Blocks until a task is ready and returns the one that runs next.
-  NodeTask pop();
+  ReadyTask pop();
   bool empty() const;
 
 private:
@@ -52,7 +52,7 @@ private:
   std::condition_variable not_empty_;
   /// PyTorch's heap_: a std::priority_queue (not actorgrad's ReadyHeap, so
   /// that changes to the actor engine's heap leave the baseline as it is).
-  std::priority_queue<NodeTask, std::vector<NodeTask>, ReadyOrder> heap_;
+  std::priority_queue<ReadyTask, std::vector<ReadyTask>, ReadyOrder> heap_;
 };
 
 class BaselineEngine final : public Executor {
@@ -98,11 +98,11 @@ private:
                                                Device d) const;
   /// PyTorch's execute_with_graph_task: push the root, then run it here
   /// (nested) or hand it to the reentrant pool.
-  void execute_with_graph_task(const std::shared_ptr<GraphTask>& task, NodeTask&& first);
+  void execute_with_graph_task(const std::shared_ptr<GraphTask>& task, ReadyTask&& first);
   /// PyTorch's Engine::thread_main: `task` null for a device thread (runs
   /// until shutdown), else runs until `task` completes.
   void thread_main(const std::shared_ptr<GraphTask>& task);
-  void evaluate(const std::shared_ptr<GraphTask>& task, NodeTask& t);
+  void evaluate(GraphTask& task, ReadyTask& t);
   void add_thread_pool_task(const std::weak_ptr<GraphTask>& task);
   void reentrant_thread_init();
 

@@ -84,40 +84,12 @@ void validate_outputs(const Node& fn, variable_list& grads) {
   }
 }
 
-variable_list evaluate_function(GraphTask& task, Node& fn, InputBuffer&& buffer) {
-  CurrentGraphTaskGuard current(&task);
-  AutoGradMode grad_mode(task.options.create_graph);
-  // The InputBuffer made the inputs safe to use on the node's stream (see
-  // Note [Accumulation streams]); everything the node does runs there.
-  OptionalStreamGuard stream(fn.stream());
-  try {
-    variable_list inputs = InputBuffer::variables(std::move(buffer));
-    if (task.selective()) {
-      const ExecInfo* info = task.exec_info(&fn);
-      const bool needed = info && info->needed;
-      // Tensor pre-hooks run once: here when the node only captures, else
-      // in call_function.
-      if (!needed)
-        call_tensor_pre_hooks(fn, inputs);
-      if (info)
-        for (const auto& c : info->captures)
-          task.capture(c.output_idx, inputs.at(c.input_idx));
-      if (!needed)
-        return {};
-    }
-    variable_list outputs = call_function(fn, std::move(inputs));
-    if (!task.options.keep_graph)
-      fn.release_variables();
-    if (task.anomaly)
-      for (std::size_t i = 0; i < outputs.size(); ++i)
-        if (outputs[i].defined() && kernels::any_nan(outputs[i]))
-          throw EngineError("Function '" + fn.name() + "' returned nan values in its " +
-                            std::to_string(i) + "th output.");
-    return outputs;
-  } catch (const std::exception& e) {
-    throw EngineError("in node " + fn.name() + " (sequence_nr " + std::to_string(fn.sequence_nr()) +
-                      "): " + e.what());
-  }
+variable_list call_node(Node& fn, variable_list&& inputs) {
+  return call_function(fn, std::move(inputs));
+}
+
+void call_node_tensor_pre_hooks(Node& fn, variable_list& inputs) {
+  call_tensor_pre_hooks(fn, inputs);
 }
 
 } // namespace actorgrad

@@ -1,20 +1,19 @@
 #pragma once
 /// @file evaluate.h
-/// Running one node for a GraphTask (PyTorch's evaluate_function / call_function).
+/// The call protocol of one of actorgrad's nodes (PyTorch's call_function).
 
-#include "libengine/engine/graph_task.h"
+#include "libengine/autograd/node.h"
 
 namespace actorgrad {
 
-/// Runs `fn` on `inputs` for `task`: exec-info captures, tensor pre-hooks,
-/// pre-hooks, apply, output validation, post-hooks, release of saved
-/// variables unless keep_graph, and the anomaly-mode NaN check, all on
-/// `fn.stream()` (a stream guard) when it has one. Returns one
-/// gradient per next edge of `fn` for the caller to dispatch, or an empty
-/// list when there is nothing to dispatch (node not needed, no outputs).
-/// Errors are rethrown as EngineError naming the node. Sets grad mode and
-/// current_graph_task() for the duration.
-variable_list evaluate_function(GraphTask& task, Node& fn, InputBuffer&& inputs);
+/// Runs `fn` on `inputs` in PyTorch's order: tensor pre-hooks -> pre-hooks
+/// -> apply -> validate_outputs -> post-hooks. Returns one gradient per next
+/// edge of `fn`.
+variable_list call_node(Node& fn, variable_list&& inputs);
+
+/// The tensor pre-hooks (and retain_grad hooks) of `fn` alone, on `inputs`
+/// (a node that selective execution runs only to capture its inputs).
+void call_node_tensor_pre_hooks(Node& fn, variable_list& inputs);
 
 /// Checks the gradients `fn` returned against the metadata of the inputs
 /// they flow to (its next edges): count, dtype (cast), shape (reduced when

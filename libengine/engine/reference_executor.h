@@ -1,17 +1,22 @@
 #pragma once
 /// @file reference_executor.h
-/// The sequential executor: the semantics every other executor is tested against.
+/// The sequential reference: one thread, one ready heap.
 
 #include "libengine/engine/executor.h"
 
 namespace actorgrad {
 
-/// Runs every node on the calling thread from one ready heap, in the ready
-/// order. A reentrant call (backward inside a node) runs nested with depth + 1.
+/// Runs every node of a backward call on the calling thread, in the ready
+/// order, with the same GraphTask algorithms as the actor engine: the
+/// reference the engines are compared with in tests.
 class ReferenceExecutor final : public Executor {
 public:
   variable_list execute(const edge_list& roots, variable_list root_grads,
                         const ExecuteOptions& options, const edge_list& outputs) override;
+
+  /// Runs `task` (of any graph type) from `first` to completion here; the
+  /// caller then reads its results (BasicGraphTask::finish).
+  void run(GraphTaskBase& task, ReadyTask&& first);
 };
 
 } // namespace actorgrad

@@ -26,6 +26,25 @@
 
 namespace actorgrad::actors_test {
 
+/// Calls `fn(actor device, task, node)` whenever an actor starts a node
+/// (an EngineObserver for EngineConfig::observer). `fn` must be thread-safe.
+class NodeStartObserver final : public EngineObserver {
+public:
+  using Fn = std::function<void(Device, const GraphTaskBase&, const NodeInfo&)>;
+  explicit NodeStartObserver(Fn fn) : fn_(std::move(fn)) {}
+  void node_started(const ObservedActor& a, const GraphTaskBase& t, const NodeInfo& n) override {
+    fn_(a.device, t, n);
+  }
+
+private:
+  Fn fn_;
+};
+
+/// An observer that calls `fn` at every node start.
+inline std::shared_ptr<EngineObserver> on_node_start(NodeStartObserver::Fn fn) {
+  return std::make_shared<NodeStartObserver>(std::move(fn));
+}
+
 /// The Engine a test binary shares (see SharedEngine).
 inline std::unique_ptr<Engine>& engine_slot() {
   static std::unique_ptr<Engine> e;

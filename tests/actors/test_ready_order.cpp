@@ -1,11 +1,11 @@
 #define BOOST_TEST_MODULE actors_ready_order
 #include <boost/test/unit_test.hpp>
 
-// The ready order on each actor, observed through EngineConfig::on_node_start
+// The ready order on each actor, observed through an EngineObserver (actors_test::on_node_start)
 // (called by the actor that runs a node, with that actor's device): among
 // the ready nodes of one actor the one with the higher sequence_nr (the
 // later-created) runs first, and a task that arrives later but ranks higher
-// overtakes one already queued (Note [Priority mailbox] in task_runner.h).
+// overtakes one already queued (Note [Priority mailbox] in actors/detail/runner.h).
 
 #include <chrono>
 #include <cstdlib>
@@ -32,10 +32,10 @@ using namespace actorgrad::actors_test;
 
 namespace {
 
-/// One node start seen by on_node_start.
+/// One node start seen by the observer.
 struct Start {
   Device actor;
-  const Node* node;
+  const void* node;
   std::uint64_t sequence_nr;
   std::string name;
   std::uint64_t task_id;
@@ -152,9 +152,10 @@ void wait_signal(const std::shared_future<void>& f, std::atomic<bool>& timed_out
 struct EngineFixture {
   EngineFixture() {
     EngineConfig cfg{{Device::sim(0), Device::sim(1)}};
-    cfg.on_node_start = [](Device actor, const GraphTask& task, const Node& node) {
-      recorder().add({actor, &node, node.sequence_nr(), node.name(), task.id});
-    };
+    cfg.observer = actors_test::on_node_start(
+      [](Device actor, const GraphTaskBase& task, const NodeInfo& node) {
+        recorder().add({actor, node.id, node.sequence_nr, node.name, task.id});
+      });
     engine_slot() = std::make_unique<Engine>(std::move(cfg));
   }
   ~EngineFixture() { engine_slot().reset(); }

@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(reentrant_calls_and_depth_handoffs) {
   EngineConfig cfg;
   cfg.devices = {Device::sim(0), Device::sim(1)};
   std::atomic<std::size_t> nodes_run{0};
-  cfg.on_node_start = [&](Device, const GraphTask&, const Node&) { ++nodes_run; };
+  cfg.observer = actors_test::on_node_start([&](Device, const GraphTaskBase&, const NodeInfo&) { ++nodes_run; });
   cfg.max_recursion_depth = 2;
   Engine engine(cfg);
 

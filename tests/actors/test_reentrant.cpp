@@ -11,6 +11,7 @@
 #include "libengine/autograd.h"
 #include "libengine/autograd/custom_function.h"
 #include "libengine/autograd/grad_mode.h"
+#include "tests/actors/actor_test_util.h"
 #include "libengine/engine/errors.h"
 #include "libengine/engine/graph_task.h"
 #include "libengine/ops.h"
@@ -183,10 +184,10 @@ BOOST_AUTO_TEST_CASE(nested_tasks_run_before_the_parents_waiting_tasks) {
   std::mutex m; // guards `order`: the hook runs on the actors' threads
   std::vector<std::pair<std::string, int>> order;
   EngineConfig cfg = sim_config();
-  cfg.on_node_start = [&](Device, const GraphTask& t, const Node& n) {
+  cfg.observer = actors_test::on_node_start([&](Device, const GraphTaskBase& t, const NodeInfo& n) {
     std::lock_guard<std::mutex> lock(m);
-    order.emplace_back(n.name(), t.reentrant_depth);
-  };
+    order.emplace_back(n.name, t.reentrant_depth);
+  });
   Engine engine(cfg);
   Tensor x = Tensor::ones({2}).set_requires_grad();
   // Branch b is created first (lower sequence_nr): it waits in the heap

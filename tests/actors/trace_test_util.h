@@ -16,7 +16,7 @@
 namespace actorgrad::actors_test {
 
 /// An Engine serving sim:0 and sim:1 that counts the nodes it runs
-/// (EngineConfig::on_node_start).
+/// (an observer: actors_test::on_node_start).
 struct CountingEngine {
   std::atomic<std::size_t> nodes_run{0};
   Engine engine;
@@ -27,7 +27,7 @@ private:
   static EngineConfig config(std::atomic<std::size_t>& counter) {
     EngineConfig c;
     c.devices = {Device::sim(0), Device::sim(1)};
-    c.on_node_start = [&counter](Device, const GraphTask&, const Node&) { ++counter; };
+    c.observer = on_node_start([&counter](Device, const GraphTaskBase&, const NodeInfo&) { ++counter; });
     return c;
   }
 };

@@ -6,7 +6,8 @@
 #include <tuple>
 #include <vector>
 
-#include "libengine/engine/node_task.h"
+#include "libengine/autograd/node.h"
+#include "libengine/engine/ready_heap.h"
 
 using namespace actorgrad;
 
@@ -24,21 +25,21 @@ std::vector<std::shared_ptr<Node>> make_nodes(int n) {
   return nodes;
 }
 
-NodeTask task(const std::shared_ptr<Node>& fn, int depth) {
-  return NodeTask{nullptr, fn, InputBuffer{}, depth, false};
+ReadyTask task(const std::shared_ptr<Node>& fn, int depth) {
+  return ReadyTask{nullptr, fn, nullptr, {fn->sequence_nr(), depth}};
 }
 
 /// True when `a` is popped before `b`.
-bool runs_before(const NodeTask& a, const NodeTask& b) { return ReadyOrder{}(b, a); }
+bool runs_before(const ReadyTask& a, const ReadyTask& b) { return ReadyOrder{}(b, a); }
 
 /// What the order can tell apart: (shutdown, wake-up, depth, sequence_nr).
 /// Wake-ups are all equivalent, whatever their depth.
-std::tuple<bool, bool, int, std::uint64_t> key(const NodeTask& t) {
-  if (t.shutdown)
+std::tuple<bool, bool, int, std::uint64_t> key(const ReadyTask& t) {
+  if (t.is_shutdown())
     return {true, false, 0, 0};
-  if (!t.fn)
+  if (t.is_wake_up())
     return {false, true, 0, 0};
-  return {false, false, t.reentrant_depth, t.fn->sequence_nr()};
+  return {false, false, t.key.reentrant_depth, t.key.sequence_nr};
 }
 
 } // namespace
@@ -52,9 +53,9 @@ BOOST_AUTO_TEST_CASE(sequence_numbers_increase_with_creation) {
 BOOST_AUTO_TEST_CASE(pairwise_rules) {
   auto nodes = make_nodes(2);
   auto older = nodes[0], newer = nodes[1];
-  const auto shutdown = NodeTask::make_shutdown();
-  const auto wake = NodeTask::wake_up(0);
-  const auto deep_wake = NodeTask::wake_up(7);
+  const auto shutdown = ReadyTask::make_shutdown();
+  const auto wake = ReadyTask::make_wake_up(0);
+  const auto deep_wake = ReadyTask::make_wake_up(7);
 
   // shutdown beats everything
   BOOST_TEST(runs_before(shutdown, wake));
@@ -80,22 +81,22 @@ BOOST_AUTO_TEST_CASE(heap_pops_in_sorted_order_for_random_tasks) {
   std::mt19937 rng(12345);
   for (int round = 0; round < 20; ++round) {
     auto nodes = make_nodes(40);
-    std::vector<NodeTask> tasks;
+    std::vector<ReadyTask> tasks;
     std::uniform_int_distribution<int> depth(0, 3), pick(0, 39), kind(0, 9);
     for (int i = 0; i < 60; ++i) {
       const int k = kind(rng);
       if (k == 0)
-        tasks.push_back(NodeTask::wake_up(depth(rng)));
+        tasks.push_back(ReadyTask::make_wake_up(depth(rng)));
       else // a node may appear in several tasks (several GraphTasks)
         tasks.push_back(task(nodes[static_cast<std::size_t>(pick(rng))], depth(rng)));
     }
     if (round % 2 == 0) // at most one shutdown: two shutdowns are not ordered strictly
-      tasks.push_back(NodeTask::make_shutdown());
+      tasks.push_back(ReadyTask::make_shutdown());
     std::shuffle(tasks.begin(), tasks.end(), rng);
 
     ReadyHeap heap;
     for (const auto& t : tasks)
-      heap.push(NodeTask(t));
+      heap.push(ReadyTask(t));
     BOOST_TEST(heap.size() == tasks.size());
 
     auto expected = tasks;
@@ -103,7 +104,7 @@ BOOST_AUTO_TEST_CASE(heap_pops_in_sorted_order_for_random_tasks) {
     for (std::size_t i = 0; i < expected.size(); ++i) {
       BOOST_REQUIRE(!heap.empty());
       BOOST_TEST((key(heap.top()) == key(expected[i])), "round " << round << " position " << i);
-      NodeTask popped = heap.pop();
+      ReadyTask popped = heap.pop();
       BOOST_TEST((key(popped) == key(expected[i])), "round " << round << " position " << i);
     }
     BOOST_TEST(heap.empty());
@@ -113,15 +114,14 @@ BOOST_AUTO_TEST_CASE(heap_pops_in_sorted_order_for_random_tasks) {
 BOOST_AUTO_TEST_CASE(heap_moves_the_task_out_intact) {
   auto nodes = make_nodes(1);
   ReadyHeap heap;
-  InputBuffer buf(2);
-  buf[1] = Tensor::ones({2});
-  heap.push(NodeTask{nullptr, nodes[0], std::move(buf), 4, false});
-  NodeTask t = heap.pop();
-  BOOST_TEST(t.fn == nodes[0]);
-  BOOST_TEST(t.reentrant_depth == 4);
-  BOOST_REQUIRE(t.inputs.size() == 2u);
-  BOOST_TEST(!t.inputs[0].defined());
-  BOOST_TEST(t.inputs[1].defined());
+  int slot = 0;
+  heap.push(ReadyTask{nullptr, nodes[0], &slot, {nodes[0]->sequence_nr(), 4}});
+  ReadyTask t = heap.pop();
+  BOOST_TEST(t.node == nodes[0]);
+  BOOST_TEST(t.slot == &slot);
+  BOOST_TEST(t.key.reentrant_depth == 4);
+  BOOST_TEST(t.key.sequence_nr == nodes[0]->sequence_nr());
+  BOOST_TEST(nodes[0].use_count() == 2); // the test's and the task's
 }
 
 BOOST_AUTO_TEST_CASE(heap_keeps_the_order_when_pushes_and_pops_interleave) {
@@ -132,11 +132,11 @@ BOOST_AUTO_TEST_CASE(heap_keeps_the_order_when_pushes_and_pops_interleave) {
   auto nodes = make_nodes(30);
   std::uniform_int_distribution<int> depth(0, 2), pick(0, 29), coin(0, 1);
   ReadyHeap heap;
-  std::vector<NodeTask> waiting;
+  std::vector<ReadyTask> waiting;
   for (int step = 0; step < 2000; ++step) {
     if (waiting.empty() || coin(rng) == 0) { // a random walk: often one task, sometimes dozens
-      NodeTask t = step % 7 == 0
-                     ? NodeTask::wake_up(depth(rng))
+      ReadyTask t = step % 7 == 0
+                     ? ReadyTask::make_wake_up(depth(rng))
                      : task(nodes[static_cast<std::size_t>(pick(rng))], depth(rng));
       waiting.push_back(t);
       heap.push(std::move(t));

@@ -50,7 +50,7 @@ std::string message_args(const Timeline& tl, const Message& m) {
                   ",\"node\":" + quoted(m.node) + ",\"sequence_nr\":" +
                   std::to_string(m.sequence_nr) + ",\"input_nr\":" + std::to_string(m.input_nr) +
                   ",\"depth\":" + std::to_string(m.depth) + ",\"device\":" +
-                  quoted(m.device.str()) + ",\"stream\":\"default\",\"actor\":" +
+                  quoted(m.device.str()) + ",\"actor\":" +
                   quoted(tl.actors[m.from_actor]);
   if (m.producer)
     a += ",\"producer_sequence_nr\":" + std::to_string(*m.producer);
@@ -103,7 +103,9 @@ void write_chrome_json(const Timeline& tl, std::ostream& out) {
     std::string args = "\"graph_task\":" + std::to_string(s.graph_task) +
                        ",\"sequence_nr\":" + std::to_string(s.sequence_nr) +
                        ",\"depth\":" + std::to_string(s.depth) + ",\"device\":" +
-                       quoted(s.device.str()) + ",\"stream\":\"default\",\"stream_id\":" +
+                       quoted(s.device.str()) + ",\"stream\":" +
+                       quoted(s.stream == 0 ? "default" : "stream " + std::to_string(s.stream)) +
+                       ",\"stream_id\":" +
                        std::to_string(s.stream) + ",\"actor\":" + quoted(tl.actors[s.actor]);
     if (s.ready_ns)
       args += ",\"ready_us\":" + micros(*s.ready_ns) +

@@ -1,0 +1,368 @@
+#include "actors/detail/runner.h"
+
+#include <caf/system_messages.hpp>
+
+#include "actors/detail/foreign_thread.h"
+#include "actors/detail/handoff.h"
+#include "actors/detail/post.h"
+#include "actors/detail/stack_guard.h"
+#include "libengine/engine/errors.h"
+
+namespace actorgrad::detail {
+
+// Note [Completion without a lock]
+// A GraphTask's outstanding count (GraphTaskBase::hold/release) counts its
+// ready tasks (in any actor's heap or in a msg::Task) plus its msg::Grad
+// messages in flight. An actor holds *before* it pushes a task or sends a
+// message and releases only *after* it finished the task or handled the
+// message, having first held whatever that produced. So the count can only
+// reach zero when no work of the task is left anywhere. The actor whose
+// release reaches zero tells the coordinator with a msg::WakeUp, unless it
+// serves the coordinator's queue, whose loop checks the count after every
+// message and task. A WakeUp that arrives after its task was done is harmless.
+//
+// Note [Errors]
+// The first error wins (GraphTaskBase::set_error). Afterwards every actor
+// still drains the task's tasks and messages, without running nodes, so the
+// count reaches zero and nothing of the task is left behind in any heap.
+// Only a dead worker ends the wait early: its share of the count is lost,
+// and the coordinator, which monitors the workers of its task, fails the
+// task when it sees the worker's down message.
+//
+// Note [Monitors per actor]
+// CAF 0.17.6's demonitor removes *every* monitor an actor holds on another
+// (monitorable_actor::detach drops all matching attachables). A reentrant
+// call is coordinated by the same actor as its parent, so if each frame
+// monitored its workers itself, the child's demonitor would silently drop
+// the parent's monitor, and a worker dying later would hang the parent.
+// So an actor monitors each worker once, counted by the frames that need
+// it (monitors_), and demonitors when the last of them ends.
+
+namespace {
+thread_local Runner* current_runner = nullptr;
+} // namespace
+
+Runner::Runner(EngineCore& core, caf::blocking_actor* self, ObservedActor::Role role,
+               ReadyQueue queue)
+  : core_(core),
+    self_(self),
+    actor_(role, queue.device, self ? self->id() : 0),
+    queue_(std::move(queue)),
+    prev_current_(current_runner) {
+  Dispatch::queue_ = queue_.id;
+  Dispatch::device_ = queue_.device;
+  current_runner = this;
+}
+
+Runner::~Runner() { current_runner = prev_current_; }
+
+Runner* Runner::current() { return current_runner; }
+
+caf::blocking_actor& Runner::mailbox() {
+  if (!self_) {
+    ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
+    own_mailbox_.emplace(core_.system, true);
+    self_ = own_mailbox_->ptr();
+  }
+  return *self_;
+}
+
+ReadyQueue Runner::take_queue() {
+  if (shutdown_pending_) { // see Note [Shutdown during a frame]
+    queue_.heap.push(ReadyTask::make_shutdown());
+    shutdown_pending_ = false;
+  }
+  ReadyQueue q = std::move(queue_);
+  queue_.heap = ReadyHeap{};
+  return q;
+}
+
+void Runner::adopt_queue(ReadyQueue&& q) {
+  queue_ = std::move(q);
+  Dispatch::queue_ = queue_.id;
+  Dispatch::device_ = queue_.device;
+  actor_.device = queue_.device;
+}
+
+std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task) {
+  auto ctx = std::make_shared<TaskContext>();
+  ctx->observer = core_.observer.load(std::memory_order_acquire);
+  if (task.devices().empty() && !self_)
+    return ctx; // CPU only, on a caller: every node runs here, no message is sent
+  ctx->coordinator = caf::actor_cast<caf::actor>(&mailbox());
+  for (Device d : task.devices()) {
+    caf::actor w = core_.worker(d); // throws naming the served devices
+    ctx->workers.emplace_back(d, std::move(w));
+  }
+  for (const auto& [d, w] : ctx->workers)
+    if (w != ctx->coordinator)
+      monitor(w);
+  return ctx;
+}
+
+void Runner::monitor(const caf::actor& worker) {
+  for (auto& [addr, count] : monitors_)
+    if (addr == worker.address()) {
+      ++count;
+      return;
+    }
+  monitors_.emplace_back(worker.address(), 1);
+  self_->monitor(worker);
+}
+
+void Runner::unmonitor(const caf::actor& worker) {
+  for (auto it = monitors_.begin(); it != monitors_.end(); ++it)
+    if (it->first == worker.address()) {
+      if (--it->second == 0) {
+        self_->demonitor(worker);
+        monitors_.erase(it);
+      }
+      return;
+    }
+}
+
+void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
+  const bool reentrant = current_graph_task() != nullptr;
+  if (reentrant && (reentrant_frames_ >= core_.config.max_recursion_depth || stack_is_short())) {
+    hand_off(*this, task, std::move(first));
+    return;
+  }
+  if (reentrant)
+    core_.note_reentrant_frames(++reentrant_frames_);
+  try {
+    coordinate_here(task, std::move(first));
+  } catch (...) {
+    reentrant_frames_ -= reentrant ? 1 : 0;
+    throw;
+  }
+  reentrant_frames_ -= reentrant ? 1 : 0;
+}
+
+void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
+  auto ctx = make_context(*task);
+  task->executor_data = ctx;
+  task->cpu_queue = queue_.id;
+  task->hold(); // the first task
+  if (ctx->observer) [[unlikely]]
+    ctx->observer->task_started(actor_, *task);
+  const Device root_device = task->device_of(first.node.get());
+  if (owns(task->cpu_queue, root_device)) {
+    if (ctx->observer) [[unlikely]]
+      ctx->observer->node_ready(actor_, *task, task->describe(first.node.get()));
+    queue_.heap.push(std::move(first));
+  } else {
+    msg::Task m{std::move(first)};
+    if (ctx->observer) [[unlikely]]
+      m.trace = ctx->observer->message_sent(actor_, *task, trace::MessageKind::task,
+                                            task->describe(m.task.node.get()), 0);
+    post(ctx->worker(root_device), std::move(m));
+  }
+
+  frames_.push_back({task.get()});
+  const std::size_t frame = frames_.size() - 1;
+  dispatch_until([&] { return !task->outstanding() || frames_[frame].aborted; });
+  frames_.pop_back();
+  for (const auto& [device, worker] : ctx->workers)
+    if (worker != ctx->coordinator)
+      unmonitor(worker);
+  if (ctx->observer) [[unlikely]]
+    ctx->observer->task_finished(actor_, *task);
+}
+
+void Runner::serve() {
+  dispatch_until([] { return false; });
+}
+
+template <class Done>
+void Runner::dispatch_until(Done done) {
+  while (!stop_ && !done()) {
+    if (shutdown_pending_ && frames_.empty())
+      stop_ = true;
+    drain_mailbox();
+    if (stop_)
+      return; // an exit message: not one more node
+    if (queue_.heap.empty()) {
+      if (!done())
+        await_message(); // the rest of the work is on other actors
+      continue;
+    }
+    ReadyTask t = queue_.heap.pop();
+    if (t.is_shutdown()) {
+      // Note [Shutdown during a frame]: a Shutdown waits until this actor
+      // coordinates nothing (a pool worker keeps it for the queue's owner).
+      if (frames_.empty())
+        stop_ = true;
+      else
+        shutdown_pending_ = true;
+      continue;
+    }
+    run(std::move(t));
+  }
+}
+
+void Runner::run(ReadyTask&& t) {
+  GraphTaskBase& task = *t.graph_task;
+  if (!task.has_error()) {
+    const TaskContext& ctx = context_of(task);
+    // The node's span covers its run and the delivery of its outputs, so the
+    // messages it sends start inside it.
+    NodeInfo info;
+    if (ctx.observer) [[unlikely]] {
+      info = task.describe(t.node.get());
+      ctx.observer->node_started(actor_, task, info);
+    }
+    wants_feeds_ = ctx.observer != nullptr;
+    try {
+      task.run(t, *this);
+    } catch (...) {
+      task.set_error(std::current_exception());
+      if (ctx.observer) [[unlikely]]
+        ctx.observer->error(actor_, task, std::current_exception());
+    }
+    if (ctx.observer) [[unlikely]]
+      ctx.observer->node_finished(actor_, task, info);
+  }
+  t.node.reset(); // the node goes before the count drops
+  finish_one(t.graph_task);
+}
+
+void Runner::ready(ReadyTask&& t) {
+  GraphTaskBase& task = *t.graph_task;
+  if (const TaskContext& ctx = context_of(task); ctx.observer) [[unlikely]]
+    ctx.observer->node_ready(actor_, task, task.describe(t.node.get()));
+  task.hold();
+  queue_.heap.push(std::move(t));
+}
+
+void Runner::fed(const GraphTaskBase& task, const void* node, std::uint32_t input_nr) {
+  context_of(task).observer->node_fed(actor_, task, task.describe(node), input_nr);
+}
+
+void Runner::send(GraphTaskBase& task, SentGrad&& g) {
+  task.hold();
+  const TaskContext& ctx = context_of(task);
+  msg::Grad m{task.shared_from_this(), std::move(g)};
+  if (ctx.observer) [[unlikely]]
+    m.trace = ctx.observer->message_sent(actor_, task, trace::MessageKind::grad,
+                                         task.describe(m.grad.node.get()), m.grad.input_nr);
+  post(ctx.owner_of(m.grad.owner), std::move(m));
+}
+
+void Runner::finish_one(const std::shared_ptr<GraphTaskBase>& task) {
+  if (!task->release())
+    return;
+  if (task->cpu_queue == queue_.id)
+    return; // the coordinator's own loop sees the count
+  const TaskContext& ctx = context_of(*task);
+  msg::WakeUp m{task->id};
+  if (ctx.observer) [[unlikely]]
+    m.trace = ctx.observer->message_sent(actor_, *task, trace::MessageKind::wake_up, {}, 0);
+  post(ctx.coordinator, std::move(m));
+}
+
+void Runner::drain_mailbox() {
+  if (!self_)
+    return;
+  while (!stop_ && !self_->mailbox().empty()) {
+    auto element = self_->dequeue();
+    handle(*element);
+  }
+}
+
+void Runner::await_message() {
+  if (!self_)
+    throw EngineError("internal: a coordinator without a mailbox waits for messages");
+  auto element = self_->dequeue();
+  handle(*element);
+}
+
+template <class M>
+void Runner::forward(const TaskContext& ctx, Device owner, const GraphTaskBase& task, M&& m,
+                     trace::MessageKind kind, const void* node, std::uint32_t input_nr) {
+  if (ctx.observer) [[unlikely]]
+    m.trace = ctx.observer->message_sent(actor_, task, kind, task.describe(node), input_nr);
+  post(ctx.owner_of(owner), std::forward<M>(m));
+}
+
+void Runner::handle(caf::mailbox_element& element) {
+  auto& content = element.content();
+  if (content.match_elements<msg::Grad>()) {
+    auto& m = content.get_mutable_as<msg::Grad>(0);
+    GraphTaskBase& task = *m.task;
+    const TaskContext& ctx = context_of(task);
+    if (ctx.observer) [[unlikely]]
+      ctx.observer->message_received(actor_, task, trace::MessageKind::grad,
+                                     task.describe(m.grad.node.get()), m.trace, m.grad.input_nr);
+    if (!owns(task.cpu_queue, m.grad.owner)) { // see Note [Depth handoff] in handoff.h
+      const void* node = m.grad.node.get();
+      const auto input_nr = m.grad.input_nr;
+      forward(ctx, m.grad.owner, task, std::move(m), trace::MessageKind::grad, node, input_nr);
+      return;
+    }
+    if (!task.has_error()) {
+      try {
+        task.accept_sent(m.grad, *this);
+      } catch (...) {
+        task.set_error(std::current_exception());
+      }
+    }
+    finish_one(m.task);
+  } else if (content.match_elements<msg::Task>()) {
+    auto& m = content.get_mutable_as<msg::Task>(0);
+    GraphTaskBase& task = *m.task.graph_task;
+    const TaskContext& ctx = context_of(task);
+    const void* node = m.task.node.get();
+    if (ctx.observer) [[unlikely]]
+      ctx.observer->message_received(actor_, task, trace::MessageKind::task, task.describe(node),
+                                     m.trace, 0);
+    const Device owner = task.device_of(node);
+    if (!owns(task.cpu_queue, owner)) {
+      forward(ctx, owner, task, std::move(m), trace::MessageKind::task, node, 0);
+    } else {
+      if (ctx.observer) [[unlikely]]
+        ctx.observer->node_ready(actor_, task, task.describe(node));
+      queue_.heap.push(std::move(m.task)); // already counted by its sender
+    }
+  } else if (content.match_elements<msg::Job>()) {
+    content.get_mutable_as<msg::Job>(0).fn(); // exceptions are the job's to report
+  } else if (content.match_elements<msg::WakeUp>()) {
+    // Nothing to do: the waiting loop re-checks its task's count. Observed
+    // only while the task is still coordinated here (see Note [Recording]
+    // in actors/trace/recorder.h).
+    const auto& m = content.get_as<msg::WakeUp>(0);
+    if (m.trace != 0) [[unlikely]]
+      for (const auto& frame : frames_)
+        if (frame.task->id == m.task_id)
+          if (const auto& obs = context_of(*frame.task).observer)
+            obs->message_received(actor_, *frame.task, trace::MessageKind::wake_up, {}, m.trace, 0);
+  } else if (content.match_elements<msg::Shutdown>()) {
+    queue_.heap.push(ReadyTask::make_shutdown());
+  } else if (content.match_elements<caf::down_msg>()) {
+    const auto& m = content.get_as<caf::down_msg>(0);
+    on_worker_down(m.source, m.reason);
+  } else if (content.match_elements<caf::exit_msg>()) {
+    const auto& m = content.get_as<caf::exit_msg>(0);
+    if (actor_.role == ObservedActor::Role::device_worker) { // asked to exit: stops at once
+      self_->fail_state(m.reason);
+      stop_ = true;
+    }
+  }
+}
+
+void Runner::on_worker_down(const caf::actor_addr& source, const caf::error& reason) {
+  for (auto& frame : frames_) {
+    const TaskContext& ctx = context_of(*frame.task);
+    for (const auto& [device, worker] : ctx.workers) {
+      if (worker.address() != source)
+        continue;
+      frame.task->set_error(std::make_exception_ptr(EngineError(
+        "the device worker of " + device.str() + " stopped (" + core_.system.render(reason) +
+        ") while GraphTask " + std::to_string(frame.task->id) + " was running on it")));
+      frame.aborted = true;
+    }
+  }
+  // The monitor is gone with the worker.
+  std::erase_if(monitors_, [&](const auto& m) { return m.first == source; });
+}
+
+} // namespace actorgrad::detail

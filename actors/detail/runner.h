@@ -1,0 +1,124 @@
+#pragma once
+/// @file runner.h
+/// The one dispatch loop every engine actor runs: drain the mailbox into the
+/// ready heap, run the top task, repeat. Internal.
+
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <caf/blocking_actor.hpp>
+#include <caf/mailbox_element.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "actors/detail/engine_core.h"
+#include "actors/detail/ready_queue.h"
+#include "actors/detail/task_context.h"
+#include "actors/messages.h"
+#include "actors/observer.h"
+
+namespace actorgrad::detail {
+
+/// The scheduling state of one actor: its ready queue, its mailbox, the
+/// GraphTasks it coordinates (frames) and the workers it monitors. Every
+/// role uses it: a DeviceWorker (serve), the caller of a synchronous
+/// backward and the actor of an asynchronous one (coordinate), a pool
+/// worker (serve_handoff in handoff.h).
+///
+/// Note [Priority mailbox]
+/// CAF 0.17 mailboxes are FIFO with two priorities; the ready order
+/// (ReadyOrder: shutdown, depth, sequence_nr) lives here instead: every
+/// waiting message is moved from the mailbox into the heap (or handled)
+/// before the next task is chosen, so a task that arrives later but ranks
+/// higher runs first.
+class Runner final : public Dispatch {
+public:
+  /// `self` is the actor served; null for a caller thread that has no
+  /// mailbox yet (one is created when a task crosses devices).
+  Runner(EngineCore& core, caf::blocking_actor* self, ObservedActor::Role role,
+         ReadyQueue queue);
+  ~Runner() override;
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  /// The runner serving the calling thread, or null.
+  static Runner* current();
+
+  EngineCore& core() const { return core_; }
+  const ObservedActor& actor() const { return actor_; }
+
+  /// Coordinates `task` from this actor: starts `first` on its owner, runs
+  /// the task's CPU nodes here and serves this actor's queue and mailbox
+  /// (other tasks' work included) until the task has no outstanding work or
+  /// a worker it uses died. Reentrant: a node run inside may call it again;
+  /// past max_recursion_depth nested calls on this thread (or when the
+  /// thread's stack runs short) the task and the whole queue go to a pool
+  /// worker (hand_off in handoff.h).
+  void coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first);
+
+  /// coordinate without the depth check: a pool worker's handed-off call.
+  void coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first);
+
+  /// A DeviceWorker's life: serves until Shutdown or an exit message.
+  void serve();
+
+  /// Moves every waiting message into the heap (or handles it).
+  void drain_mailbox();
+
+  /// Handles one message taken from the mailbox.
+  void handle(caf::mailbox_element& element);
+
+  /// The queue, moved out (a handoff; a pending Shutdown goes with it) or back in.
+  ReadyQueue take_queue();
+  void adopt_queue(ReadyQueue&& q);
+  /// The actor's mailbox (created for a caller on first need).
+  caf::blocking_actor& mailbox();
+  /// Reentrant coordinate calls now nested on this thread.
+  int& reentrant_frames() { return reentrant_frames_; }
+
+  // -- Dispatch ---------------------------------------------------------------
+  void ready(ReadyTask&& t) override;
+  void send(GraphTaskBase& task, SentGrad&& g) override;
+  void fed(const GraphTaskBase& task, const void* node, std::uint32_t input_nr) override;
+
+private:
+  /// A GraphTask coordinated here (several when calls nest).
+  struct Frame {
+    GraphTaskBase* task;
+    bool aborted = false;
+  };
+
+  /// The dispatch loop: until `done()` (checked before each step) or a stop.
+  template <class Done>
+  void dispatch_until(Done done);
+  void run(ReadyTask&& t);
+  void finish_one(const std::shared_ptr<GraphTaskBase>& task);
+  std::shared_ptr<TaskContext> make_context(const GraphTaskBase& task);
+  void await_message();
+  void on_worker_down(const caf::actor_addr& source, const caf::error& reason);
+  /// Note [Monitors per actor]: one CAF monitor per worker per actor,
+  /// counted by the frames that need it.
+  void monitor(const caf::actor& worker);
+  void unmonitor(const caf::actor& worker);
+  /// Forwards a message that belongs to another queue (after a handoff).
+  template <class M>
+  void forward(const TaskContext& ctx, Device owner, const GraphTaskBase& task, M&& m,
+               trace::MessageKind kind, const void* node, std::uint32_t input_nr);
+
+  EngineCore& core_;
+  caf::blocking_actor* self_;
+  std::optional<caf::scoped_actor> own_mailbox_;
+  ObservedActor actor_;
+  ReadyQueue queue_;
+  std::vector<Frame> frames_;
+  std::vector<std::pair<caf::actor_addr, int>> monitors_;
+  int reentrant_frames_ = 0;
+  bool stop_ = false;
+  /// A Shutdown popped while frames were open (a pool worker serving a
+  /// DeviceWorker's queue): kept for the queue's owner.
+  bool shutdown_pending_ = false;
+  Runner* prev_current_;
+};
+
+} // namespace actorgrad::detail

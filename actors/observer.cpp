@@ -1,0 +1,27 @@
+#include "actors/observer.h"
+
+#include <unistd.h>
+
+namespace actorgrad {
+
+const std::string& ObservedActor::name() const {
+  if (!name_.empty())
+    return name_;
+  switch (role) {
+  case Role::caller:
+    name_ = "caller " + std::to_string(::gettid());
+    break;
+  case Role::device_worker:
+    name_ = device.str() + " worker";
+    break;
+  case Role::pool_worker:
+    name_ = "pool worker " + std::to_string(actor_id);
+    break;
+  case Role::async_coordinator:
+    name_ = "async coordinator " + std::to_string(actor_id);
+    break;
+  }
+  return name_;
+}
+
+} // namespace actorgrad

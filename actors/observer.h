@@ -1,0 +1,92 @@
+#pragma once
+/// @file observer.h
+/// Watching what the actor engine does: the observer interface.
+
+#include <cstdint>
+#include <exception>
+#include <string>
+
+#include "actors/trace/event.h"
+#include "device/device.h"
+#include "libengine/engine/graph_task_base.h"
+
+namespace actorgrad {
+
+/// One of the engine's actors as an observer sees it.
+class ObservedActor {
+public:
+  /// What the actor does.
+  enum class Role : std::uint8_t { caller, device_worker, pool_worker, async_coordinator };
+
+  ObservedActor(Role role, Device device, std::uint64_t actor_id)
+    : role(role), device(device), actor_id(actor_id) {}
+
+  const Role role;
+  /// Where it runs nodes (cpu for a coordinator).
+  Device device;
+  /// The CAF actor id (0 for a caller without a mailbox).
+  std::uint64_t actor_id;
+  /// "caller <thread id>", "sim:0 worker", "pool worker <actor id>" or
+  /// "async coordinator <actor id>" (computed on first use, on the actor's thread).
+  const std::string& name() const;
+
+  /// Scratch for one observer: lets it find its per-actor state (a trace
+  /// buffer) without a lookup. Written only on the actor's own thread.
+  struct Cache {
+    std::uint64_t owner = 0;
+    void* state = nullptr;
+  };
+  mutable Cache cache;
+
+private:
+  mutable std::string name_;
+};
+
+/// Receives what the engine's actors do, as they do it. Installed per
+/// engine (Engine::set_observer; the recorder of Engine::start_recording is
+/// one); each GraphTask keeps the observer that was installed when it
+/// started. Called on the actor's own thread, concurrently from several
+/// actors: implementations must be thread-safe and cheap. With no observer
+/// the engine pays one predictable branch per site.
+class EngineObserver {
+public:
+  virtual ~EngineObserver() = default;
+
+  /// `actor` starts coordinating `task` (sync call, async call, or a
+  /// reentrant call, also after a depth handoff).
+  virtual void task_started(const ObservedActor& actor, const GraphTaskBase& task) {}
+  /// ... and stops: the task completed, failed, or lost a worker.
+  virtual void task_finished(const ObservedActor& actor, const GraphTaskBase& task) {}
+  /// `node` entered `actor`'s ready heap.
+  virtual void node_ready(const ObservedActor& actor, const GraphTaskBase& task,
+                          const NodeInfo& node) {}
+  /// A node running on `actor` fed input `input_nr` of `node`, owned by the
+  /// same actor (no message).
+  virtual void node_fed(const ObservedActor& actor, const GraphTaskBase& task,
+                        const NodeInfo& node, std::uint32_t input_nr) {}
+  virtual void node_started(const ObservedActor& actor, const GraphTaskBase& task,
+                            const NodeInfo& node) {}
+  /// The node ran and its outputs were delivered (or it threw).
+  virtual void node_finished(const ObservedActor& actor, const GraphTaskBase& task,
+                             const NodeInfo& node) {}
+  /// `actor` sends a message about `node` (a Grad for its input `input_nr`,
+  /// a Task, a WakeUp with no node). Returns an id that pairs the send with
+  /// its receipt (0: none).
+  virtual std::uint64_t message_sent(const ObservedActor& actor, const GraphTaskBase& task,
+                                     trace::MessageKind kind, const NodeInfo& node,
+                                     std::uint32_t input_nr) {
+    return 0;
+  }
+  /// `actor` took a message from its mailbox (`id` as message_sent returned).
+  virtual void message_received(const ObservedActor& actor, const GraphTaskBase& task,
+                                trace::MessageKind kind, const NodeInfo& node, std::uint64_t id,
+                                std::uint32_t input_nr) {}
+  /// `actor` reached max_recursion_depth and hands `task` (and its ready
+  /// queue) to a pool worker.
+  virtual void handoff(const ObservedActor& actor, const GraphTaskBase& task) {}
+  /// A node of `task` failed on `actor` (the first error wins; later ones
+  /// are reported too).
+  virtual void error(const ObservedActor& actor, const GraphTaskBase& task, std::exception_ptr e) {}
+};
+
+} // namespace actorgrad

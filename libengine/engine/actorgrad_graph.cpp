@@ -1,0 +1,113 @@
+#include "libengine/engine/actorgrad_graph.h"
+
+#include <algorithm>
+
+#include "libengine/autograd/graph_root.h"
+#include "libengine/engine/basic_graph_task_impl.h"
+#include "libengine/engine/errors.h"
+#include "libengine/engine/evaluate.h"
+#include "libengine/engine/stream_sync.h"
+#include "libengine/tensor/kernels.h"
+
+namespace actorgrad {
+
+template class BasicGraphTask<ActorgradGraph>;
+
+NodeInfo ActorgradGraph::describe(const Node& n) {
+  return {&n, n.name(), n.sequence_nr(), n.device(),
+          n.stream() ? static_cast<int>(n.stream()->id) : 0};
+}
+
+variable_list ActorgradGraph::call_function(Node& fn, variable_list&& inputs) {
+  return call_node(fn, std::move(inputs));
+}
+
+void ActorgradGraph::call_tensor_pre_hooks(Node& fn, variable_list& inputs) {
+  call_node_tensor_pre_hooks(fn, inputs);
+}
+
+bool ActorgradGraph::has_nan(const Tensor& t) { return t.defined() && kernels::any_nan(t); }
+
+std::string ActorgradGraph::nan_message(const Node& fn, std::size_t output) {
+  return "Function '" + fn.name() + "' returned nan values in its " + std::to_string(output) +
+         "th output.";
+}
+
+void ActorgradGraph::rethrow_in_node(const Node& fn, const std::exception& e) {
+  throw EngineError("in node " + fn.name() + " (sequence_nr " + std::to_string(fn.sequence_nr()) +
+                    "): " + e.what());
+}
+
+ActorgradGraph::in_flight ActorgradGraph::make_in_flight(const Node& producer, Tensor&& grad) {
+  in_flight f{std::move(grad), producer.stream()};
+  // The receiver orders its accumulation stream after this point of the
+  // producer's stream, not after whatever the producer enqueued since.
+  if (f.producer && f.grad.defined())
+    f.ready.record(*f.producer);
+  return f;
+}
+
+void ActorgradGraph::accumulate(InputBuffer& buffer, const Node& consumer, std::uint32_t pos,
+                                Tensor&& grad, const source& from, bool create_graph) {
+  if (buffer.empty())
+    buffer = InputBuffer(consumer.num_inputs());
+  AutoGradMode mode(create_graph);
+  buffer.add(pos, std::move(grad), *from.producer, consumer.stream(), from.ready);
+}
+
+std::shared_ptr<Node> ActorgradGraph::make_graph_root(const edge_list& roots,
+                                                      const variable_list& grads) {
+  return make_node<GraphRoot>(roots, grads);
+}
+
+InputBuffer ActorgradGraph::make_root_buffer(const Node& root, std::uint32_t input_nr,
+                                             Tensor&& grad) {
+  InputBuffer buffer(root.num_inputs());
+  std::optional<Stream> producer;
+  if (grad.defined() && has_streams(grad.device()))
+    producer = current_stream(grad.device());
+  buffer.add(input_nr, std::move(grad), producer, root.stream());
+  return buffer;
+}
+
+void ActorgradGraph::order_root_grads(const variable_list& grads) {
+  for (const Tensor& g : grads)
+    if (g.defined() && has_streams(g.device()))
+      wait_for_stream(default_stream(g.device()), current_stream(g.device()));
+}
+
+// -- task_streams ------------------------------------------------------------
+
+void ActorgradGraph::task_streams::note_leaf(const Node& fn) {
+  const auto& s = fn.stream();
+  if (s && std::find(leaf_streams_.begin(), leaf_streams_.end(), *s) == leaf_streams_.end())
+    leaf_streams_.push_back(*s);
+}
+
+void ActorgradGraph::task_streams::stash(const std::vector<Device>& devices,
+                                         const variable_list& root_grads) {
+  auto stash_one = [this](Device d) {
+    if (!has_streams(d))
+      return;
+    for (const Stream& s : caller_streams_)
+      if (s.device == d)
+        return;
+    caller_streams_.push_back(current_stream(d));
+  };
+  for (Device d : devices)
+    stash_one(d);
+  for (const Stream& s : leaf_streams_)
+    stash_one(s.device);
+  for (const Tensor& g : root_grads)
+    if (g.defined())
+      stash_one(g.device());
+}
+
+void ActorgradGraph::task_streams::sync() const {
+  for (const Stream& leaf : leaf_streams_)
+    for (const Stream& caller : caller_streams_)
+      if (caller.device == leaf.device)
+        wait_for_stream(caller, leaf);
+}
+
+} // namespace actorgrad

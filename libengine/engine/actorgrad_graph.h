@@ -1,0 +1,117 @@
+#pragma once
+/// @file actorgrad_graph.h
+/// actorgrad's own Node graphs as a graph type of the scheduler (see Note
+/// [Graph interface]).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device/event.h"
+#include "device/guards.h"
+#include "libengine/autograd/grad_mode.h"
+#include "libengine/autograd/node.h"
+#include "libengine/engine/graph_task_base.h"
+#include "libengine/engine/input_buffer.h"
+
+namespace actorgrad {
+
+/// The GraphTraits of actorgrad's Node, Edge and Tensor.
+struct ActorgradGraph {
+  using node = Node;
+  using edge = Edge;
+  using value = Tensor;
+  using value_list = variable_list;
+  using input_buffer = InputBuffer;
+
+  /// Where a gradient was produced: the producer node's stream and, for a
+  /// gradient that crossed actors, the event recorded there after it.
+  struct source {
+    const std::optional<Stream>* producer;
+    const Event* ready;
+  };
+  /// A gradient crossing actors: the receiver's accumulation stream waits
+  /// for `ready`, recorded on `producer` right after `grad` was produced.
+  struct in_flight {
+    Tensor grad;
+    std::optional<Stream> producer;
+    Event ready{};
+  };
+
+  /// Per-call stream bookkeeping (PyTorch's leaf_streams and
+  /// caller_current_streams_).
+  class task_streams {
+  public:
+    /// A node that ends the graph (AccumulateGrad, or a captured node):
+    /// the results are written on its stream.
+    void note_leaf(const Node& fn);
+    /// Remembers the caller's current stream of every device the call
+    /// touches, when it starts.
+    void stash(const std::vector<Device>& devices, const variable_list& root_grads);
+    /// Makes the caller's streams wait for the leaf streams.
+    void sync() const;
+    const std::vector<Stream>& leaf_streams() const { return leaf_streams_; }
+
+  private:
+    std::vector<Stream> leaf_streams_;
+    std::vector<Stream> caller_streams_;
+  };
+
+  /// The guards around running a node: current task, grad mode (on under
+  /// create_graph) and the node's stream (see Note [Accumulation streams]).
+  class run_scope {
+  public:
+    run_scope(GraphTaskBase& task, const Node& fn)
+      : current_(&task), grad_mode_(task.options.create_graph), stream_(fn.stream()) {}
+
+  private:
+    CurrentGraphTaskGuard current_;
+    AutoGradMode grad_mode_;
+    OptionalStreamGuard stream_;
+  };
+
+  static Node* target(const Edge& e) { return e.function.get(); }
+  static const std::shared_ptr<Node>& target_handle(const Edge& e) { return e.function; }
+  static std::uint32_t input_nr(const Edge& e) { return e.input_nr; }
+  static std::uint64_t sequence_nr(const Node& n) { return n.sequence_nr(); }
+  static std::uint64_t topological_nr(const Node& n) { return n.topological_nr(); }
+  static std::size_t num_outputs(const Node& n) { return n.num_outputs(); }
+  static const Edge& next_edge(const Node& n, std::size_t i) { return n.next_edges()[i]; }
+  static std::size_t num_inputs(const Node& n) { return n.num_inputs(); }
+  static Device device(const Node& n) { return n.device(); }
+  static NodeInfo describe(const Node& n);
+
+  /// Tensor pre-hooks -> pre-hooks -> apply -> validate_outputs -> post-hooks.
+  static variable_list call_function(Node& fn, variable_list&& inputs);
+  /// The tensor pre-hooks alone (a node that only captures).
+  static void call_tensor_pre_hooks(Node& fn, variable_list& inputs);
+  static void release_variables(Node& fn) { fn.release_variables(); }
+  static bool has_nan(const Tensor& t);
+  static std::string nan_message(const Node& fn, std::size_t output);
+  /// Rethrows `e` as an EngineError naming `fn`.
+  [[noreturn]] static void rethrow_in_node(const Node& fn, const std::exception& e);
+
+  static variable_list take_inputs(InputBuffer&& b) { return InputBuffer::variables(std::move(b)); }
+  static source local_source(const Node& producer) { return {&producer.stream(), nullptr}; }
+  static in_flight make_in_flight(const Node& producer, Tensor&& grad);
+  static Tensor& sent_value(in_flight& f) { return f.grad; }
+  static source sent_source(const in_flight& f) { return {&f.producer, &f.ready}; }
+  /// Adds `grad` into slot `pos` of `buffer`, the inputs of `consumer`,
+  /// following PyTorch's stream cases (InputBuffer::add), out of place
+  /// under create_graph.
+  static void accumulate(InputBuffer& buffer, const Node& consumer, std::uint32_t pos,
+                         Tensor&& grad, const source& from, bool create_graph);
+
+  /// The GraphRoot of a call with several roots.
+  static std::shared_ptr<Node> make_graph_root(const edge_list& roots, const variable_list& grads);
+  /// The input buffer of a single root: its gradient, made on the caller's
+  /// current stream (case (1) of InputBuffer::add).
+  static InputBuffer make_root_buffer(const Node& root, std::uint32_t input_nr, Tensor&& grad);
+  /// A GraphRoot's outputs have no producer stream and are ordered after the
+  /// default stream (case (2)), so the default stream waits for the caller's.
+  static void order_root_grads(const variable_list& grads);
+};
+
+} // namespace actorgrad

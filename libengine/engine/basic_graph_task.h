@@ -1,0 +1,139 @@
+#pragma once
+/// @file basic_graph_task.h
+/// One backward()/grad() call over a graph type G (see Note [Graph interface]).
+/// The member definitions are in basic_graph_task_impl.h, included where a
+/// graph type is instantiated.
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <memory_resource>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "libengine/engine/exec_info.h"
+#include "libengine/engine/graph_interface.h"
+
+namespace actorgrad {
+
+/// One backward()/grad() call (PyTorch's GraphTask) over graph type G.
+///
+/// Note [Node state ownership]
+/// The per-node state (dependency count and input buffer) is created for
+/// every node of the graph by compute_dependencies, before any task runs,
+/// and the map is never inserted into afterwards. From then on the state of
+/// a node is read and written only by the actor that runs that node (the
+/// worker of its device, or the GraphTask's CPU queue for CPU nodes), so no
+/// two actors touch the same entry and the map needs no lock. A gradient
+/// for a node owned by another actor travels to it as a message.
+template <GraphTraits G>
+class BasicGraphTask final : public GraphTaskBase {
+public:
+  using node = typename G::node;
+  using edge = typename G::edge;
+  using value = typename G::value;
+  using value_list = typename G::value_list;
+  using edge_list = std::vector<edge>;
+
+  BasicGraphTask(ExecuteOptions options, int reentrant_depth)
+    : GraphTaskBase(options, reentrant_depth) {}
+
+  /// Builds a task for `roots` (one edge per root) with `root_grads`,
+  /// computing dependencies and, when `outputs` is non-empty, the exec info
+  /// for grad(inputs=...) / backward(inputs=...). Returns the task and its
+  /// first ready task (the single root node, or a graph root). Throws when
+  /// the graph has a cycle, naming a node on it.
+  static std::pair<std::shared_ptr<BasicGraphTask>, ReadyTask>
+  create(const edge_list& roots, value_list root_grads, ExecuteOptions options,
+         const edge_list& outputs, int reentrant_depth);
+
+  // -- GraphTaskBase ------------------------------------------------------------
+  void run(ReadyTask& t, Dispatch& to) override;
+  void accept_sent(SentGrad& g, Dispatch& to) override;
+  Device device_of(const void* n) const override { return G::device(*static_cast<const node*>(n)); }
+  NodeInfo describe(const void* n) const override {
+    if (!n)
+      return {};
+    NodeInfo info = G::describe(*static_cast<const node*>(n));
+    info.id = n;
+    return info;
+  }
+
+  // -- the steps of run(), for executors that route outputs themselves ---------
+
+  /// The node of a ready task of this GraphTask.
+  static node& node_of(const ReadyTask& t) { return *static_cast<node*>(t.node.get()); }
+  /// Runs the node of `t` (PyTorch's evaluate_function without the
+  /// dispatch): exec-info captures, the node's call protocol (G::call_function),
+  /// release of saved variables unless keep_graph, the anomaly NaN check.
+  /// Returns one gradient per next edge, or none when there is nothing to
+  /// dispatch. Errors are rethrown naming the node.
+  value_list evaluate(ReadyTask& t);
+  /// Owner side of a dispatch: adds `grad` into the input buffer of
+  /// `next`'s node and decrements its dependency count. Returns the node's
+  /// ready task when that count reaches zero and the node is to run. Call
+  /// only from the actor that owns the node. `source` is where `grad` was
+  /// produced (what accumulation waits for).
+  std::optional<ReadyTask> accept(const edge& next, value&& grad, const typename G::source& source);
+
+  // -- selective execution and results -----------------------------------------
+
+  /// Whether compute_dependencies reached `fn`. Selective execution does
+  /// not expand nodes below the inputs' lowest topological_nr, so the root
+  /// can have next nodes that are not in the graph; they lead to no input.
+  bool in_graph(const node* fn) const { return state_.count(fn) != 0; }
+  /// Exec info of `fn`, or null when every node executes.
+  const ExecInfo* exec_info(const node* fn) const {
+    auto it = exec_info_.find(fn);
+    return it == exec_info_.end() ? nullptr : &it->second;
+  }
+  bool selective() const { return !exec_info_.empty(); }
+  /// Nodes counted by compute_dependencies (for tests and traces).
+  std::size_t num_nodes() const { return state_.size(); }
+  /// Per-call stream bookkeeping (leaf streams, caller streams).
+  const typename G::task_streams& streams() const { return streams_; }
+
+  /// Ends a completed task: rethrows the first error, else makes the
+  /// caller's streams wait for the leaf streams, runs the final callbacks
+  /// and returns the captured gradients (PyTorch's exec_post_processing).
+  value_list finish();
+
+private:
+  struct NodeState {
+    int dependencies = 0;
+    typename G::input_buffer buffer;
+  };
+
+  void compute_dependencies(node* root, std::uint64_t min_topo_nr);
+  void init_to_execute(node& root, const edge_list& outputs, std::uint64_t min_topo_nr);
+  void note_node(const node& fn);
+  NodeState* add_input(node& fn, std::uint32_t input_nr, value&& grad,
+                       const typename G::source& source);
+  ReadyTask make_ready(std::shared_ptr<GraphTaskBase> self, std::shared_ptr<void> handle,
+                       const node& fn, NodeState* s) const {
+    return {std::move(self), std::move(handle), s, {G::sequence_nr(fn), reentrant_depth}};
+  }
+  void route(const std::shared_ptr<GraphTaskBase>& self, const node& from, const edge& next,
+             value&& grad, Dispatch& to);
+  value_list evaluate_node(node& fn, NodeState& s);
+
+  /// Backs state_: its entries are only added while the task is built and
+  /// all go with the task, so a bump allocator replaces a malloc and a free
+  /// per node. It starts in the task itself, so that a small graph (a
+  /// reentrant call's) allocates nothing. Kept small: a task of 1 KiB or
+  /// more would leave glibc's thread cache, and each such allocation
+  /// consolidates the fast bins (hundreds of instructions).
+  std::array<std::byte, 512> state_inline_;
+  std::pmr::monotonic_buffer_resource state_memory_{state_inline_.data(), state_inline_.size()};
+  std::pmr::unordered_map<const node*, NodeState> state_{&state_memory_};
+
+  std::unordered_map<const node*, ExecInfo> exec_info_;
+  typename G::task_streams streams_;
+  value_list captured_;
+  /// Keeps a graph root alive for the task's lifetime.
+  std::shared_ptr<node> graph_root_;
+};
+
+} // namespace actorgrad

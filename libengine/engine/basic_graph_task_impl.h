@@ -1,0 +1,341 @@
+#pragma once
+/// @file basic_graph_task_impl.h
+/// The algorithms of a backward call, over any graph type (see Note [Graph
+/// interface]). Included only where a graph type is instantiated
+/// (explicit instantiation), so the rest of the build does not compile them.
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <unordered_set>
+
+#include "libengine/engine/basic_graph_task.h"
+#include "libengine/engine/errors.h"
+
+namespace actorgrad {
+
+namespace detail {
+
+template <GraphTraits G>
+std::string node_label(const typename G::node& n) {
+  NodeInfo info = G::describe(n);
+  return info.name + " (sequence_nr " + std::to_string(info.sequence_nr) + ")";
+}
+
+/// Iterative DFS from `root`; returns the nodes of one cycle, or nothing.
+template <GraphTraits G>
+std::vector<const typename G::node*> find_cycle(const typename G::node* root) {
+  using node = typename G::node;
+  enum class Color : std::uint8_t { grey, black };
+  std::unordered_map<const node*, Color> color;
+  std::vector<std::pair<const node*, std::size_t>> stack{{root, 0}};
+  color[root] = Color::grey;
+  while (!stack.empty()) {
+    auto& [fn, next] = stack.back();
+    if (next == G::num_outputs(*fn)) {
+      color[fn] = Color::black;
+      stack.pop_back();
+      continue;
+    }
+    const node* child = G::target(G::next_edge(*fn, next++));
+    if (!child)
+      continue;
+    auto it = color.find(child);
+    if (it == color.end()) {
+      color[child] = Color::grey;
+      stack.emplace_back(child, 0);
+    } else if (it->second == Color::grey) {
+      std::vector<const node*> cycle;
+      auto pos = std::find_if(stack.begin(), stack.end(),
+                              [&](const auto& f) { return f.first == child; });
+      for (; pos != stack.end(); ++pos)
+        cycle.push_back(pos->first);
+      return cycle;
+    }
+  }
+  return {};
+}
+
+} // namespace detail
+
+template <GraphTraits G>
+std::pair<std::shared_ptr<BasicGraphTask<G>>, ReadyTask>
+BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, ExecuteOptions options,
+                          const edge_list& outputs, int reentrant_depth) {
+  if (roots.empty())
+    throw EngineError("backward called with no roots");
+  if (root_grads.size() != roots.size())
+    throw EngineError("backward: " + std::to_string(roots.size()) + " roots but " +
+                      std::to_string(root_grads.size()) + " root gradients");
+  auto task = std::make_shared<BasicGraphTask>(options, reentrant_depth);
+  // With one root the root node itself is the first task (no graph root).
+  const bool single = roots.size() == 1;
+  std::shared_ptr<node> root =
+    single ? G::target_handle(roots[0]) : G::make_graph_root(roots, root_grads);
+  if (!single)
+    task->graph_root_ = root;
+
+  std::uint64_t min_topo_nr = 0;
+  if (!outputs.empty()) {
+    min_topo_nr = std::numeric_limits<std::uint64_t>::max();
+    for (const auto& e : outputs)
+      if (const node* fn = G::target(e))
+        min_topo_nr = std::min(min_topo_nr, G::topological_nr(*fn));
+  }
+  task->compute_dependencies(root.get(), min_topo_nr);
+  if (!outputs.empty())
+    task->init_to_execute(*root, outputs, min_topo_nr);
+  task->streams_.stash(task->devices_, root_grads);
+
+  NodeState& root_state = task->state_.find(root.get())->second;
+  if (single) {
+    const std::uint32_t input_nr = G::input_nr(roots[0]);
+    if (input_nr >= G::num_inputs(*root))
+      throw EngineError("backward: root edge points at input " + std::to_string(input_nr) + " of " +
+                        detail::node_label<G>(*root) + ", which has " +
+                        std::to_string(G::num_inputs(*root)) + " inputs");
+    root_state.buffer = G::make_root_buffer(*root, input_nr, std::move(root_grads[0]));
+  } else {
+    G::order_root_grads(root_grads);
+  }
+  ReadyTask first = task->make_ready(task, root, *root, &root_state);
+  return {std::move(task), std::move(first)};
+}
+
+template <GraphTraits G>
+void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_nr) {
+  // Note [Cycles in hand-built graphs]
+  // Graphs built by ops cannot have cycles: an edge always points at a node
+  // with a smaller topological_nr. A graph edited by hand can; then some
+  // edge does not decrease topological_nr. Only in that case do we pay for
+  // a full cycle search (and, without a cycle, drop the topological
+  // pruning, whose numbers are stale).
+  state_.clear();
+  devices_.clear();
+  streams_ = {};
+  // The longest path below the root has topological_nr + 1 distinct nodes:
+  // a lower bound on the graph's size that saves the map most rehashes.
+  state_.reserve(G::topological_nr(*root) + 1);
+  state_[root];
+  note_node(*root);
+  std::vector<node*> queue{root};
+  bool topo_order_broken = false;
+  while (!queue.empty()) {
+    node* fn = queue.back();
+    queue.pop_back();
+    if (G::topological_nr(*fn) < min_topo_nr)
+      continue;
+    const std::size_t n = G::num_outputs(*fn);
+    for (std::size_t i = 0; i < n; ++i) {
+      node* next = G::target(G::next_edge(*fn, i));
+      if (!next)
+        continue;
+      if (G::topological_nr(*next) >= G::topological_nr(*fn))
+        topo_order_broken = true;
+      auto [it, inserted] = state_.try_emplace(next);
+      it->second.dependencies += 1;
+      if (inserted) {
+        note_node(*next);
+        queue.push_back(next);
+      }
+    }
+  }
+  if (!topo_order_broken)
+    return;
+  auto cycle = detail::find_cycle<G>(root);
+  if (!cycle.empty()) {
+    std::ostringstream msg;
+    msg << "the backward graph has a cycle: ";
+    for (const node* n : cycle)
+      msg << detail::node_label<G>(*n) << " -> ";
+    msg << detail::node_label<G>(*cycle.front());
+    throw EngineError(msg.str());
+  }
+  if (min_topo_nr > 0)
+    compute_dependencies(root, 0);
+}
+
+template <GraphTraits G>
+void BasicGraphTask<G>::note_node(const node& fn) {
+  Device d = G::device(fn);
+  if (!d.is_cpu() && std::find(devices_.begin(), devices_.end(), d) == devices_.end())
+    devices_.push_back(d);
+  if (G::num_outputs(fn) == 0)
+    streams_.note_leaf(fn);
+}
+
+template <GraphTraits G>
+void BasicGraphTask<G>::init_to_execute(node& root, const edge_list& outputs,
+                                        std::uint64_t min_topo_nr) {
+  // Marks needed every node on a path from the root to an output (PyTorch's
+  // init_to_execute): an iterative DFS that sets `needed` on the way back up.
+  exec_info_[&root].needed = true;
+  captured_.resize(options.accumulate_grad ? 0 : outputs.size());
+  for (std::uint32_t i = 0; i < outputs.size(); ++i) {
+    const node* out = G::target(outputs[i]);
+    if (!out)
+      continue;
+    auto& info = exec_info_[out];
+    if (options.accumulate_grad) {
+      info.needed = true;
+    } else {
+      info.captures.push_back({G::input_nr(outputs[i]), i});
+      streams_.note_leaf(*out);
+    }
+  }
+  auto should_execute = [this](const node* fn) {
+    auto it = exec_info_.find(fn);
+    return it != exec_info_.end() && it->second.should_execute();
+  };
+  struct Frame {
+    node* fn;
+    std::size_t next = 0;
+    node* next_fn() {
+      while (next < G::num_outputs(*fn))
+        if (node* n = G::target(G::next_edge(*fn, next++)))
+          return n;
+      return nullptr;
+    }
+  };
+  std::vector<Frame> stack{{&root}};
+  std::unordered_set<const node*> seen{&root};
+  while (!stack.empty()) {
+    node* fn = stack.back().fn;
+    node* child = nullptr;
+    while ((child = stack.back().next_fn()) && !seen.insert(child).second)
+      if (should_execute(child))
+        exec_info_[fn].needed = true;
+    if (child) {
+      if (G::topological_nr(*child) >= min_topo_nr)
+        stack.push_back({child});
+      continue;
+    }
+    stack.pop_back();
+    if (should_execute(fn) && !stack.empty())
+      exec_info_[stack.back().fn].needed = true;
+  }
+}
+
+template <GraphTraits G>
+typename BasicGraphTask<G>::NodeState*
+BasicGraphTask<G>::add_input(node& fn, std::uint32_t input_nr, value&& grad,
+                             const typename G::source& source) {
+  auto it = state_.find(&fn);
+  if (it == state_.end()) {
+    if (selective()) // pruned: leads to no requested input (see in_graph)
+      return nullptr;
+    throw EngineError("dependency not found for " + detail::node_label<G>(fn));
+  }
+  NodeState& s = it->second;
+  const bool ready = --s.dependencies == 0;
+  if (selective()) {
+    const ExecInfo* info = exec_info(&fn);
+    if (!info || !info->should_execute())
+      return nullptr;
+  }
+  if (input_nr >= G::num_inputs(fn))
+    throw EngineError("gradient sent to input " + std::to_string(input_nr) + " of " +
+                      detail::node_label<G>(fn) + ", which has " +
+                      std::to_string(G::num_inputs(fn)) + " inputs");
+  G::accumulate(s.buffer, fn, input_nr, std::move(grad), source, options.create_graph);
+  return ready ? &s : nullptr;
+}
+
+template <GraphTraits G>
+std::optional<ReadyTask> BasicGraphTask<G>::accept(const edge& next, value&& grad,
+                                                   const typename G::source& source) {
+  node& fn = *G::target(next);
+  NodeState* s = add_input(fn, G::input_nr(next), std::move(grad), source);
+  if (!s)
+    return std::nullopt;
+  return make_ready(shared_from_this(), G::target_handle(next), fn, s);
+}
+
+template <GraphTraits G>
+void BasicGraphTask<G>::accept_sent(SentGrad& g, Dispatch& to) {
+  auto& flight = *static_cast<typename G::in_flight*>(g.value.get());
+  node& fn = *static_cast<node*>(g.node.get());
+  if (NodeState* s = add_input(fn, g.input_nr, std::move(G::sent_value(flight)),
+                               G::sent_source(flight)))
+    to.ready(make_ready(shared_from_this(), std::move(g.node), fn, s));
+}
+
+template <GraphTraits G>
+void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const node& from,
+                              const edge& next, value&& grad, Dispatch& to) {
+  node& consumer = *G::target(next);
+  // A node pruned by selective execution (see in_graph) leads to no
+  // requested input: its gradient is dropped where it is produced.
+  if (selective() && !in_graph(&consumer))
+    return;
+  const Device owner = G::device(consumer);
+  const std::uint32_t input_nr = G::input_nr(next);
+  if (to.owns(cpu_queue, owner)) {
+    if (to.wants_feeds()) [[unlikely]]
+      to.fed(*this, &consumer, input_nr);
+    if (NodeState* s = add_input(consumer, input_nr, std::move(grad), G::local_source(from)))
+      to.ready(make_ready(self, G::target_handle(next), consumer, s));
+    return;
+  }
+  auto flight = std::make_shared<typename G::in_flight>(G::make_in_flight(from, std::move(grad)));
+  to.send(*this, SentGrad{G::target_handle(next), input_nr, owner, std::move(flight)});
+}
+
+template <GraphTraits G>
+void BasicGraphTask<G>::run(ReadyTask& t, Dispatch& to) {
+  node& fn = node_of(t);
+  value_list outputs = evaluate_node(fn, *static_cast<NodeState*>(t.slot));
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const edge& next = G::next_edge(fn, i);
+    if (G::target(next))
+      route(t.graph_task, fn, next, std::move(outputs[i]), to);
+  }
+}
+
+template <GraphTraits G>
+typename BasicGraphTask<G>::value_list BasicGraphTask<G>::evaluate(ReadyTask& t) {
+  return evaluate_node(node_of(t), *static_cast<NodeState*>(t.slot));
+}
+
+template <GraphTraits G>
+typename BasicGraphTask<G>::value_list BasicGraphTask<G>::evaluate_node(node& fn, NodeState& s) {
+  typename G::run_scope scope(*this, fn);
+  try {
+    value_list inputs = G::take_inputs(std::move(s.buffer));
+    if (selective()) {
+      const ExecInfo* info = exec_info(&fn);
+      const bool needed = info && info->needed;
+      // Tensor pre-hooks run once: here when the node only captures, else
+      // in the node's call protocol.
+      if (!needed)
+        G::call_tensor_pre_hooks(fn, inputs);
+      if (info)
+        for (const auto& c : info->captures)
+          captured_[c.output_idx] = inputs.at(c.input_idx); // disjoint slots: no two nodes write one
+      if (!needed)
+        return {};
+    }
+    value_list outputs = G::call_function(fn, std::move(inputs));
+    if (!options.keep_graph)
+      G::release_variables(fn);
+    if (anomaly)
+      for (std::size_t i = 0; i < outputs.size(); ++i)
+        if (G::has_nan(outputs[i]))
+          throw EngineError(G::nan_message(fn, i));
+    return outputs;
+  } catch (const std::exception& e) {
+    G::rethrow_in_node(fn, e);
+  }
+}
+
+template <GraphTraits G>
+typename BasicGraphTask<G>::value_list BasicGraphTask<G>::finish() {
+  if (has_error())
+    std::rethrow_exception(error());
+  streams_.sync();
+  run_final_callbacks();
+  return std::move(captured_);
+}
+
+} // namespace actorgrad

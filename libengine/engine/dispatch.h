@@ -1,0 +1,66 @@
+#pragma once
+/// @file dispatch.h
+/// Where a GraphTask sends the work its nodes produce: the executor's side
+/// of Note [Graph interface].
+
+#include <cstdint>
+#include <memory>
+
+#include "device/device.h"
+#include "libengine/engine/ready_task.h"
+
+namespace actorgrad {
+
+class GraphTaskBase;
+
+/// Names the ready queue that runs a GraphTask's CPU nodes (a number, so a
+/// queue keeps its identity when an actor hands it to another; 0: none).
+using QueueId = std::uint64_t;
+
+/// A fresh QueueId (never 0).
+QueueId new_queue_id();
+
+/// A gradient on its way to the actor that owns its consumer node
+/// (the content of the actor engine's msg::Grad besides the task).
+struct SentGrad {
+  /// The consumer node (an owning handle of the GraphTask's node type).
+  std::shared_ptr<void> node;
+  std::uint32_t input_nr = 0;
+  /// The device whose actor owns `node`.
+  Device owner;
+  /// The gradient with what its receiver must wait for (the graph's
+  /// in-flight value type; see Note [Graph interface]).
+  std::shared_ptr<void> value;
+};
+
+/// The executor's side of a running node: a GraphTask routes each output
+/// gradient either into a node this executor owns (then `ready` gets the
+/// node once its inputs are complete) or to its owner (`send`).
+class Dispatch {
+public:
+  virtual ~Dispatch() = default;
+
+  /// Whether the nodes of device `d` of `task` are run here, so that their
+  /// state may be touched here (see Note [Node state ownership]).
+  bool owns(QueueId task_cpu_queue, Device d) const {
+    return owns_all_ || (d.is_cpu() ? task_cpu_queue == queue_ : d == device_);
+  }
+  /// A node of `t.graph_task` owned here has all its inputs.
+  virtual void ready(ReadyTask&& t) = 0;
+  /// A gradient for a node owned by another actor.
+  virtual void send(GraphTaskBase& task, SentGrad&& g) = 0;
+  /// Whether fed() wants to hear about local deliveries (observers).
+  bool wants_feeds() const { return wants_feeds_; }
+  /// The running node delivered input `input_nr` of `node` here, without a message.
+  virtual void fed(const GraphTaskBase& task, const void* node, std::uint32_t input_nr) {}
+
+protected:
+  /// Owns every node (one-thread executors).
+  bool owns_all_ = false;
+  bool wants_feeds_ = false;
+  /// The queue this executor serves and its device (cpu for a coordinator).
+  QueueId queue_ = 0;
+  Device device_;
+};
+
+} // namespace actorgrad

@@ -1,0 +1,160 @@
+#pragma once
+/// @file graph_task_base.h
+/// What every GraphTask has, whatever its graph type: the part the
+/// schedulers see (see Note [Graph interface]).
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/device.h"
+#include "libengine/engine/dispatch.h"
+#include "libengine/engine/ready_task.h"
+
+namespace actorgrad {
+
+/// How a backward call runs (from the public API's arguments).
+struct ExecuteOptions {
+  /// retain_graph: keep saved tensors so the graph can run again.
+  bool keep_graph = false;
+  /// create_graph: run nodes in grad mode so gradients have graphs.
+  bool create_graph = false;
+  /// backward() (true: leaves accumulate into .grad) or grad() (false: the
+  /// gradients of `outputs` are captured and returned).
+  bool accumulate_grad = true;
+};
+
+/// What observers and errors need to know of a node, whatever its type.
+struct NodeInfo {
+  /// The node's identity (its address; null: no node).
+  const void* id = nullptr;
+  std::string name;
+  std::uint64_t sequence_nr = 0;
+  Device device;
+  /// The device stream it runs on (0: default or none).
+  int stream = 0;
+};
+
+/// A final callback (queue_callback) waiting for its GraphTask to finish.
+/// Pushed lock-free by whichever actor runs the node that queues it.
+struct FinalCallback {
+  std::function<void()> fn;
+  FinalCallback* next = nullptr;
+};
+
+/// One backward()/grad() call (PyTorch's GraphTask), as the schedulers see
+/// it: identity, completion count, first error, final callbacks, and one
+/// virtual call per node into the graph-typed part (BasicGraphTask).
+class GraphTaskBase : public std::enable_shared_from_this<GraphTaskBase> {
+public:
+  GraphTaskBase(ExecuteOptions options, int reentrant_depth);
+  GraphTaskBase(const GraphTaskBase&) = delete;
+  GraphTaskBase& operator=(const GraphTaskBase&) = delete;
+  virtual ~GraphTaskBase();
+
+  /// Unique id of this call, for messages and traces.
+  const std::uint64_t id;
+  const ExecuteOptions options;
+  const int reentrant_depth;
+  /// Anomaly mode of the caller when the task was created.
+  const bool anomaly;
+
+  // -- the graph-typed part ---------------------------------------------------
+
+  /// Runs the node of ready task `t`: evaluates it and routes each output
+  /// through `to`. Throws what the node threw, as an error naming it.
+  virtual void run(ReadyTask& t, Dispatch& to) = 0;
+  /// Owner side of `g` (sent by another actor): accumulates it and hands the
+  /// node to `to.ready` when its inputs are complete.
+  virtual void accept_sent(SentGrad& g, Dispatch& to) = 0;
+  /// The device whose actor runs `node` (a node handle of this task).
+  virtual Device device_of(const void* node) const = 0;
+  /// Describes `node` (null: none) for observers.
+  virtual NodeInfo describe(const void* node) const = 0;
+
+  /// The distinct non-CPU devices whose actors run nodes of this task.
+  const std::vector<Device>& devices() const { return devices_; }
+
+  // -- where the task runs (set by the executor before the first node runs,
+  // read-only afterwards) ------------------------------------------------------
+
+  /// The ready queue that runs this task's CPU nodes.
+  QueueId cpu_queue = 0;
+  /// The executor running this task: a backward call made inside one of
+  /// its nodes (a reentrant call) defaults to it.
+  class Executor* executor = nullptr;
+  /// Opaque state of the executor running this task (the actor engine keeps
+  /// the coordinator's and workers' handles here).
+  std::shared_ptr<void> executor_data;
+
+  // -- completion -------------------------------------------------------------
+
+  /// Counts `n` more units of outstanding work: ready tasks and gradients in
+  /// flight between actors (see Note [Completion without a lock]). Call
+  /// before the task or message exists.
+  void hold(std::int64_t n = 1) { outstanding_.fetch_add(n, std::memory_order_relaxed); }
+  /// Ends one unit, after it was handled and what it produced was held.
+  /// Returns true for the call that took the count to zero.
+  bool release() { return outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+  /// Whether work of this task is left anywhere.
+  bool outstanding() const { return outstanding_.load(std::memory_order_acquire) != 0; }
+
+  /// Records `e` if it is the first error (first error wins). Returns true if it was.
+  bool set_error(std::exception_ptr e);
+  bool has_error() const { return has_error_.load(std::memory_order_acquire); }
+  /// The first error (read after completion).
+  std::exception_ptr error() const { return error_; }
+
+  /// Queues `fn` to run when the task completes (lock-free; any actor).
+  void queue_callback(std::function<void()> fn);
+  /// Runs the queued callbacks in order, including ones they queue.
+  void run_final_callbacks();
+
+protected:
+  std::vector<Device> devices_;
+
+private:
+  // Note [Outstanding work memory order]
+  // Written by every actor that runs a node of the task or handles one of its
+  // messages; read by its coordinator. An increment happens before the task
+  // or message it counts is published (its push or send, which synchronize
+  // through the heap's owner or CAF's mailbox), so relaxed suffices. The
+  // decrement is acq_rel: its release publishes what the finished work
+  // wrote (gradients, captures, the error) and the acquire of the decrement
+  // (or of outstanding()) that sees zero makes it visible to the
+  // coordinator, which then reads the results.
+  std::atomic<std::int64_t> outstanding_{0};
+  /// Claimed once by the first set_error (any actor); error_ is written only
+  /// by the claimer, then has_error_ is released for readers.
+  std::atomic<bool> first_error_claimed_{false};
+  std::atomic<bool> has_error_{false};
+  std::exception_ptr error_;
+  /// Lock-free push list (any actor pushes; the coordinator takes it at the end).
+  std::atomic<FinalCallback*> callbacks_{nullptr};
+};
+
+/// The GraphTask whose node runs on this thread right now (null outside
+/// a node), for queue_callback and for reentrant calls.
+GraphTaskBase* current_graph_task();
+
+/// Sets current_graph_task() for a scope.
+class CurrentGraphTaskGuard {
+public:
+  explicit CurrentGraphTaskGuard(GraphTaskBase* t);
+  ~CurrentGraphTaskGuard();
+  CurrentGraphTaskGuard(const CurrentGraphTaskGuard&) = delete;
+  CurrentGraphTaskGuard& operator=(const CurrentGraphTaskGuard&) = delete;
+
+private:
+  GraphTaskBase* prev_;
+};
+
+/// `Variable._execution_engine.queue_callback`: runs `fn` when the backward
+/// call whose node is running on this thread completes. Throws outside one.
+void queue_callback(std::function<void()> fn);
+
+} // namespace actorgrad

@@ -1,0 +1,261 @@
+/// @file test_reliability.cpp
+/// Regression tests for engine bugs found under stress (issue "Reliability"):
+///  1. a nested backward that used a device worker dropped the outer call's
+///     monitor of it, so the outer call hung when the worker died later;
+///  2. ~Engine hung while a thread that had crossed to a device (and so
+///     created an actor on its own thread) was still alive;
+///  3. bad EngineConfig values crashed the process or were accepted;
+/// and the stack guard: a huge max_recursion_depth cannot overflow a
+/// thread's stack. A hang fails the test by timeout, then ends the process
+/// (a stuck engine cannot be destroyed).
+
+#define BOOST_TEST_MODULE actors_reliability
+#include <boost/test/unit_test.hpp>
+
+#include <pthread.h>
+
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <thread>
+
+#include "actors/default_engine.h"
+#include "actors/engine.h"
+#include "libengine/autograd.h"
+#include "libengine/engine/errors.h"
+#include "tests/actors/actor_test_util.h"
+
+using namespace actorgrad;
+using actors_test::contains_all;
+using actors_test::lambda_op;
+
+namespace {
+
+const Device sim0 = Device::sim(0);
+
+/// Runs `fn` on its own thread; if it has not returned after `limit`, the
+/// test fails and the process ends (what is stuck cannot be cleaned up).
+template <class F>
+void within(std::chrono::seconds limit, const char* what, F fn) {
+  std::packaged_task<void()> task(std::move(fn));
+  auto done = task.get_future();
+  std::thread t(std::move(task));
+  if (done.wait_for(limit) != std::future_status::ready) {
+    std::fprintf(stderr, "FAILED: %s did not finish within %lld s (hang)\n", what,
+                 static_cast<long long>(limit.count()));
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  t.join();
+  done.get(); // rethrows a failure of fn
+}
+
+} // namespace
+
+// Bug 1: the outer call monitors sim:0; a CPU node of it makes a nested
+// backward through sim:0 (same coordinating actor, monitors sim:0 again and
+// stops monitoring at its end); then sim:0 is killed while the outer call
+// still waits for it. The outer call must fail naming sim:0, not hang.
+BOOST_AUTO_TEST_CASE(nested_call_keeps_the_outer_calls_monitor) {
+  Engine engine(EngineConfig{{sim0}});
+  Engine* e = &engine;
+  Tensor x = Tensor::uniform({3}, -1, 1, 1).set_requires_grad(true);
+  Tensor on_sim = x.to(sim0);
+  // Runs on sim:0 after the nested call: kills its own worker, so its
+  // output never arrives.
+  Tensor killed = lambda_op(on_sim, "KillsSim0", [e](variable_list&& g) {
+                    caf::anon_send_exit(e->worker(sim0), caf::exit_reason::kill);
+                    return std::move(g);
+                  }).first;
+  // Runs on the caller (CPU) before: a nested backward through sim:0.
+  Tensor nests = lambda_op(killed.to(Device::cpu()), "NestsThroughSim0", [](variable_list&& g) {
+                   AutoGradMode forward(true); // nodes run with grad mode off
+                   Tensor y = Tensor::ones({2}).set_requires_grad(true);
+                   Tensor z = sum(mul(y.to(sim0), y.to(sim0))).to(Device::cpu());
+                   variable_list dy = grad({z}, {y});
+                   BOOST_TEST(dy[0].to_vector() == (std::vector<double>{2.0, 2.0}));
+                   return std::move(g);
+                 }).first;
+  std::string message;
+  within(std::chrono::seconds(20), "the outer backward after its worker died", [&] {
+    try {
+      backward({sum(nests)}, {}, false, false, {}, engine);
+      message = "backward returned normally";
+    } catch (const EngineError& err) {
+      message = err.what();
+    }
+  });
+  BOOST_TEST(contains_all(message, {"sim:0", "worker", "stopped"}), message);
+  // The engine replaced the worker and works again.
+  Tensor w = Tensor::ones({2}).set_requires_grad(true);
+  backward({sum(mul(w.to(sim0), w.to(sim0))).to(Device::cpu())}, {}, false, false, {}, engine);
+  BOOST_TEST(w.grad().to_vector() == (std::vector<double>{2.0, 2.0}));
+}
+
+// Bug 2: threads that used the engine (a call crossing to sim:0, an async
+// call, a nested call from another engine's device worker) are still alive
+// when the engine is destroyed; the destructor must return.
+BOOST_AUTO_TEST_CASE(engine_destroyed_while_threads_that_used_it_live) {
+  auto engine = std::make_unique<Engine>(EngineConfig{{sim0}});
+  Engine* e = engine.get();
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> used;
+  std::thread user([&, released] {
+    Tensor w = Tensor::ones({2}).set_requires_grad(true);
+    backward({sum(w.to(sim0)).to(Device::cpu())}, {}, false, false, {}, *e);
+    Tensor v = Tensor::ones({2}).set_requires_grad(true);
+    e->backward_async({sum(v.to(sim0)).to(Device::cpu())}).get();
+    used.set_value();
+    released.wait(); // alive while the engine is destroyed
+  });
+  used.get_future().get();
+  // Another engine's device worker makes a call on `engine` from a node.
+  {
+    Engine other(EngineConfig{{Device::sim(1)}});
+    Tensor u = Tensor::ones({2}).set_requires_grad(true);
+    Tensor through = lambda_op(u.to(Device::sim(1)), "CallsTheFirstEngine", [e](variable_list&& g) {
+                       AutoGradMode forward(true); // nodes run with grad mode off
+                       Tensor w = Tensor::ones({2}).set_requires_grad(true);
+                       backward({sum(w.to(sim0)).to(Device::cpu())}, {}, false, false, {}, *e);
+                       return std::move(g);
+                     }).first;
+    backward({sum(through).to(Device::cpu())}, {}, false, false, {}, other);
+    within(std::chrono::seconds(20), "~Engine with live threads that used it",
+           [&] { engine.reset(); });
+  }
+  release.set_value();
+  user.join();
+}
+
+// Bug 3: bad configurations are refused with a message naming the setting.
+BOOST_AUTO_TEST_CASE(bad_configurations_are_refused_by_name) {
+  auto refused = [](EngineConfig cfg, std::vector<std::string> parts) {
+    try {
+      Engine engine(std::move(cfg));
+      BOOST_ERROR("accepted a bad EngineConfig (" << parts.front() << ")");
+    } catch (const std::invalid_argument& e) {
+      BOOST_TEST(contains_all(e.what(), parts), e.what());
+    }
+  };
+  EngineConfig zero_threads;
+  zero_threads.scheduler_threads = 0;
+  refused(zero_threads, {"scheduler_threads", "at least 1"});
+  for (int depth : {0, -3}) {
+    EngineConfig c;
+    c.max_recursion_depth = depth;
+    refused(c, {"max_recursion_depth", std::to_string(depth)});
+  }
+  refused(EngineConfig{{sim0, Device::sim(1), sim0}}, {"sim:0", "twice"});
+  refused(EngineConfig{{Device::cpu()}}, {"cpu"});
+#ifndef ACTORGRAD_WITH_CUDA
+  refused(EngineConfig{{Device::cuda(0)}}, {"cuda:0", "cannot be served", "no CUDA backend"});
+#else
+  refused(EngineConfig{{Device::cuda(64)}}, {"cuda:64", "cannot be served", "CUDA device"});
+#endif
+  // The embedding constructor checks too.
+  {
+    Engine host;
+    EngineConfig c;
+    c.max_recursion_depth = 0;
+    BOOST_CHECK_THROW(Engine(host.system(), c), std::invalid_argument);
+  }
+  // A good configuration still works after all that.
+  Engine ok(EngineConfig{{sim0}});
+  Tensor w = Tensor::ones({2}).set_requires_grad(true);
+  backward({sum(w.to(sim0)).to(Device::cpu())}, {}, false, false, {}, ok);
+  BOOST_TEST(w.grad().to_vector() == (std::vector<double>{1.0, 1.0}));
+}
+
+// ACTORGRAD_DEVICES naming a device that cannot be served: the default
+// engine's first use throws naming it, the process goes on, and a good
+// value works on the next use.
+BOOST_AUTO_TEST_CASE(default_engine_refuses_unservable_devices_and_retries) {
+  ::setenv("ACTORGRAD_DEVICES", "sim:0,cuda:7", 1);
+  try {
+    default_engine();
+    BOOST_ERROR("the default engine accepted cuda:7");
+  } catch (const std::invalid_argument& e) {
+    BOOST_TEST(contains_all(e.what(), {"cuda:7", "cannot be served"}), e.what());
+  }
+  ::setenv("ACTORGRAD_DEVICES", "sim:1", 1);
+  Tensor w = Tensor::ones({2}).set_requires_grad(true);
+  backward({sum(w.to(sim0)).to(Device::cpu())}, {}, false, false, {}, default_engine());
+  BOOST_TEST(w.grad().to_vector() == (std::vector<double>{1.0, 1.0}));
+}
+
+namespace {
+
+std::atomic<int> levels_run{0};
+
+/// backward nested `levels` deep, each level inside the node of the one
+/// before; returns x's gradient (1).
+double nest(int levels) {
+  AutoGradMode forward(true); // nodes run with grad mode off
+  Tensor x = Tensor::ones({1}).set_requires_grad(true);
+  Tensor y = lambda_op(x, "Nest", [levels](variable_list&& g) {
+               levels_run.fetch_add(1);
+               if (levels > 1)
+                 g[0] = mul(g[0], nest(levels - 1));
+               return std::move(g);
+             }).first;
+  backward({sum(y)});
+  return x.grad().to_vector()[0];
+}
+
+struct NestArgs {
+  Engine* engine;
+  int levels;
+  double result = 0;
+  std::exception_ptr error;
+};
+
+void* nest_on_thread(void* p) {
+  auto* a = static_cast<NestArgs*>(p);
+  try {
+    a->result = [&] {
+      // The default executor inside a node is the running engine; the
+      // outermost call goes to the engine under test.
+      Tensor x = Tensor::ones({1}).set_requires_grad(true);
+      Tensor y = lambda_op(x, "Outer", [a](variable_list&& g) {
+                   levels_run.fetch_add(1);
+                   g[0] = mul(g[0], nest(a->levels - 1));
+                   return std::move(g);
+                 }).first;
+      backward({sum(y)}, {}, false, false, {}, *a->engine);
+      return x.grad().to_vector()[0];
+    }();
+  } catch (...) {
+    a->error = std::current_exception();
+  }
+  return nullptr;
+}
+
+} // namespace
+
+// A max_recursion_depth far beyond what a 1 MiB stack holds (3,000 nested
+// calls take several MiB): the stack guard hands calls to the pool before
+// the stack runs out. Without it this test dies of a stack overflow.
+BOOST_AUTO_TEST_CASE(huge_recursion_depth_does_not_overflow_a_small_stack) {
+  EngineConfig cfg;
+  cfg.max_recursion_depth = 1'000'000;
+  Engine engine(cfg);
+  NestArgs args{&engine, 3000, 0.0, nullptr};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 1 << 20);
+  pthread_t thread;
+  BOOST_REQUIRE(pthread_create(&thread, &attr, nest_on_thread, &args) == 0);
+  pthread_attr_destroy(&attr);
+  pthread_join(thread, nullptr);
+  if (args.error)
+    std::rethrow_exception(args.error);
+  BOOST_TEST(args.result == 1.0);
+  BOOST_TEST(levels_run.load() == 3000);
+  BOOST_TEST(engine.stats().handoffs > 0, "the stack guard handed nothing to the pool");
+}
