@@ -30,20 +30,42 @@ void RaceDetectorState::advance(int slot) { ++clocks_[slot][slot]; }
 
 void RaceDetectorState::check(int slot, const Access& a, const char* op) {
   BufferState& b = *a.buffer;
-  if (b.writer >= 0 && b.writer != slot && clocks_[slot][b.writer] < b.point) {
+  const auto unordered = [&](const AccessPoint& earlier) {
+    return earlier.slot >= 0 && earlier.slot != slot && clocks_[slot][earlier.slot] < earlier.point;
+  };
+  const auto report = [&](const AccessPoint& earlier, bool earlier_wrote) {
     auto who = [this](int s, const std::string& what) {
       return s == 0 ? std::string("the host") : what + " on " + names_[s];
     };
     reports_.push_back("race on " + a.what + ": " + who(slot, op) +
-                       (a.write ? " writes" : " reads") + " it, but " + who(b.writer, b.op) +
-                       " wrote it and nothing orders " + (slot == 0 ? "the host" : names_[slot]) +
-                       " after that write (no event wait or synchronize)");
+                       (a.write ? " writes" : " reads") + " it, but " +
+                       who(earlier.slot, earlier.op) + (earlier_wrote ? " wrote" : " read") +
+                       " it and nothing orders " + (slot == 0 ? "the host" : names_[slot]) +
+                       " after that " + (earlier_wrote ? "write" : "read") +
+                       " (no event wait or synchronize)");
+  };
+  if (unordered(b.write))
+    report(b.write, true);
+  const AccessPoint now{slot, clocks_[slot][slot], op};
+  if (!a.write) {
+    for (AccessPoint& r : b.reads)
+      if (r.slot == slot) {
+        r = now;
+        return;
+      }
+    b.reads.push_back(now);
+    return;
   }
-  if (a.write) {
-    b.writer = slot;
-    b.point = clocks_[slot][slot];
-    b.op = op;
-  }
+  // A write must also follow the reads since the last write: a kernel that
+  // overwrites what another stream has yet to read (say, an in-place add) is
+  // a race as well.
+  for (const AccessPoint& r : b.reads)
+    if (unordered(r)) {
+      report(r, false);
+      break;
+    }
+  b.write = now;
+  b.reads.clear();
 }
 
 void RaceDetectorState::on_launch(int slot, const char* op, const std::vector<Access>& accesses) {

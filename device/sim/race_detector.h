@@ -1,6 +1,6 @@
 #pragma once
 /// @file race_detector.h
-/// Finds accesses to sim memory that no event or synchronize orders after the last write.
+/// Finds accesses to sim memory that no event or synchronize orders after the accesses they conflict with.
 
 #include <cstdint>
 #include <string>
@@ -8,13 +8,20 @@
 
 namespace actorgrad::sim {
 
-/// What the detector remembers of one buffer (one per sim Storage): the
-/// stream that last wrote it and how far that stream had got. Guarded by
-/// the detector's lock.
-struct BufferState {
-  int writer = -1; ///< timeline slot of the last writer (0: the host); -1: never written
+/// One access the detector remembers: which timeline (0: the host), how
+/// far that timeline had got with it, and the op.
+struct AccessPoint {
+  int slot = -1;
   std::uint64_t point = 0;
   std::string op;
+};
+
+/// What the detector remembers of one buffer (one per sim Storage): the
+/// last write, and the last read of each timeline since that write (a
+/// write must be ordered after those too). Guarded by the detector's lock.
+struct BufferState {
+  AccessPoint write; ///< slot -1: never written
+  std::vector<AccessPoint> reads;
 };
 
 /// One buffer a kernel or the host touches, as the detector sees it.

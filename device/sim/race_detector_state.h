@@ -19,11 +19,15 @@ namespace actorgrad::sim::detail {
 /// follows), then advances S's own entry; an event records a copy of its
 /// stream's clock; waiting on it joins that copy into the waiting stream's
 /// clock; a host synchronize joins the stream's (or event's) clock into the
-/// host's. A buffer remembers (writer slot, writer's entry after the write).
-/// An access from timeline T is ordered after that write iff T is the
-/// writer or clock(T)[writer] >= point; otherwise it is a race. All of this
-/// happens when work is enqueued, in program order, so a report does not
-/// depend on the random delays: the delays only decide whether the race
+/// host's. A buffer remembers (writer slot, writer's entry after the write)
+/// and, for each timeline that read it since, (reader slot, its entry after
+/// the read). An access from timeline T is ordered after that write iff T is
+/// the writer or clock(T)[writer] >= point; a write must be ordered so after
+/// each of those reads too (a stream overwriting what another has yet to
+/// read); otherwise it is a race. Every sim buffer a kernel touches is
+/// checked, the source of a copy from another sim device included. All of
+/// this happens when work is enqueued, in program order, so a report does
+/// not depend on the random delays: the delays only decide whether the race
 /// would also have corrupted the data.
 ///
 /// The host is one timeline for all threads: a host thread that synchronizes

@@ -24,9 +24,11 @@ bool sole_owner(const Tensor& t) {
 // of the gradient (var), of its producer's stream and of its consumer's:
 //  (1) var on the producer's and the consumer's device: accumulate on the
 //      consumer's stream, after the producer's stream;
-//  (2) var on the consumer's device only (it was copied there, or it is a
-//      root gradient of a GraphRoot): on the consumer's stream, after the
-//      consumer device's default stream, where cross-device copies run;
+//  (2) var on the consumer's device only (PyTorch: it was copied there by a
+//      device thread, on that device's default stream): on the consumer's
+//      stream, after the consumer device's default stream. The engine names
+//      the stream a copy ran on as its producer (Note [Producer streams]),
+//      which makes that case (1);
 //  (3) var on the producer's device only: on the producer device's default
 //      stream, after the producer's stream;
 //  (4) neither: on the var device's default stream, with no wait.
@@ -48,6 +50,32 @@ AccumulationPlan plan_accumulation(Device var, const std::optional<Stream>& prod
   return {default_stream(var), std::nullopt};
 }
 
+// Note [Producer streams]
+// A node runs on its own stream, but a gradient it returns on another device
+// was made by a copy on the running thread's current stream of that device
+// (kernels run on the current stream). On a device worker that is the
+// device's default stream, which is what PyTorch's case (2) waits for. The
+// thread that runs CPU nodes (the caller of backward, in the actor engine
+// and in the reference executor, where it runs every node) keeps the
+// caller's current streams, and those may be pool streams: a CPU node's
+// copy to a device (ToCopyBackward of a device-to-CPU move) lands there, and
+// waiting for the default stream orders nothing. So the producer of a
+// gradient is the stream it was made on, read on the producing thread right
+// after the node ran: the node's stream for its own device, the thread's
+// current stream for any other. The gradient is then on its producer's
+// device, and case (1) orders the consumer after the stream that made it;
+// a Grad message carries an event recorded there.
+std::optional<Stream> producer_stream(const std::optional<Stream>& node_stream,
+                                      const Tensor& grad) {
+  if (!grad.defined())
+    return node_stream;
+  const Device d = grad.device();
+  if (node_stream && node_stream->device == d)
+    return node_stream;
+  if (!has_streams(d))
+    return std::nullopt;
+  return current_stream(d);
+}
 
 void InputBuffer::add(std::size_t pos, Tensor&& grad, const std::optional<Stream>& producer,
                       const std::optional<Stream>& consumer, const Event* ready) {

@@ -23,6 +23,15 @@ struct AccumulationPlan {
 AccumulationPlan plan_accumulation(Device var, const std::optional<Stream>& producer,
                                    const std::optional<Stream>& consumer);
 
+/// The stream on which a node made `grad`, one of its outputs: the producer
+/// of InputBuffer::add. `node_stream` (the node's own stream, where it ran)
+/// when `grad` is on that stream's device; else, on a device with streams,
+/// the calling thread's current stream of `grad`'s device, where a copy the
+/// node made landed; none on the CPU. Call it on the thread that ran the
+/// node (see Note [Producer streams] in input_buffer.cpp).
+std::optional<Stream> producer_stream(const std::optional<Stream>& node_stream,
+                                      const Tensor& grad);
+
 /// One slot per input of a node (PyTorch's InputBuffer). Gradients arriving
 /// on the same slot are added; the buffer becomes the node's input list when
 /// its dependencies reach zero. Owned by the actor that runs the node.
@@ -35,8 +44,8 @@ public:
   /// reference and grad mode is off, else out of place so a create_graph
   /// backward keeps its graph).
   ///
-  /// On a device with streams, `producer` is the stream of the node that
-  /// produced `grad` and `consumer` the stream of the node this buffer feeds;
+  /// On a device with streams, `producer` is the stream that made `grad`
+  /// (producer_stream()) and `consumer` the stream of the node this buffer feeds;
   /// the accumulation stream and the event waits follow PyTorch's cases (see
   /// Note [Accumulation streams] in input_buffer.cpp). `ready`, when given,
   /// was recorded on `producer` just after `grad` was produced.

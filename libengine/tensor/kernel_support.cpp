@@ -54,8 +54,9 @@ void launch_on_stream(const char* op, std::initializer_list<const Tensor*> reads
   const Device d = (*writes.begin())->device();
   std::vector<sim::Access> accesses;
   if (sim::detecting_races()) {
+    // Every sim buffer, also the source of a copy from another sim device.
     auto add = [&](const Tensor& t, bool write, const std::string& role) {
-      if (t.device() == d)
+      if (t.device().type == DeviceType::sim)
         accesses.push_back({&t.impl()->storage->sim_state, write,
                             role + " of " + op + " (" + t.describe() + ")"});
     };

@@ -120,3 +120,23 @@ BOOST_AUTO_TEST_CASE(a_ready_event_from_the_producer_is_used_instead_of_a_new_on
   BOOST_TEST(kernels::mul_scalar(sum, 2.0).to_vector() == std::vector<double>(512, 2.0));
   BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
 }
+
+// Note [Producer streams]: a gradient on the node's own device was made on
+// the node's stream; one on another device by a copy on the calling
+// thread's current stream there (a pool stream on a caller that set one).
+BOOST_AUTO_TEST_CASE(the_producer_of_a_gradient_is_the_stream_that_made_it) {
+  const Stream node = Stream(d0, 1);
+  const Stream caller = Stream(d1, 3);
+  StreamGuard on_caller(caller);
+  const Tensor on_d0 = Tensor::zeros({2}, DType::f64, d0);
+  const Tensor on_d1 = Tensor::zeros({2}, DType::f64, d1);
+  const Tensor on_cpu = Tensor::zeros({2});
+  BOOST_TEST((producer_stream(node, on_d0) == node));
+  BOOST_TEST((producer_stream(node, on_d1) == caller));
+  BOOST_TEST((producer_stream(std::nullopt, on_d1) == caller)); // a CPU node's copy
+  BOOST_TEST(!producer_stream(node, on_cpu).has_value());
+  BOOST_TEST(!producer_stream(std::nullopt, on_cpu).has_value());
+  // The copy's consumer on its device now waits for the caller's stream: case (1).
+  const auto plan = plan_accumulation(d1, producer_stream(std::nullopt, on_d1), Stream(d1, 1));
+  BOOST_TEST((plan.wait_for == caller));
+}

@@ -160,6 +160,65 @@ BOOST_AUTO_TEST_CASE(a_copy_between_devices_follows_the_source_stream) {
   BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
 }
 
+// The copy orders itself after the source device's *current* stream; a
+// source written on another stream of that device is read unordered, and
+// the detector checks the read although it runs on another device's stream.
+BOOST_AUTO_TEST_CASE(a_copy_reading_a_source_its_stream_does_not_follow_is_reported) {
+  SimSettings sim;
+  const Stream a = Stream(dev, 1);
+  Tensor x;
+  {
+    StreamGuard on_a(a);
+    x = kernels::add_scalar(Tensor::zeros({16}, DType::f64, dev), 4.0);
+  }
+  (void)kernels::to_device(x, Device::sim(1)); // follows sim:0's default stream, not `a`
+  const auto reports = sim::race_reports();
+  BOOST_REQUIRE_EQUAL(reports.size(), 1u);
+  BOOST_TEST(mentions(reports[0], {"input 0 of to_device", "float64[16] on sim:0", "reads",
+                                   "sim:1/default", "add_scalar", a.str().c_str()}));
+  synchronize(a);
+  synchronize(default_stream(Device::sim(1)));
+}
+
+// A kernel that overwrites a buffer while another stream may still read it
+// (an in-place accumulation, say) is a race too; an event wait orders it.
+BOOST_AUTO_TEST_CASE(a_write_after_an_unordered_read_is_reported) {
+  SimSettings sim;
+  const Stream a = Stream(dev, 1);
+  const Stream b = Stream(dev, 2);
+  auto x = Tensor::zeros({32}, DType::f64, dev);
+  for (Stream s : {a, b})
+    Event::recorded_on(default_stream(dev)).block(s);
+  {
+    StreamGuard on_a(a);
+    (void)kernels::tanh(x);
+  }
+  {
+    StreamGuard on_b(b);
+    kernels::add_(x, x, 1.0);
+  }
+  auto reports = sim::race_reports();
+  BOOST_REQUIRE_EQUAL(reports.size(), 1u);
+  const std::string writer = "add_ on " + b.str() + " writes";
+  const std::string reader = "tanh on " + a.str() + " read it";
+  BOOST_TEST(mentions(reports[0], {writer.c_str(), reader.c_str(), "after that read"}));
+
+  sim::clear_race_reports();
+  Event::recorded_on(b).block(a);
+  {
+    StreamGuard on_a(a);
+    (void)kernels::tanh(x);
+  }
+  Event::recorded_on(a).block(b);
+  {
+    StreamGuard on_b(b);
+    kernels::add_(x, x, 1.0);
+  }
+  synchronize(a);
+  synchronize(b);
+  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+}
+
 BOOST_AUTO_TEST_CASE(the_detector_is_off_by_default) {
   sim::configure({});
   sim::clear_race_reports();
