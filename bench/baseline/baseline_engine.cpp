@@ -222,7 +222,8 @@ void BaselineEngine::evaluate(GraphTask& task, ReadyTask& t) {
     const Edge& next = fn.next_edge(i);
     if (!next.is_valid())
       continue;
-    if (auto ready = task.accept(next, std::move(grads[i]), ActorgradGraph::local_source(fn)))
+    const auto source = ActorgradGraph::local_source(fn, grads[i]);
+    if (auto ready = task.accept(next, std::move(grads[i]), source))
       queue_for(data.cpu_queue, next.function->device())->push(std::move(*ready));
   }
 }

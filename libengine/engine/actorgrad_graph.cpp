@@ -39,7 +39,8 @@ void ActorgradGraph::rethrow_in_node(const Node& fn, const std::exception& e) {
 }
 
 ActorgradGraph::in_flight ActorgradGraph::make_in_flight(const Node& producer, Tensor&& grad) {
-  in_flight f{std::move(grad), producer.stream()};
+  std::optional<Stream> stream = producer_stream(producer.stream(), grad);
+  in_flight f{std::move(grad), stream};
   // The receiver orders its accumulation stream after this point of the
   // producer's stream, not after whatever the producer enqueued since.
   if (f.producer && f.grad.defined())
@@ -52,7 +53,7 @@ void ActorgradGraph::accumulate(InputBuffer& buffer, const Node& consumer, std::
   if (buffer.empty())
     buffer = InputBuffer(consumer.num_inputs());
   AutoGradMode mode(create_graph);
-  buffer.add(pos, std::move(grad), *from.producer, consumer.stream(), from.ready);
+  buffer.add(pos, std::move(grad), from.producer, consumer.stream(), from.ready);
 }
 
 std::shared_ptr<Node> ActorgradGraph::make_graph_root(const edge_list& roots,

@@ -26,10 +26,11 @@ struct ActorgradGraph {
   using value_list = variable_list;
   using input_buffer = InputBuffer;
 
-  /// Where a gradient was produced: the producer node's stream and, for a
-  /// gradient that crossed actors, the event recorded there after it.
+  /// Where a gradient was produced: its producer stream (producer_stream(),
+  /// Note [Producer streams]) and, for a gradient that crossed actors, the
+  /// event recorded there after it.
   struct source {
-    const std::optional<Stream>* producer;
+    std::optional<Stream> producer;
     const Event* ready;
   };
   /// A gradient crossing actors: the receiver's accumulation stream waits
@@ -94,10 +95,12 @@ struct ActorgradGraph {
   [[noreturn]] static void rethrow_in_node(const Node& fn, const std::exception& e);
 
   static variable_list take_inputs(InputBuffer&& b) { return InputBuffer::variables(std::move(b)); }
-  static source local_source(const Node& producer) { return {&producer.stream(), nullptr}; }
+  static source local_source(const Node& producer, const Tensor& grad) {
+    return {producer_stream(producer.stream(), grad), nullptr};
+  }
   static in_flight make_in_flight(const Node& producer, Tensor&& grad);
   static Tensor& sent_value(in_flight& f) { return f.grad; }
-  static source sent_source(const in_flight& f) { return {&f.producer, &f.ready}; }
+  static source sent_source(const in_flight& f) { return {f.producer, &f.ready}; }
   /// Adds `grad` into slot `pos` of `buffer`, the inputs of `consumer`,
   /// following PyTorch's stream cases (InputBuffer::add), out of place
   /// under create_graph.

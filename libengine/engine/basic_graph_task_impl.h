@@ -274,7 +274,8 @@ void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const 
   if (to.owns(cpu_queue, owner)) {
     if (to.wants_feeds()) [[unlikely]]
       to.fed(*this, &consumer, input_nr);
-    if (NodeState* s = add_input(consumer, input_nr, std::move(grad), G::local_source(from)))
+    const typename G::source source = G::local_source(from, grad);
+    if (NodeState* s = add_input(consumer, input_nr, std::move(grad), source))
       to.ready(make_ready(self, G::target_handle(next), consumer, s));
     return;
   }
