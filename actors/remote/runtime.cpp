@@ -167,11 +167,11 @@ caf::actor Runtime::open_connection(const std::string& host, std::uint16_t port)
   }
   if (error == caf::sec::request_timeout) {
     const std::string why = connect_problem(host, port, std::chrono::milliseconds(200));
+    const std::string waited = " within " + std::to_string(config_.timeout.count()) + " ms";
     throw DistError(what + ": " +
-                    (why.empty() ? "it accepted the TCP connection but sent no handshake"
-                                 : "TCP connection: " + why) +
-                    " within " + std::to_string(config_.timeout.count()) +
-                    " ms (not an actorgrad worker, or hung)");
+                    (why.empty() ? "it accepted the TCP connection but sent no handshake" + waited +
+                                     " (not an actorgrad worker, or hung)"
+                                 : "no answer" + waited + " (TCP connection: " + why + ")"));
   }
   throw DistError(what + ": " + describe(error, config_.timeout) + " (after " + ms_since(start) +
                   ")");
@@ -181,8 +181,8 @@ RemoteWorker Runtime::connect(const std::string& host, std::uint16_t port) {
   const std::string name = host + ":" + std::to_string(port);
   caf::actor worker = open_connection(host, port);
   const std::string what = "cannot connect to worker " + name;
-  auto hello = ask<HelloReply>(worker, Hello{kProtocolVersion, ACTORGRAD_VERSION, published_name_, host_name(), agent_},
-                               config_.timeout, what + ": handshake");
+  Hello me{kProtocolVersion, ACTORGRAD_VERSION, published_name_, host_name(), agent_};
+  auto hello = ask<HelloReply>(worker, std::move(me), config_.timeout, what + ": handshake");
   if (hello.protocol_version != kProtocolVersion)
     throw DistError(what + ": it speaks actorgrad protocol " +
                     std::to_string(hello.protocol_version) + " (actorgrad " +

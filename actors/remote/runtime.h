@@ -121,7 +121,8 @@ public:
   /// Stops serving: unpublishes, stops the agent (requests it still waits
   /// on fail with `NAME is shutting down`) and waits at most `grace` for it.
   /// Returns false when the agent is still running a local pass by then
-  /// (the destructor waits again; a worker exits instead).
+  /// (the destructor waits again; a worker exits instead). Afterwards the
+  /// runtime serves and sends nothing; only its destruction is left.
   bool shutdown(std::chrono::milliseconds grace);
 
   /// Name in errors.
