@@ -25,7 +25,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(cmake g++ make ccache python3 libcaf-dev libboost-test-dev libbenchmark-dev libeigen3-dev)
+packages=(cmake g++ make ccache python3 libcaf-dev libboost-test-dev libbenchmark-dev libeigen3-dev libcli11-dev)
 if [[ $with_test_deps == 1 ]]; then
   packages+=(libtorch-dev chromium)
 fi

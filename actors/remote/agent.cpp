@@ -1,25 +1,18 @@
 #include "actors/remote/agent.h"
 
-#include <cmath>
-#include <exception>
-#include <memory>
-#include <unordered_map>
-#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
-#include <caf/sec.hpp>
-#include <caf/stateful_actor.hpp>
 #include <caf/system_messages.hpp>
 
+#include "actors/remote/detail/agent_state.h"
+#include "actors/remote/errors.h"
 #include "actors/remote/local_messages.h"
-#include "actors/remote/protocol.h"
-#include "actors/remote/remote_ops.h"
-#include "libengine/autograd/graph_builder.h"
 #include "libengine/autograd/grad_mode.h"
 #include "libengine/ops.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/version.h"
 
 // Note [Distributed backward]
 // A remote call records a SendBackward on the process that sends a tensor
@@ -58,61 +51,26 @@
 // way. A worker also monitors the caller that created each context and drops
 // the context when that caller goes away; ReleaseContext drops it
 // explicitly. Dropping a context fails its requests in flight and frees its
-// graph part, its send nodes and its gradients.
+// graph part, its send nodes and its gradients. An agent told to stop
+// (Runtime::shutdown) fails the requests it still answers for before it
+// exits; one busy in a local pass cannot, and its callers see it go down.
 
 namespace actorgrad::remote {
 
-namespace {
-
-/// One process's part of a distributed context.
-struct ContextState {
-  /// The caller that created the context here (null on the caller itself).
-  caf::actor_addr creator;
-  /// Send nodes by id: the roots of this process's graph parts.
-  std::unordered_map<std::uint64_t, std::shared_ptr<SendBackward>> sends;
-  /// Gradients of this process's leaves, by AccumulateGrad node.
-  std::unordered_map<const Node*, LocalStep::Leaf> grads;
-  /// Next id for a send node recorded by this agent.
-  std::uint64_t next_send_id = 1;
-};
-
-/// A request being handled: answered when `remaining` requests it sent are done.
-struct Parent {
-  std::uint64_t context_id;
-  caf::response_promise promise;
-  std::size_t remaining;
-};
-
-/// A request this agent sent on behalf of a Parent.
-struct Nested {
-  std::uint64_t parent;
-  caf::actor_addr peer;
-  std::string peer_name;
-};
-
-struct AgentState {
-  AgentConfig config;
-  std::unordered_map<std::uint64_t, ContextState> contexts;
-  std::unordered_map<std::string, Tensor> params;
-  std::unordered_map<std::uint64_t, Parent> parents;
-  std::unordered_map<std::uint64_t, Nested> nested;
-  std::unordered_set<caf::actor_addr> monitored;
-  /// Liveness flags of connected workers (Note [Watching workers]).
-  std::unordered_multimap<caf::actor_addr, std::shared_ptr<std::atomic<bool>>> watches;
-  std::uint64_t next_id = 1;
-  static inline const char* name = "actorgrad.agent";
-};
-
-using Self = caf::stateful_actor<AgentState>*;
+namespace detail {
 
 std::string ctx_str(std::uint64_t id) { return "distributed context " + std::to_string(id); }
+
+void log(Self self, LogLevel level, const std::string& text) {
+  if (self->state.config.log)
+    self->state.config.log(level, text);
+}
 
 void monitor_once(Self self, const caf::actor& peer) {
   if (self->state.monitored.insert(peer.address()).second)
     self->monitor(peer);
 }
 
-/// Completes a parent request (first error wins; the parent is forgotten).
 void deliver(Self self, std::uint64_t parent_id, std::string error) {
   auto it = self->state.parents.find(parent_id);
   if (it == self->state.parents.end())
@@ -120,6 +78,12 @@ void deliver(Self self, std::uint64_t parent_id, std::string error) {
   it->second.promise.deliver(Ack{std::move(error)});
   self->state.parents.erase(it);
 }
+
+} // namespace detail
+
+namespace {
+
+using namespace detail;
 
 /// A nested request finished (reply, error, timeout or peer down).
 void finish_nested(Self self, std::uint64_t nested_id, std::string error) {
@@ -137,15 +101,6 @@ void finish_nested(Self self, std::uint64_t nested_id, std::string error) {
     deliver(self, parent_id, {});
 }
 
-std::string render_error(Self self, const caf::error& e, std::chrono::milliseconds timeout) {
-  if (e == caf::sec::request_timeout)
-    return "no reply within " + std::to_string(timeout.count()) +
-           " ms (worker hung or connection lost)";
-  if (e == caf::sec::request_receiver_down)
-    return "the process is gone (connection lost)";
-  return self->system().render(e);
-}
-
 /// Adds a local pass's leaf gradients into the context.
 void accumulate(ContextState& ctx, std::vector<LocalStep::Leaf>& leaves) {
   NoGradGuard no_grad;
@@ -156,9 +111,9 @@ void accumulate(ContextState& ctx, std::vector<LocalStep::Leaf>& leaves) {
   }
 }
 
-/// Records `step` in the context and sends its outgoing gradients; `promise`
-/// is answered when all of them are (Note [Distributed backward]).
-void launch(Self self, std::uint64_t context_id, LocalStep step, caf::response_promise promise,
+} // namespace
+
+void detail::launch(Self self, std::uint64_t context_id, LocalStep step, caf::response_promise promise,
             bool anomaly) {
   auto& st = self->state;
   accumulate(st.contexts[context_id], step.leaves);
@@ -172,7 +127,7 @@ void launch(Self self, std::uint64_t context_id, LocalStep step, caf::response_p
     const std::uint64_t nested_id = st.next_id++;
     const caf::actor& peer = out.recv->peer();
     std::string peer_name = out.recv->peer_name();
-    st.nested.emplace(nested_id, Nested{parent_id, peer.address(), peer_name});
+    st.nested.emplace(nested_id, Nested{parent_id, peer.address(), peer_name, context_id});
     if (!peer) {
       finish_nested(self, nested_id, peer_name + ": no handle to send the gradient to");
       continue;
@@ -184,10 +139,12 @@ void launch(Self self, std::uint64_t context_id, LocalStep step, caf::response_p
                 GradRequest{context_id, out.recv->peer_send_id(), WireTensor(out.grad), anomaly})
       .then([=](Ack& ack) { finish_nested(self, nested_id, std::move(ack.error)); },
             [=](caf::error& e) {
-              finish_nested(self, nested_id, peer_name + ": " + render_error(self, e, timeout));
+              finish_nested(self, nested_id, peer_name + ": " + describe(e, timeout));
             });
   }
 }
+
+namespace {
 
 /// Forgets a context: fails its requests in flight, frees its graph part.
 void drop_context(Self self, std::uint64_t context_id, const std::string& why) {
@@ -203,145 +160,73 @@ void drop_context(Self self, std::uint64_t context_id, const std::string& why) {
   st.contexts.erase(context_id);
 }
 
-std::string check_nan(const variable_list& outs, const std::string& op) {
-  for (std::size_t i = 0; i < outs.size(); ++i)
-    if (outs[i].defined() && kernels::any_nan(outs[i]))
-      return "remote op '" + op + "' returned nan values in its " + std::to_string(i) +
-             "th output";
-  return {};
+/// A peer went down: fail what waited on it, drop what it created.
+void peer_down(Self self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  st.monitored.erase(dm.source);
+  auto [wb, we] = st.watches.equal_range(dm.source);
+  for (auto w = wb; w != we; ++w)
+    w->second->store(false, std::memory_order_release);
+  st.watches.erase(dm.source);
+  const std::string why = describe_exit(dm.reason);
+  if (auto c = st.callers.find(dm.source); c != st.callers.end()) {
+    log(self, LogLevel::info, "disconnected: " + c->second + " (" + why + ")");
+    st.callers.erase(c);
+  }
+  std::vector<std::pair<std::uint64_t, std::string>> lost;
+  for (auto& [id, n] : st.nested)
+    if (n.peer == dm.source)
+      lost.emplace_back(id, n.peer_name + " was lost during the backward of " +
+                              ctx_str(n.context_id) + ": " + why);
+  for (auto& [id, text] : lost) {
+    log(self, LogLevel::warning, text);
+    finish_nested(self, id, text);
+  }
+  std::vector<std::uint64_t> orphaned;
+  for (auto& [id, ctx] : st.contexts)
+    if (ctx.creator && ctx.creator == dm.source)
+      orphaned.push_back(id);
+  for (auto id : orphaned)
+    drop_context(self, id, "was dropped: its caller went away");
 }
 
-ForwardReply forward(Self self, ForwardRequest& req) {
+/// A caller connected (Note [Protocol version] in protocol.h).
+HelloReply hello(Self self, const Hello& req) {
   auto& st = self->state;
-  const std::string where = st.config.name + ": remote op '" + req.op + "' (" +
-                            ctx_str(req.context_id) + "): ";
-  if (!req.origin)
-    return {where + "the request names no caller", {}, {}};
-  if (req.arg_send_ids.size() != req.args.size())
-    return {where + std::to_string(req.args.size()) + " arguments but " +
-              std::to_string(req.arg_send_ids.size()) + " send ids",
-            {},
-            {}};
-  auto [cit, fresh] = st.contexts.try_emplace(req.context_id);
-  ContextState& ctx = cit->second;
-  if (fresh)
-    ctx.creator = req.origin.address();
-  else if (ctx.creator != req.origin.address())
-    return {where + "context id used by another caller", {}, {}};
-  monitor_once(self, req.origin);
-  variable_list params;
-  for (const auto& name : req.params) {
-    auto p = st.params.find(name);
-    if (p == st.params.end())
-      return {where + "no parameter named '" + name + "' on this worker", {}, {}};
-    params.push_back(p->second);
+  const std::string who = "'" + req.name + "' on host " + req.host + " (actorgrad " +
+                          req.software_version + ", protocol " +
+                          std::to_string(req.protocol_version) + ")";
+  HelloReply reply{{}, kProtocolVersion, ACTORGRAD_VERSION, st.config.name};
+  if (req.protocol_version != kProtocolVersion) {
+    reply.error = st.config.name + " speaks actorgrad protocol " +
+                  std::to_string(kProtocolVersion) + " (actorgrad " ACTORGRAD_VERSION
+                  "), the caller protocol " + std::to_string(req.protocol_version);
+    log(self, LogLevel::warning, "handshake refused: " + who + ": another protocol version");
+    return reply;
   }
-  variable_list args;
-  for (std::size_t i = 0; i < req.args.size(); ++i) {
-    if (!req.args[i].tensor.defined())
-      return {where + "argument " + std::to_string(i) + " is undefined", {}, {}};
-    // A fresh handle: a message that stayed in this process shares the
-    // caller's tensor, whose autograd state must not change.
-    Tensor t = req.args[i].tensor.detach();
-    if (req.arg_send_ids[i] != 0)
-      set_history(t, make_node<RecvBackward>(req.context_id, req.origin, req.origin_name,
-                                             req.arg_send_ids[i]));
-    args.push_back(std::move(t));
-  }
-  variable_list outs;
-  try {
-    AutoGradMode grad_mode(true);
-    outs = run_remote_op(req.op, args, params,
-                         OpAttrs{req.params, req.numbers, req.text}, st.config.test_ops);
-  } catch (const std::exception& e) {
-    return {where + e.what(), {}, {}};
-  }
-  if (req.anomaly)
-    if (auto nan = check_nan(outs, req.op); !nan.empty())
-      return {st.config.name + ": " + nan, {}, {}};
-  ForwardReply reply;
-  for (auto& out : outs) {
-    std::uint64_t send_id = 0;
-    if (out.defined() && out.requires_grad()) {
-      send_id = ctx.next_send_id++;
-      ctx.sends.emplace(send_id, make_node<SendBackward>(req.context_id, send_id, out));
-    }
-    reply.outputs.emplace_back(out);
-    reply.output_send_ids.push_back(send_id);
+  if (req.agent && st.callers.emplace(req.agent.address(), "'" + req.name + "'").second) {
+    monitor_once(self, req.agent);
+    log(self, LogLevel::info, "connected: " + who);
   }
   return reply;
 }
 
-caf::result<Ack> backward(Self self, GradRequest& req) {
-  auto& st = self->state;
-  const std::string& me = st.config.name;
-  auto cit = st.contexts.find(req.context_id);
-  if (cit == st.contexts.end())
-    return Ack{me + ": unknown " + ctx_str(req.context_id) + " (released, or never used here)"};
-  auto sit = cit->second.sends.find(req.send_id);
-  if (sit == cit->second.sends.end())
-    return Ack{me + ": " + ctx_str(req.context_id) + " has no send node " +
-               std::to_string(req.send_id)};
-  const auto& send = sit->second;
-  const Tensor& g = req.grad.tensor;
-  const InputMetadata& meta = send->input_metadata(0);
-  if (!g.defined() || g.shape() != meta.shape || g.dtype() != meta.dtype)
-    return Ack{me + ": gradient for send node " + std::to_string(req.send_id) + " of " +
-               ctx_str(req.context_id) + " is " + (g.defined() ? g.describe() : "undefined") +
-               ", expected " + meta.describe()};
-  LocalStep step;
-  try {
-    step = run_local_step(*st.config.executor, {Edge{send, 0}}, {g}, req.anomaly);
-  } catch (const std::exception& e) {
-    return Ack{me + ": backward of " + ctx_str(req.context_id) + " failed: " + e.what()};
-  }
-  auto promise = self->make_response_promise();
-  launch(self, req.context_id, std::move(step), promise, req.anomaly);
-  return promise;
-}
-
-GradientsReply gradients(Self self, std::uint64_t context_id) {
-  auto& st = self->state;
-  auto cit = st.contexts.find(context_id);
-  if (cit == st.contexts.end())
-    return {st.config.name + ": unknown " + ctx_str(context_id), {}, {}};
-  GradientsReply reply;
-  for (auto& [node, leaf] : cit->second.grads) {
-    std::string name = "<unnamed leaf " + leaf.leaf.describe() + ">";
-    for (auto& [pname, p] : st.params)
-      if (p.is_same(leaf.leaf))
-        name = pname;
-    reply.names.push_back(std::move(name));
-    reply.grads.emplace_back(leaf.grad);
-  }
-  return reply;
+/// Runtime::shutdown: fail the requests this agent answers for, then exit.
+void stop(Self self, const caf::exit_msg& msg) {
+  std::vector<std::uint64_t> parents;
+  for (auto& [id, p] : self->state.parents)
+    parents.push_back(id);
+  for (auto id : parents)
+    deliver(self, id, self->state.config.name + " is shutting down");
+  self->quit(msg.reason);
 }
 
 caf::behavior agent(Self self, AgentConfig config) {
   self->state.config = std::move(config);
-  self->set_down_handler([self](caf::down_msg& dm) {
-    auto& st = self->state;
-    st.monitored.erase(dm.source);
-    auto [wb, we] = st.watches.equal_range(dm.source);
-    for (auto w = wb; w != we; ++w)
-      w->second->store(false, std::memory_order_release);
-    st.watches.erase(dm.source);
-    std::vector<std::pair<std::uint64_t, std::string>> lost;
-    for (auto& [id, n] : st.nested)
-      if (n.peer == dm.source)
-        lost.emplace_back(id, n.peer_name);
-    for (auto& [id, name] : lost)
-      finish_nested(self, id,
-                    name + ": connection lost during backward (process died or network dropped: " +
-                      self->system().render(dm.reason) + ")");
-    std::vector<std::uint64_t> orphaned;
-    for (auto& [id, ctx] : st.contexts)
-      if (ctx.creator && ctx.creator == dm.source)
-        orphaned.push_back(id);
-    for (auto id : orphaned)
-      drop_context(self, id, "was dropped: its caller went away");
-  });
+  self->set_down_handler([self](caf::down_msg& dm) { peer_down(self, dm); });
+  self->set_exit_handler([self](caf::exit_msg& msg) { stop(self, msg); });
   return {
+    [self](Hello& req) { return hello(self, req); },
     [self](ForwardRequest& req) { return forward(self, req); },
     [self](GradRequest& req) { return backward(self, req); },
     [self](CreateParam& req) -> Ack {
@@ -361,6 +246,7 @@ caf::behavior agent(Self self, AgentConfig config) {
     },
     [self](GradientsRequest& req) { return gradients(self, req.context_id); },
     [self](ReleaseContext& req) -> Ack {
+      log(self, LogLevel::debug, "release: " + ctx_str(req.context_id));
       drop_context(self, req.context_id, "was released while its backward was running");
       return Ack{};
     },

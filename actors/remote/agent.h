@@ -8,6 +8,8 @@
 
 #include <caf/actor.hpp>
 
+#include "actors/remote/log.h"
+
 namespace caf {
 class actor_system;
 }
@@ -28,6 +30,9 @@ struct AgentConfig {
   bool test_ops = false;
   /// Name in errors: `host:port` for a worker.
   std::string name;
+  /// Where connections, disconnections, refused handshakes and requests
+  /// are reported (from the agent's thread); empty: nowhere.
+  LogFunction log;
 };
 
 /// Spawns an Agent (a detached actor: its local passes block its thread,

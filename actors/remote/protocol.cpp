@@ -7,6 +7,9 @@ namespace actorgrad::remote {
 
 void register_remote_types(caf::actor_system_config& cfg) {
   cfg.load<caf::io::middleman>();
+  cfg.set("middleman.app-identifiers", std::vector<std::string>{"actorgrad"});
+  cfg.add_message_type<Hello>("actorgrad.hello");
+  cfg.add_message_type<HelloReply>("actorgrad.hello_reply");
   cfg.add_message_type<WireTensor>("actorgrad.tensor");
   cfg.add_message_type<std::vector<WireTensor>>("actorgrad.tensor_list");
   cfg.add_message_type<ForwardRequest>("actorgrad.forward_request");

@@ -7,6 +7,7 @@
 ///
 /// | message          | from -> to            | reply        |
 /// |------------------|-----------------------|--------------|
+/// | Hello            | caller -> worker      | HelloReply   |
 /// | CreateParam      | caller -> worker      | Ack          |
 /// | FetchParam       | caller -> worker      | ParamReply   |
 /// | ForwardRequest   | caller -> worker      | ForwardReply |
@@ -18,6 +19,13 @@
 /// Every type here is registered under a fixed name by
 /// register_remote_types (CAF 0.17 has no type-id lists: both ends must
 /// register the same names). Tensors travel as WireTensor (raw bytes).
+///
+/// Note [Protocol version]
+/// Runtime::connect sends Hello first and refuses a worker whose
+/// HelloReply carries another kProtocolVersion; the worker refuses such a
+/// caller too. Hello and HelloReply are frozen (name and members never
+/// change), so processes of any two versions can tell each other apart.
+/// Change kProtocolVersion whenever any other message here changes.
 
 #include <cstdint>
 #include <string>
@@ -33,6 +41,35 @@ class actor_system_config;
 }
 
 namespace actorgrad::remote {
+
+/// The version of the messages below (Note [Protocol version]).
+inline constexpr std::uint32_t kProtocolVersion = 1;
+
+/// The first message of a caller to a worker it connects to. Frozen.
+struct Hello {
+  /// The caller's kProtocolVersion.
+  std::uint32_t protocol_version = 0;
+  /// The caller's actorgrad version (ACTORGRAD_VERSION).
+  std::string software_version;
+  /// The caller's name in errors and logs (`caller pid N`).
+  std::string name;
+  /// The caller's host name.
+  std::string host;
+  /// The caller's agent: the worker watches it to log the disconnection.
+  caf::actor agent;
+};
+
+/// A worker's answer to Hello. Frozen.
+struct HelloReply {
+  /// Empty when the worker accepts the caller.
+  std::string error;
+  /// The worker's kProtocolVersion.
+  std::uint32_t protocol_version = 0;
+  /// The worker's actorgrad version.
+  std::string software_version;
+  /// The worker's name (`host:port`).
+  std::string name;
+};
 
 /// Runs a named forward op on a worker within a context (remote_call).
 struct ForwardRequest {
@@ -136,6 +173,20 @@ struct StatsReply {
   std::uint64_t params = 0;
 };
 
+/// @relates Hello
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Hello& x) {
+  return f(caf::meta::type_name("actorgrad.hello"), x.protocol_version, x.software_version,
+           x.name, x.host, x.agent);
+}
+
+/// @relates HelloReply
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, HelloReply& x) {
+  return f(caf::meta::type_name("actorgrad.hello_reply"), x.error, x.protocol_version,
+           x.software_version, x.name);
+}
+
 /// @relates ForwardRequest
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ForwardRequest& x) {
@@ -212,8 +263,9 @@ typename Inspector::result_type inspect(Inspector& f, StatsReply& x) {
 }
 
 /// Registers every type above (and WireTensor) with `cfg` under the names
-/// both ends use, and loads CAF's middleman. Call before creating the
-/// actor system.
+/// both ends use, loads CAF's middleman and sets its application identifier
+/// to `actorgrad` (CAF refuses a connection to a program with another one).
+/// Call before creating the actor system.
 void register_remote_types(caf::actor_system_config& cfg);
 
 } // namespace actorgrad::remote

@@ -19,7 +19,9 @@
 
 #include "actors/engine.h"
 #include "actors/remote/agent.h"
+#include "actors/remote/errors.h"
 #include "actors/remote/local_messages.h"
+#include "actorgrad/version.h"
 
 namespace actorgrad::remote {
 
@@ -59,6 +61,7 @@ Runtime::Runtime(RuntimeConfig config)
   agent_config.executor = engine_.get();
   agent_config.timeout = config_.timeout;
   agent_config.test_ops = config_.test_ops;
+  agent_config.log = config_.log;
   agent_config.name =
     config_.name.empty() ? "caller pid " + std::to_string(::getpid()) : config_.name;
   published_name_ = agent_config.name;
@@ -74,14 +77,10 @@ Runtime::~Runtime() {
   // the destructor hangs. So after the agent exits, wait (bounded by the
   // request timeout) until its last reference is gone; if it is still held
   // after that, leak the actor system rather than hang the caller's process.
+  // The middleman holds a published agent until it is unpublished
+  // (shutdown does it): without that, every worker waited here in vain.
   caf::weak_actor_ptr agent_ref = caf::actor_cast<caf::weak_actor_ptr>(agent_);
-  {
-    caf::scoped_actor self{*system_};
-    self->monitor(agent_);
-    caf::anon_send_exit(agent_, caf::exit_reason::user_shutdown);
-    self->receive([](const caf::down_msg&) {},
-                  caf::after(std::chrono::seconds(10)) >> [] {});
-  }
+  shutdown(std::chrono::seconds(10));
   agent_ = nullptr;
   engine_.reset();
   const auto deadline = std::chrono::steady_clock::now() + config_.timeout + std::chrono::seconds(1);
@@ -95,11 +94,29 @@ Runtime::~Runtime() {
   }
 }
 
+bool Runtime::shutdown(std::chrono::milliseconds grace) {
+  if (published_port_ != 0) {
+    (void)system_->middleman().unpublish(agent_, published_port_);
+    published_port_ = 0;
+  }
+  // Monitoring an actor that is already gone delivers its down message at
+  // once, so a second call returns at once too.
+  bool down = false;
+  caf::scoped_actor self{*system_};
+  self->monitor(agent_);
+  caf::anon_send_exit(agent_, caf::exit_reason::user_shutdown);
+  self->receive([&](const caf::down_msg&) { down = true; }, caf::after(grace) >> [] {});
+  return down;
+}
+
 std::uint16_t Runtime::publish(std::uint16_t port, const std::string& host) {
   auto res = system_->middleman().publish(agent_, port, host.c_str(), true);
-  if (!res)
-    throw DistError("cannot publish on " + host + ":" + std::to_string(port) + ": " +
-                    system_->render(res.error()));
+  if (!res) {
+    std::string why = res.error() == caf::sec::cannot_open_port ? listen_problem(host, port) : "";
+    throw DistError("cannot listen on " + host + ":" + std::to_string(port) + ": " +
+                    (why.empty() ? describe(res.error(), config_.timeout) : why));
+  }
+  published_port_ = *res;
   if (config_.name.empty()) {
     published_name_ = host + ":" + std::to_string(*res);
     caf::anon_send(agent_, SetName{published_name_});
@@ -107,31 +124,73 @@ std::uint16_t Runtime::publish(std::uint16_t port, const std::string& host) {
   return *res;
 }
 
-RemoteWorker Runtime::connect(const std::string& host, std::uint16_t port) {
-  const std::string name = host + ":" + std::to_string(port);
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "?";
+}
+
+std::string ms_since(std::chrono::steady_clock::time_point start) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+    std::chrono::steady_clock::now() - start);
+  return std::to_string(ms.count()) + " ms";
+}
+
+} // namespace
+
+caf::actor Runtime::open_connection(const std::string& host, std::uint16_t port) {
+  const std::string what = "cannot connect to worker " + host + ":" + std::to_string(port);
+  const auto start = std::chrono::steady_clock::now();
   // middleman().remote_actor waits without a bound; ask the middleman actor
   // directly, with the runtime's timeout.
-  std::optional<caf::actor> res;
-  std::string error;
+  caf::actor worker;
+  caf::error error;
   {
     caf::scoped_actor self{*system_};
     self->request(system_->middleman().actor_handle(), config_.timeout, caf::connect_atom::value,
                   host, port)
       .receive(
         [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
-          if (ptr)
-            res = caf::actor_cast<caf::actor>(std::move(ptr));
-          else
-            error = "no actor is published there";
+          worker = caf::actor_cast<caf::actor>(std::move(ptr));
+          if (!worker)
+            error = caf::sec::no_actor_published_at_port;
         },
-        [&](caf::error& e) {
-          error = e == caf::sec::request_timeout
-                    ? "no answer within " + std::to_string(config_.timeout.count()) + " ms"
-                    : system_->render(e);
-        });
+        [&](caf::error& e) { error = std::move(e); });
   }
-  if (!res)
-    throw DistError("cannot connect to worker " + name + ": " + error);
+  if (!error)
+    return worker;
+  if (error == caf::sec::cannot_connect_to_node) {
+    const std::string why = connect_problem(host, port, config_.timeout);
+    throw DistError(what + ": " + (why.empty() ? describe(error, config_.timeout) : why) +
+                    " (after " + ms_since(start) + ")");
+  }
+  if (error == caf::sec::request_timeout) {
+    const std::string why = connect_problem(host, port, std::chrono::milliseconds(200));
+    const std::string waited = " within " + std::to_string(config_.timeout.count()) + " ms";
+    throw DistError(what + ": " +
+                    (why.empty() ? "it accepted the TCP connection but sent no handshake" + waited +
+                                     " (not an actorgrad worker, or hung)"
+                                 : "no answer" + waited + " (TCP connection: " + why + ")"));
+  }
+  throw DistError(what + ": " + describe(error, config_.timeout) + " (after " + ms_since(start) +
+                  ")");
+}
+
+RemoteWorker Runtime::connect(const std::string& host, std::uint16_t port) {
+  const std::string name = host + ":" + std::to_string(port);
+  caf::actor worker = open_connection(host, port);
+  const std::string what = "cannot connect to worker " + name;
+  Hello me{kProtocolVersion, ACTORGRAD_VERSION, published_name_, host_name(), agent_};
+  auto hello = ask<HelloReply>(worker, std::move(me), config_.timeout, what + ": handshake");
+  if (hello.protocol_version != kProtocolVersion)
+    throw DistError(what + ": it speaks actorgrad protocol " +
+                    std::to_string(hello.protocol_version) + " (actorgrad " +
+                    hello.software_version + "), this process protocol " +
+                    std::to_string(kProtocolVersion) + " (actorgrad " ACTORGRAD_VERSION
+                    "): run the same actorgrad version on both ends");
+  if (!hello.error.empty())
+    throw DistError(what + ": " + hello.error);
   // Note [Watching workers]
   // The agent monitors every connected worker and clears this flag on its
   // down message (process died, connection dropped). A call from a user
@@ -140,8 +199,8 @@ RemoteWorker Runtime::connect(const std::string& host, std::uint16_t port) {
   // not bounced, and would otherwise wait for the whole timeout. The flag is
   // written once, by the agent, and only read elsewhere.
   auto alive = std::make_shared<std::atomic<bool>>(true);
-  caf::anon_send(agent_, Watch{*res, alive});
-  return RemoteWorker(this, std::move(*res), name, std::move(alive));
+  caf::anon_send(agent_, Watch{worker, alive});
+  return RemoteWorker(this, std::move(worker), name, std::move(alive));
 }
 
 void RemoteWorker::ensure_alive(const std::string& what) const {

@@ -13,6 +13,7 @@
 #include <caf/actor.hpp>
 
 #include "actors/engine_config.h"
+#include "actors/remote/log.h"
 #include "actors/remote/protocol.h"
 #include "libengine/tensor/tensor.h"
 
@@ -42,6 +43,9 @@ struct RuntimeConfig {
   bool test_ops = false;
   /// Name in errors; empty: `caller pid N`, or `host:port` once published.
   std::string name;
+  /// Where the agent reports connections, disconnections, refused
+  /// handshakes and requests; empty: nowhere.
+  LogFunction log;
 };
 
 /// A worker process seen from a caller (from Runtime::connect). Cheap to
@@ -105,11 +109,21 @@ public:
   Runtime& operator=(const Runtime&) = delete;
 
   /// Publishes this process's agent on `host:port` (port 0: any free port)
-  /// and returns the port. The agent's name becomes `host:port`.
+  /// and returns the port. The agent's name becomes `host:port`. Throws
+  /// DistError naming host, port and the system's reason when it cannot
+  /// listen there (`Address already in use`).
   std::uint16_t publish(std::uint16_t port, const std::string& host = "127.0.0.1");
-  /// Connects to the worker published at `host:port`; throws DistError
-  /// naming it when it cannot be reached.
+  /// Connects to the worker published at `host:port` and checks that it
+  /// speaks this process's protocol (Note [Protocol version]). Throws
+  /// DistError naming it, how long it waited and why: connection refused,
+  /// no answer, not an actorgrad worker, another protocol version.
   RemoteWorker connect(const std::string& host, std::uint16_t port);
+  /// Stops serving: unpublishes, stops the agent (requests it still waits
+  /// on fail with `NAME is shutting down`) and waits at most `grace` for it.
+  /// Returns false when the agent is still running a local pass by then
+  /// (the destructor waits again; a worker exits instead). Afterwards the
+  /// runtime serves and sends nothing; only its destruction is left.
+  bool shutdown(std::chrono::milliseconds grace);
 
   /// Name in errors.
   std::string name() const;
@@ -134,12 +148,17 @@ public:
             const std::string& what);
 
 private:
+  /// The TCP connection and CAF handshake of connect(): the worker's agent.
+  caf::actor open_connection(const std::string& host, std::uint16_t port);
+
   RuntimeConfig config_;
   std::unique_ptr<caf::actor_system_config> system_config_;
   std::unique_ptr<caf::actor_system> system_;
   std::unique_ptr<Engine> engine_;
   caf::actor agent_;
   std::string published_name_;
+  /// The port publish() listens on; 0 when not published.
+  std::uint16_t published_port_ = 0;
   std::uint64_t process_tag_;
   std::atomic<std::uint64_t> context_counter_{0};
 };

@@ -6,8 +6,8 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
-#include <caf/sec.hpp>
 
+#include "actors/remote/errors.h"
 #include "actors/remote/runtime.h"
 
 namespace actorgrad::remote {
@@ -22,14 +22,7 @@ Reply Runtime::ask(const caf::actor& dest, Msg msg, std::chrono::milliseconds ti
   std::string error;
   self->request(dest, timeout, std::move(msg))
     .receive([&](Reply& r) { reply = std::move(r); },
-             [&](caf::error& e) {
-               if (e == caf::sec::request_timeout)
-                 error = "no reply within " + std::to_string(timeout.count()) + " ms";
-               else if (e == caf::sec::request_receiver_down)
-                 error = "the process is gone (connection lost)";
-               else
-                 error = system_->render(e);
-             });
+             [&](caf::error& e) { error = describe(e, timeout); });
   if (!reply)
     throw DistError(what + ": " + error);
   return std::move(*reply);

@@ -4,12 +4,18 @@
 /// single-process gradients, and a comparison helper.
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
+
+#include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 
+#include "actors/remote/runtime.h"
 #include "libengine/autograd.h"
 #include "libengine/ops.h"
 
@@ -58,6 +64,33 @@ inline double max_abs_diff(const Tensor& a, const Tensor& b, const std::string& 
   for (std::size_t i = 0; i < va.size(); ++i)
     m = std::max(m, std::abs(va[i] - vb[i]));
   return m;
+}
+
+/// A marker file path unique to this process and `tag` (test.slow_backward
+/// creates it when its backward starts).
+inline std::string marker_path(const std::string& tag) {
+  return (std::filesystem::temp_directory_path() /
+          ("actorgrad_dist_" + tag + "_" + std::to_string(::getpid())))
+    .string();
+}
+
+/// Waits at most `wait` until `path` exists; returns whether it does.
+inline bool wait_for_file(const std::string& path, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (!std::filesystem::exists(path) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return std::filesystem::exists(path);
+}
+
+/// The message of the remote::DistError `fn` throws ("" when it throws none).
+template <class F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const remote::DistError& e) {
+    return e.what();
+  }
+  return {};
 }
 
 } // namespace actorgrad::dist_test

@@ -2,9 +2,10 @@
 #include <boost/test/unit_test.hpp>
 
 // Failures of a distributed backward: a worker killed (SIGKILL) in the middle
-// of its backward part makes the caller's dist_backward fail at once with an
-// error naming that worker, the context is released on the survivor and the
-// next context there works; a hung worker (SIGSTOP) fails it after the
+// of its backward part makes the caller's dist_backward fail within 2 s
+// (issue #17; in practice at once) with an error naming that worker and the
+// context, the context is released on the survivor and the next backward
+// works, there and on a new worker; a hung worker (SIGSTOP) fails it after the
 // configured timeout; a NaN produced on a worker in anomaly mode is reported
 // with the worker and the node; bad requests get errors naming the worker,
 // the op, the parameter or the tensor.
@@ -30,13 +31,6 @@ namespace {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-/// A marker file path unique to this process and test.
-std::string marker_path(const std::string& tag) {
-  return (std::filesystem::temp_directory_path() /
-          ("actorgrad_dist_" + tag + "_" + std::to_string(::getpid())))
-    .string();
 }
 
 /// x -> A: linear(W) -> caller: tanh -> A: linear(V) -> loss; the gradients
@@ -83,25 +77,20 @@ BOOST_AUTO_TEST_CASE(killed_worker_fails_backward_naming_it_and_survivor_works) 
     Tensor loss = mean(mul(h, h));
 
     auto backward = std::async(std::launch::async, [&] { remote::dist_backward(ctx, {loss}); });
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (!std::filesystem::exists(marker) && Clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    BOOST_TEST_REQUIRE(std::filesystem::exists(marker), "B never started its backward part");
+    BOOST_TEST_REQUIRE(wait_for_file(marker, std::chrono::seconds(10)),
+                       "B never started its backward part");
     const auto killed = Clock::now();
     wb.kill();
     BOOST_TEST_REQUIRE((backward.wait_for(std::chrono::seconds(12)) == std::future_status::ready),
                        "dist_backward still running 12 s after the worker died");
     const double seconds = std::chrono::duration<double>(Clock::now() - killed).count();
-    std::string message;
-    try {
-      backward.get();
-    } catch (const remote::DistError& e) {
-      message = e.what();
-    }
+    const std::string message = error_of([&] { backward.get(); });
     BOOST_TEST_MESSAGE("error after " << seconds << " s: " << message);
     BOOST_TEST(!message.empty());
-    BOOST_TEST(contains(message, wb.name()), message);
-    BOOST_TEST(seconds < 10.0); // within the default bound (in practice: at once)
+    BOOST_TEST(contains(message, wb.name() + " was lost during the backward of distributed "
+                                             "context " + std::to_string(ctx.id())),
+               message);
+    BOOST_TEST(seconds < 2.0);
     std::filesystem::remove(marker);
     BOOST_TEST(a.stats().contexts == 1u);
   } // the failed context is released on the survivor
@@ -110,8 +99,10 @@ BOOST_AUTO_TEST_CASE(killed_worker_fails_backward_naming_it_and_survivor_works) 
   BOOST_TEST(rt.stats().contexts == 0u);
   BOOST_TEST(rt.stats().pending == 0u);
 
-  // The survivor and the caller keep working.
+  // The survivor, a new worker and the caller keep working.
   check_working_context(rt, a);
+  WorkerProcess wc;
+  check_working_context(rt, rt.connect("127.0.0.1", wc.port()));
   const auto call_start = Clock::now();
   // A call to the dead worker fails with its name, without a hang.
   remote::DistContext ctx(rt);
@@ -198,14 +189,6 @@ BOOST_AUTO_TEST_CASE(bad_requests_get_errors_naming_worker_op_and_tensor) {
   remote::Runtime rt;
   auto a = rt.connect("127.0.0.1", wa.port());
   remote::DistContext ctx(rt);
-  auto error_of = [&](auto&& fn) -> std::string {
-    try {
-      fn();
-    } catch (const remote::DistError& e) {
-      return e.what();
-    }
-    return "";
-  };
   std::string e = error_of([&] { remote::remote_call(ctx, a, "conv3d", {Tensor::ones({2})}); });
   BOOST_TEST(contains(e, wa.name()), e);
   BOOST_TEST(contains(e, "unknown remote op 'conv3d'"), e);
@@ -223,11 +206,6 @@ BOOST_AUTO_TEST_CASE(bad_requests_get_errors_naming_worker_op_and_tensor) {
   BOOST_TEST(contains(e, "takes 2 arguments, got 1"), e);
   e = error_of([&] { a.fetch_param("missing"); });
   BOOST_TEST(contains(e, "no parameter named 'missing'"), e);
-  e = error_of([] {
-    remote::Runtime other;
-    other.connect("127.0.0.1", 1); // nothing listens on port 1
-  });
-  BOOST_TEST(contains(e, "cannot connect to worker 127.0.0.1:1"), e);
 
   // A tensor received from a worker needs dist_backward, not a local backward.
   Tensor x = Tensor::randn({2, 5}, 4).set_requires_grad();

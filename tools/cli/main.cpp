@@ -1,61 +1,53 @@
 /// @file main.cpp
-/// `actorgrad <command> [flags]`: dispatches to one subcommand per file.
+/// `actorgrad <command> [flags]`: one subcommand per file (train.h,
+/// trace.h, worker.h), all parsed by one CLI11 app (flags.h).
 
 #include <cstdio>
-#include <cstring>
 #include <exception>
-#include <string_view>
+#include <functional>
+#include <string>
+#include <vector>
 
-#include "tools/cli/commands.h"
+#include "actorgrad/version.h"
+#include "tools/cli/flags.h"
+#include "tools/cli/trace.h"
+#include "tools/cli/train.h"
+#include "tools/cli/worker.h"
 
-namespace {
-
-struct Command {
-  const char* name;
-  int (*run)(int argc, char** argv);
-  const char* summary;
-};
-
-// Add new subcommands here (declared in commands.h, one .cpp each).
-constexpr Command kCommands[] = {
-    {"train", actorgrad::cli::run_train,
-     "train a small MLP on two spirals with the actor engine"},
-    {"trace", actorgrad::cli::run_trace,
-     "record one backward pass: Chrome trace, HTML report, summary"},
-    {"worker", actorgrad::cli::run_worker,
-     "serve distributed autograd on a port (remote forward ops and backward)"},
-};
-
-void print_usage(std::FILE* out) {
-  std::fprintf(out, "usage: actorgrad <command> [flags]\n\ncommands:\n");
-  for (const auto& c : kCommands)
-    std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
-  std::fprintf(out, "\n`actorgrad <command> --help` shows the flags of a command.\n");
-}
-
-} // namespace
+using namespace actorgrad::cli;
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    print_usage(stderr);
-    return actorgrad::cli::kUsageError;
-  }
-  std::string_view cmd = argv[1];
-  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-    print_usage(stdout);
-    return 0;
-  }
-  for (const auto& c : kCommands) {
-    if (cmd == c.name) {
-      try {
-        return c.run(argc - 1, argv + 1);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "actorgrad %s: error: %s\n", c.name, e.what());
-        return 1;
-      }
+  CLI::App app{"actorgrad: a reverse-mode autograd engine whose scheduler is an actor system",
+               "actorgrad"};
+  use_help_format(app);
+  app.set_version_flag("--version", "actorgrad " ACTORGRAD_VERSION);
+  app.footer("`actorgrad COMMAND --help` shows the flags of a command.");
+  app.allow_extras();
+  app.option_defaults()->always_capture_default()->multi_option_policy(
+    CLI::MultiOptionPolicy::TakeLast);
+
+  TrainOptions train;
+  TraceOptions trace;
+  WorkerOptions worker;
+  const std::vector<std::pair<CLI::App*, std::function<int()>>> commands = {
+    {add_train(app, train), [&] { return run_train(train); }},
+    {add_trace(app, trace), [&] { return run_trace(trace); }},
+    {add_worker(app, worker), [&] { return run_worker(worker); }},
+  };
+  for (const auto& [cmd, run] : commands)
+    cmd->allow_extras(); // left-over arguments are reported by parse()
+
+  if (auto status = parse(app, argc, argv))
+    return *status;
+  for (const auto& [cmd, run] : commands) {
+    if (!cmd->parsed())
+      continue;
+    try {
+      return run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "actorgrad %s: error: %s\n", cmd->get_name().c_str(), e.what());
+      return 1;
     }
   }
-  std::fprintf(stderr, "actorgrad: unknown command '%s'\n\n", argv[1]);
-  print_usage(stderr);
-  return actorgrad::cli::kUsageError;
+  return kUsageError; // parse() returns a status when no command was given
 }

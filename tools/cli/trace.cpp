@@ -1,23 +1,21 @@
 /// @file trace.cpp
-/// `actorgrad trace`: records the message flow of one backward pass on the
-/// actor engine (or reads a recording) and writes a Chrome trace, an HTML
-/// report and a text summary (tools/trace/).
+/// `actorgrad trace` (trace.h).
+
+#include "tools/cli/trace.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "actors/engine.h"
 #include "libengine/autograd.h"
 #include "libengine/ops.h"
-#include "tools/cli/commands.h"
+#include "tools/cli/flags.h"
 #include "tools/cli/mlp.h"
 #include "tools/cli/spirals.h"
 #include "tools/trace/chrome_json.h"
@@ -26,121 +24,32 @@
 namespace actorgrad::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: actorgrad trace [flags]
-
+constexpr const char* kAbout = R"(
 Runs one backward pass of a model on the actor engine with recording on (after
-one unrecorded warm-up pass), or reads a recording, and writes:
-  a Chrome Trace Event JSON file (open it in https://ui.perfetto.dev or
-  chrome://tracing): one track per actor, a slice per node, an arrow per message;
-  a single-file HTML report (timeline and tables, no network access needed);
-  a text summary: per actor busy %, tasks, messages in/out and queue wait
-  p50/p99; messages per actor pair; the critical path of each backward call.
-
-flags:
-  --model M        mlp | chain (default mlp): the MLP of `actorgrad train`
-                   (2 -> hidden -> hidden -> 2 on two spirals), or a chain of
-                   --nodes multiplications of a [1] tensor
-  --devices D      cpu | sim:N: MLP layers round-robin on sim:0..sim:N-1, chain
-                   in N contiguous stages on sim:0..sim:N-1 (default sim:2)
-  --hidden H       MLP hidden width (default 64)
-  --points N       spiral points per class (default 500)
-  --nodes N        chain length (default 1000)
-  --seed S         seed of the data and weights (default 1)
-  --in FILE        read this trace (written by --out) instead of running
-  --out FILE       Chrome trace JSON (default trace.json when not --in)
-  --html FILE      HTML report
-  --summary FILE   text summary, - for stdout (default -)
-  -h, --help       this text
+one unrecorded warm-up pass), or reads a recording (--in), and writes:
+  --out      a Chrome Trace Event JSON file (open it in https://ui.perfetto.dev
+             or chrome://tracing): one track per actor, a slice per node, an
+             arrow per message;
+  --html     a single-file HTML report (timeline and tables, no network needed);
+  --summary  a text summary: per actor busy %, tasks, messages in/out and queue
+             wait p50/p99; messages per actor pair; the critical path of each
+             backward call.
+Only the outputs named are written; with none named, --out trace.json and
+--summary - (with --in, only the summary). A FILE of - is standard output
+(for one output at most), and --in - reads standard input. Output paths are
+checked before anything runs.
 
 Exit status: 0 on success, 1 on failure, 2 on a bad command line.
 )";
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-struct TraceOptions {
-  std::string model = "mlp";
-  int sim_devices = 2;
-  std::int64_t hidden = 64;
-  std::int64_t points = 500;
-  std::int64_t nodes = 1000;
-  std::uint64_t seed = 1;
-  std::string in;
-  trace::ReportPaths paths{"", "", "-"};
-};
-
-std::int64_t positive(const std::string& flag, const std::string& v) {
-  std::size_t used = 0;
-  long long n = 0;
-  try {
-    n = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size() || n < 1)
-    throw UsageError(flag + " expects a positive integer, not '" + v + "'");
-  return n;
-}
-
-/// Parses the flags after "trace"; returns false when --help was asked for.
-bool parse_flags(int argc, char** argv, TraceOptions& o) {
-  std::map<std::string, std::function<void(const std::string&)>> flags{
-      {"--model",
-       [&](const std::string& v) {
-         if (v != "mlp" && v != "chain")
-           throw UsageError("--model must be mlp or chain, not '" + v + "'");
-         o.model = v;
-       }},
-      {"--devices",
-       [&](const std::string& v) {
-         if (v == "cpu")
-           o.sim_devices = 0;
-         else if (v.rfind("sim:", 0) == 0)
-           o.sim_devices = static_cast<int>(positive("--devices sim:N", v.substr(4)));
-         else
-           throw UsageError("--devices must be cpu or sim:N, not '" + v + "'");
-       }},
-      {"--hidden", [&](const std::string& v) { o.hidden = positive("--hidden", v); }},
-      {"--points", [&](const std::string& v) { o.points = positive("--points", v); }},
-      {"--nodes", [&](const std::string& v) { o.nodes = positive("--nodes", v); }},
-      {"--seed", [&](const std::string& v) { o.seed = std::uint64_t(positive("--seed", v)); }},
-      {"--in", [&](const std::string& v) { o.in = v; }},
-      {"--out", [&](const std::string& v) { o.paths.json = v; }},
-      {"--html", [&](const std::string& v) { o.paths.html = v; }},
-      {"--summary", [&](const std::string& v) { o.paths.summary = v; }},
-  };
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help")
-      return false;
-    auto it = flags.find(arg);
-    if (it == flags.end())
-      throw UsageError("unknown flag '" + arg + "'");
-    if (i + 1 >= argc)
-      throw UsageError(arg + " needs a value");
-    it->second(argv[++i]);
-  }
-  if (o.in.empty() && o.paths.json.empty())
-    o.paths.json = "trace.json";
-  return true;
-}
-
-std::vector<Device> devices_of(const TraceOptions& o) {
-  std::vector<Device> devices;
-  for (int i = 0; i < o.sim_devices; ++i)
-    devices.push_back(Device::sim(i));
-  return devices;
-}
-
 /// A backward pass to record: builds the model's graph and returns the loss.
 std::function<Tensor()> make_model(const TraceOptions& o) {
-  std::vector<Device> devices = devices_of(o);
+  std::vector<Device> devices = sim_devices(o.devices);
   if (o.model == "chain") {
     Tensor x = Tensor::randn({1}, o.seed);
     x.set_requires_grad(true);
     const std::int64_t n = o.nodes;
-    const std::int64_t stages = std::max<std::int64_t>(1, o.sim_devices);
+    const std::int64_t stages = std::max<std::int64_t>(1, std::int64_t(devices.size()));
     const std::int64_t stage_len = (n + stages - 1) / stages;
     return [x, n, stage_len, devices] {
       Tensor y = x;
@@ -164,7 +73,7 @@ std::function<Tensor()> make_model(const TraceOptions& o) {
 /// Runs the model's backward once to warm up, then once more while recording.
 trace::Timeline record(const TraceOptions& o) {
   EngineConfig config;
-  config.devices = devices_of(o);
+  config.devices = sim_devices(o.devices);
   Engine engine(std::move(config));
   const auto loss_of = make_model(o);
   backward({loss_of()}, {}, std::nullopt, false, {}, engine);
@@ -176,19 +85,45 @@ trace::Timeline record(const TraceOptions& o) {
 
 } // namespace
 
-int run_trace(int argc, char** argv) {
-  TraceOptions o;
-  try {
-    if (!parse_flags(argc, argv, o)) {
-      std::fputs(kUsage, stdout);
-      return 0;
+CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+    "trace", "record one backward pass: Chrome trace, HTML report, summary");
+  cmd->footer(kAbout);
+  cmd->add_option("--model", o.model,
+                  "the MLP of `actorgrad train` (2 -> hidden -> hidden -> 2 on two spirals), "
+                  "or a chain of --nodes multiplications of a [1] tensor")
+    ->check(one_of({"mlp", "chain"}));
+  cmd->add_option("--devices", o.devices,
+                  "MLP layers round-robin on sim:0..sim:N-1, chain in N contiguous stages")
+    ->check(device_set());
+  cmd->add_option("--hidden", o.hidden, "MLP hidden width")->check(integer_in(1));
+  cmd->add_option("--points", o.points, "spiral points per class")->check(integer_in(2));
+  cmd->add_option("--nodes", o.nodes, "chain length")->check(integer_in(1));
+  cmd->add_option("--seed", o.seed, "seed of the data and weights")->check(integer_in(0));
+  cmd->add_option("--in", o.in, "read this trace (written by --out) instead of running")
+    ->check(input_file());
+  cmd->add_option("--out", o.out, "Chrome trace JSON")->check(output_file());
+  cmd->add_option("--html", o.html, "HTML report")->check(output_file());
+  cmd->add_option("--summary", o.summary, "text summary")->check(output_file());
+  cmd->final_callback([&o] {
+    if (o.out.empty() && o.html.empty() && o.summary.empty()) {
+      if (o.in.empty())
+        o.out = "trace.json";
+      o.summary = "-";
     }
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "actorgrad trace: %s\n\n%s", e.what(), kUsage);
-    return kUsageError;
-  }
+    if (auto problem = output_problem(o.out); !o.out.empty() && !problem.empty())
+      throw CLI::ValidationError("--out", problem);
+    at_most_one_stdout({{"--out", o.out}, {"--html", o.html}, {"--summary", o.summary}});
+  });
+  return cmd;
+}
+
+int run_trace(const TraceOptions& o) {
   const trace::Timeline tl = o.in.empty() ? record(o) : trace::read_chrome_json(o.in);
-  trace::write_reports(tl, o.paths);
+  trace::write_reports(tl, {o.out, o.html, o.summary});
+  for (const std::string* path : {&o.out, &o.html, &o.summary})
+    if (!path->empty() && *path != "-")
+      std::fprintf(stderr, "actorgrad trace: wrote %s\n", path->c_str());
   return 0;
 }
 

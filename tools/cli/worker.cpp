@@ -1,94 +1,78 @@
 /// @file worker.cpp
-/// `actorgrad worker`: a process that serves distributed autograd
-/// (actors/remote/): it publishes its agent on host:port and runs the
-/// forward ops and backward parts that callers send it, until SIGINT or
-/// SIGTERM.
+/// `actorgrad worker` (worker.h).
 
+#include "tools/cli/worker.h"
+
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <pthread.h>
-#include <stdexcept>
 #include <string>
+#include <unistd.h>
 
 #include "actors/remote/runtime.h"
-#include "tools/cli/commands.h"
+#include "actorgrad/version.h"
+#include "tools/cli/flags.h"
+#include "tools/cli/format.h"
 
 namespace actorgrad::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: actorgrad worker --port P [flags]
+constexpr const char* kAbout = R"(
+Serves distributed autograd: publishes this process's agent with CAF's network
+layer and runs the forward ops (remote::remote_call) and the backward parts
+(remote::dist_backward) of the callers that connect to it.
 
-Serves distributed autograd: publishes this process's agent with CAF's
-network layer and runs the forward ops (remote::remote_call) and the backward
-parts (remote::dist_backward) of the callers that connect to it. Prints
-`listening on HOST:PORT` once it accepts connections; runs until SIGINT or
-SIGTERM.
+It logs to standard output, one timestamped line each: at start its version,
+protocol and the address it listens on (the line ends `listening on
+HOST:PORT`); then each caller that connects or disconnects, each refused
+handshake (another protocol version) and each peer lost during a backward;
+with --verbose each request too; with --quiet only failures. It stops within
+a second of SIGINT or SIGTERM: a backward pass still running then is
+abandoned, and its caller gets an error naming this worker.
 
-flags:
-  --port P            port to listen on; 0 picks a free one (printed)
-  --host H            address to listen on (default 127.0.0.1)
-  --timeout-ms T      how long a request this worker sends may wait for its
-                      reply (default 10000)
-  --enable-test-ops   serve the test ops test.slow_backward, test.nan_backward
-  -h, --help          this text
-
-Exit status: 0 after a signal, 1 on failure, 2 on a bad command line.
+Exit status: 0 after a signal, 1 when it cannot listen (the reason is
+printed), 2 on a bad command line.
 )";
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+/// How long a stopping worker lets a running local pass finish.
+constexpr std::chrono::milliseconds kGrace{300};
 
-long number(const std::string& flag, const std::string& v, long lo, long hi) {
-  std::size_t used = 0;
-  long n = 0;
-  try {
-    n = std::stol(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty() || n < lo || n > hi)
-    throw UsageError(flag + " expects an integer in [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "], not '" + v + "'");
-  return n;
+/// Prints `text` to stdout after a local timestamp (2025-01-31T12:00:00.123).
+void log_line(const std::string& text) {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  tm local{};
+  ::localtime_r(&now.tv_sec, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &local);
+  std::printf("%s.%03ld %s\n", stamp, now.tv_nsec / 1000000, text.c_str());
+  std::fflush(stdout);
 }
 
 } // namespace
 
-int run_worker(int argc, char** argv) {
-  long port = -1;
-  std::string host = "127.0.0.1";
-  remote::RuntimeConfig config;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= argc)
-          throw UsageError(arg + " needs a value");
-        return argv[++i];
-      };
-      if (arg == "-h" || arg == "--help") {
-        std::fputs(kUsage, stdout);
-        return 0;
-      } else if (arg == "--port") {
-        port = number(arg, value(), 0, 65535);
-      } else if (arg == "--host") {
-        host = value();
-      } else if (arg == "--timeout-ms") {
-        config.timeout = std::chrono::milliseconds(number(arg, value(), 1, 3600 * 1000));
-      } else if (arg == "--enable-test-ops") {
-        config.test_ops = true;
-      } else {
-        throw UsageError("unknown flag '" + arg + "'");
-      }
-    }
-    if (port < 0)
-      throw UsageError("--port is required (0 picks a free port)");
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "actorgrad worker: %s\n\n%s", e.what(), kUsage);
-    return kUsageError;
-  }
+CLI::App* add_worker(CLI::App& app, WorkerOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+    "worker", "serve distributed autograd on a port (remote forward ops and backward)");
+  cmd->footer(kAbout);
+  cmd->add_option("--port", o.port, "port to listen on; 0 picks a free one (logged)")
+    ->check(integer_in(0, 65535))
+    ->required();
+  cmd->add_option("--host", o.host, "address to listen on");
+  cmd->add_option("--timeout-ms", o.timeout_ms,
+                  "how long a request this worker sends may wait for its reply")
+    ->check(integer_in(1, 3600 * 1000));
+  cmd->add_flag("--enable-test-ops", o.test_ops,
+                "serve the test ops test.slow_backward, test.nan_backward");
+  CLI::Option* quiet = cmd->add_flag("--quiet", o.quiet, "log only failures");
+  cmd->add_flag("--verbose", o.verbose, "also log each request")->excludes(quiet);
+  return cmd;
+}
 
+int run_worker(const WorkerOptions& o) {
   // Every thread the runtime starts inherits this mask, so SIGINT/SIGTERM
   // reach only the sigwait below.
   sigset_t stop;
@@ -97,14 +81,30 @@ int run_worker(int argc, char** argv) {
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
+  const remote::LogLevel most = o.quiet     ? remote::LogLevel::warning
+                                : o.verbose ? remote::LogLevel::debug
+                                            : remote::LogLevel::info;
+  remote::RuntimeConfig config;
+  config.timeout = std::chrono::milliseconds(o.timeout_ms);
+  config.test_ops = o.test_ops;
+  config.log = [most](remote::LogLevel level, const std::string& text) {
+    if (level <= most)
+      log_line(text);
+  };
   remote::Runtime runtime(config);
-  auto actual = runtime.publish(static_cast<std::uint16_t>(port), host);
-  std::printf("listening on %s:%u\n", host.c_str(), static_cast<unsigned>(actual));
-  std::fflush(stdout);
+  const std::uint16_t port = runtime.publish(static_cast<std::uint16_t>(o.port), o.host);
+  log_line(format("actorgrad worker %s (protocol %u, pid %d) listening on %s:%u",
+                  ACTORGRAD_VERSION, static_cast<unsigned>(remote::kProtocolVersion),
+                  static_cast<int>(::getpid()), o.host.c_str(), static_cast<unsigned>(port)));
   int sig = 0;
   sigwait(&stop, &sig);
-  std::fprintf(stderr, "actorgrad worker %s:%u: stopping (signal %d)\n", host.c_str(),
-               static_cast<unsigned>(actual), sig);
+  log_line(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+  if (!runtime.shutdown(kGrace)) {
+    log_line(format("a backward pass was still running after %lld ms: exiting without it",
+                    static_cast<long long>(kGrace.count())));
+    std::_Exit(0);
+  }
+  log_line("stopped");
   return 0;
 }
 

@@ -12,6 +12,8 @@ set_target_properties(caf::io PROPERTIES IMPORTED_LOCATION ${CAF_IO_LIBRARY}
 
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(Threads REQUIRED)
+# The command line's flag parser (header-only; package libcli11-dev).
+find_package(CLI11 2.1 REQUIRED CONFIG)
 find_package(Boost 1.74 REQUIRED COMPONENTS unit_test_framework)
 find_package(benchmark QUIET)
 

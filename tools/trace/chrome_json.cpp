@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <map>
 #include <ostream>
 #include <stdexcept>
@@ -170,7 +171,10 @@ Timeline read_chrome_json(const std::string& path) {
   namespace pt = boost::property_tree;
   pt::ptree root;
   try {
-    pt::read_json(path, root);
+    if (path == "-")
+      pt::read_json(std::cin, root);
+    else
+      pt::read_json(path, root);
   } catch (const pt::json_parser_error& e) {
     throw std::runtime_error("cannot read trace " + path + ": " + e.what());
   }

@@ -25,8 +25,9 @@ namespace actorgrad::trace {
 /// Writes `tl` as Chrome trace JSON (timestamps in microseconds, to the ns).
 void write_chrome_json(const Timeline& tl, std::ostream& out);
 
-/// Reads a file written by write_chrome_json. Throws std::runtime_error
-/// (naming `path`) when it cannot be read or is not such a trace.
+/// Reads a file written by write_chrome_json ("-": standard input). Throws
+/// std::runtime_error (naming `path`) when it cannot be read or is not
+/// such a trace.
 Timeline read_chrome_json(const std::string& path);
 
 } // namespace actorgrad::trace
