@@ -181,8 +181,9 @@ RemoteWorker Runtime::connect(const std::string& host, std::uint16_t port) {
   const std::string name = host + ":" + std::to_string(port);
   caf::actor worker = open_connection(host, port);
   const std::string what = "cannot connect to worker " + name;
-  Hello me{kProtocolVersion, ACTORGRAD_VERSION, published_name_, host_name(), agent_};
-  auto hello = ask<HelloReply>(worker, std::move(me), config_.timeout, what + ": handshake");
+  auto hello = ask<HelloReply>(
+    worker, Hello{kProtocolVersion, ACTORGRAD_VERSION, published_name_, host_name(), agent_},
+    config_.timeout, what + ": handshake");
   if (hello.protocol_version != kProtocolVersion)
     throw DistError(what + ": it speaks actorgrad protocol " +
                     std::to_string(hello.protocol_version) + " (actorgrad " +
