@@ -1,3 +1,7 @@
+// Over 300 lines on purpose: the dispatch loop, the handling of every
+// message it drains and the Notes on completion, errors and monitors that
+// explain both are one unit; split, a reader would lose the invariants
+// (Note [Completion without a lock]) that tie them together.
 #include "actors/detail/runner.h"
 
 #include <caf/system_messages.hpp>

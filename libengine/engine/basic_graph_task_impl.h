@@ -3,6 +3,9 @@
 /// The algorithms of a backward call, over any graph type (see Note [Graph
 /// interface]). Included only where a graph type is instantiated
 /// (explicit instantiation), so the rest of the build does not compile them.
+/// Over 300 lines on purpose: these are PyTorch's GraphTask algorithms
+/// (create, compute_dependencies, init_to_execute, accept, evaluate), kept
+/// in one place so they can be read against engine.cpp side by side.
 
 #include <algorithm>
 #include <limits>
