@@ -1,9 +1,9 @@
-/// The cost of the engine's recorder (actors/trace/recorder.h) on the chain
+/// The cost of the engine's recorder (actors/trace/recorder.h, an EngineObserver) on the chain
 /// of 10^4 pass-through nodes (bench/common/workloads.h), run by one Engine
 /// with recording off and on.
 ///
 /// Off is the engine as everyone runs it: the recorder is compiled in and
-/// each recording site costs one untaken branch on TaskContext::recorder.
+/// each observation site costs one untaken branch on TaskContext::observer.
 /// Its cost against the engine without the recorder is measured with
 /// callgrind (instructions, not time), since the recorder cannot be compiled
 /// out:
