@@ -207,27 +207,35 @@ void Runner::dispatch_until(Done done) {
 void Runner::run(ReadyTask&& t) {
   GraphTaskBase& task = *t.graph_task;
   if (!task.has_error()) {
-    const TaskContext& ctx = context_of(task);
-    // The node's span covers its run and the delivery of its outputs, so the
-    // messages it sends start inside it.
-    NodeInfo info;
-    if (ctx.observer) [[unlikely]] {
-      info = task.describe(t.node.get());
-      ctx.observer->node_started(actor_, task, info);
+    if (const TaskContext& ctx = context_of(task); ctx.observer) [[unlikely]] {
+      run_observed(t, *ctx.observer);
+    } else {
+      try {
+        task.run(t, *this);
+      } catch (...) {
+        task.set_error(std::current_exception());
+      }
     }
-    wants_feeds_ = ctx.observer != nullptr;
-    try {
-      task.run(t, *this);
-    } catch (...) {
-      task.set_error(std::current_exception());
-      if (ctx.observer) [[unlikely]]
-        ctx.observer->error(actor_, task, std::current_exception());
-    }
-    if (ctx.observer) [[unlikely]]
-      ctx.observer->node_finished(actor_, task, info);
   }
   t.node.reset(); // the node goes before the count drops
   finish_one(t.graph_task);
+}
+
+void Runner::run_observed(ReadyTask& t, EngineObserver& observer) {
+  GraphTaskBase& task = *t.graph_task;
+  // The node's span covers its run and the delivery of its outputs, so the
+  // messages it sends start inside it.
+  const NodeInfo info = task.describe(t.node.get());
+  observer.node_started(actor_, task, info);
+  wants_feeds_ = true;
+  try {
+    task.run(t, *this);
+  } catch (...) {
+    task.set_error(std::current_exception());
+    observer.error(actor_, task, std::current_exception());
+  }
+  wants_feeds_ = false;
+  observer.node_finished(actor_, task, info);
 }
 
 void Runner::ready(ReadyTask&& t) {

@@ -93,6 +93,8 @@ private:
   template <class Done>
   void dispatch_until(Done done);
   void run(ReadyTask&& t);
+  /// run() with the observer told (cold: kept off the unobserved path).
+  [[gnu::cold]] void run_observed(ReadyTask& t, EngineObserver& observer);
   void finish_one(const std::shared_ptr<GraphTaskBase>& task);
   std::shared_ptr<TaskContext> make_context(const GraphTaskBase& task);
   void await_message();

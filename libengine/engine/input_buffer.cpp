@@ -72,7 +72,7 @@ std::optional<Stream> producer_stream(const std::optional<Stream>& node_stream,
   const Device d = grad.device();
   if (node_stream && node_stream->device == d)
     return node_stream;
-  if (!has_streams(d))
+  if (d.is_cpu() || !has_streams(d)) // the CPU first: no backend lookup
     return std::nullopt;
   return current_stream(d);
 }
