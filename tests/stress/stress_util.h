@@ -57,6 +57,14 @@ struct ExitAfterHang {
   }
 };
 
+/// Ends the process at once with status 1 after saying what hung: for a
+/// wait whose stuck operation owns state the test cannot leave behind.
+[[noreturn]] inline void exit_on_hang(const std::string& what) {
+  std::fprintf(stderr, "stress: HANG: %s; exiting\n", what.c_str());
+  std::fflush(nullptr);
+  std::_Exit(1);
+}
+
 /// Failures seen by any thread; the main thread reports them.
 class Failures {
 public:
