@@ -36,6 +36,11 @@ inline Seconds budget(double ci_default) {
   return Seconds(env && *env ? std::max(1.0, std::atof(env)) : ci_default);
 }
 
+/// The time `s` from now.
+inline Clock::time_point after(Seconds s) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(s);
+}
+
 /// Set when an operation hung and its thread was left behind (detached):
 /// the process cannot shut down cleanly then (see ExitAfterHang).
 inline std::atomic<bool>& hung() {
@@ -142,7 +147,8 @@ inline std::string difference(const variable_list& ref, const variable_list& act
   }
   for (std::size_t i = 0; i < ref.size(); ++i) {
     if (ref[i].defined() != act[i].defined()) {
-      os << "result " << i << " is defined only in the " << (ref[i].defined() ? "reference" : "engine");
+      os << "result " << i << " is defined only in the "
+         << (ref[i].defined() ? "reference" : "engine");
       return os.str();
     }
     if (!ref[i].defined())

@@ -115,7 +115,7 @@ void check_graph(std::uint64_t seed, bool async, Engine& eng, ReferenceExecutor&
       act1 = f.get();
     },
     stage, async ? "engine grad_async (create_graph)" : "engine grad (create_graph)");
-  auto outcome = [](const std::string& err) { return err.empty() ? "succeeded" : "failed: " + err; };
+  auto outcome = [](const std::string& e) { return e.empty() ? "succeeded" : "failed: " + e; };
   if (ref_err != act_err)
     return failures.add(where + ": first order: reference " + outcome(ref_err) + "; engine " +
                         outcome(act_err));
@@ -163,7 +163,7 @@ void run_thread(int t, std::uint64_t phase_seed, Clock::time_point deadline, Eng
 void run_phase(const char* phase, std::uint64_t phase_seed) {
   Engine& eng = actors_test::engine();
   const Seconds length = budget(15);
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(length);
+  const auto deadline = after(length);
   auto state = std::make_shared<PhaseState>();
   Counts& counts = state->counts;
   Failures& failures = state->failures;

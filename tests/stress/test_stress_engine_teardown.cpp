@@ -61,11 +61,14 @@ std::string asynchronous(Engine& eng) {
 /// A cpu node whose backward runs a nested call crossing to sim:1.
 std::string nested_crossing(Engine& eng) {
   auto ok = std::make_shared<bool>(false);
-  auto forward = [](FunctionContext&, const variable_list& in) { return variable_list{in[0].detach()}; };
+  auto forward = [](FunctionContext&, const variable_list& in) {
+    return variable_list{in[0].detach()};
+  };
   auto backward = [ok](FunctionContext&, const variable_list& g) {
     AutoGradMode enable(true);
     Tensor z = Tensor::ones({2}, DType::f64, kSim1).set_requires_grad();
-    *ok = grad({sum(mul(z, 4.0)).to(Device::cpu())}, {z})[0].to_vector() == std::vector<double>{4, 4};
+    Tensor dz = grad({sum(mul(z, 4.0)).to(Device::cpu())}, {z})[0];
+    *ok = dz.to_vector() == std::vector<double>{4, 4};
     return variable_list{g[0]};
   };
   Tensor x = Tensor::from_vector({1, -2}, {2}).set_requires_grad();
@@ -156,7 +159,7 @@ BOOST_AUTO_TEST_SUITE(stress)
 
 BOOST_AUTO_TEST_CASE(engine_destroyed_while_threads_that_used_it_live) {
   const Seconds length = budget(5);
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(length);
+  const auto deadline = after(length);
   const std::vector<std::pair<const char*, std::function<std::string(Engine&)>>> calls = {
     {"cpu-only call", cpu_only},
     {"call crossing to sim:0", crossing},
@@ -169,11 +172,12 @@ BOOST_AUTO_TEST_CASE(engine_destroyed_while_threads_that_used_it_live) {
       std::vector<std::unique_ptr<Foreign>> threads;
       for (const auto& c : calls)
         threads.push_back(std::make_unique<Foreign>(c.second, owned.engine()));
-      const auto calls_limit = Clock::now() + std::chrono::duration_cast<Clock::duration>(kCallLimit);
+      const auto calls_limit = after(kCallLimit);
       for (std::size_t i = 0; i < calls.size(); ++i) {
         if (threads[i]->called.wait_until(calls_limit) != std::future_status::ready) {
           hung() = true;
-          BOOST_ERROR(calls[i].first << ": no result within " << int(kCallLimit.count()) << " s (hang)");
+          BOOST_ERROR(calls[i].first << ": no result within " << int(kCallLimit.count())
+                                     << " s (hang)");
           continue;
         }
         const std::string r = threads[i]->called.get();

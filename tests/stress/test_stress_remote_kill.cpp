@@ -66,8 +66,9 @@ std::string two_worker_backward(remote::Runtime& rt, const remote::RemoteWorker&
   Tensor xl = clone(x.detach()).set_requires_grad();
   Tensor ol = matmul(tanh(matmul(xl, Wl)), Vl);
   auto want = grad({mean(mul(ol, ol))}, {xl, Wl, Vl});
-  const double d = std::max({max_diff(g.local_grad(x), want[0]), max_diff(g.remote_grad(a, w), want[1]),
-                             max_diff(g.remote_grad(c, v), want[2])});
+  const double d =
+    std::max({max_diff(g.local_grad(x), want[0]), max_diff(g.remote_grad(a, w), want[1]),
+              max_diff(g.remote_grad(c, v), want[2])});
   return d <= 1e-12 ? "" : "gradients differ from the single-process run by " + std::to_string(d);
 }
 
@@ -84,7 +85,7 @@ BOOST_AUTO_TEST_SUITE(stress)
 
 BOOST_AUTO_TEST_CASE(worker_killed_during_distributed_backward) {
   const Seconds length = budget(10);
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(length);
+  const auto deadline = after(length);
   std::mt19937_64 rng(99);
   WorkerProcess wa;
   remote::Runtime rt;
@@ -127,7 +128,8 @@ BOOST_AUTO_TEST_CASE(worker_killed_during_distributed_backward) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
         BOOST_TEST_REQUIRE(std::filesystem::exists(marker), "B never started its backward part");
         // Somewhere in the first half of B's part.
-        std::this_thread::sleep_for(std::chrono::microseconds(rng() % static_cast<int>(slow_ms * 500)));
+        const auto half_us = static_cast<std::uint64_t>(slow_ms * 500);
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % half_us));
         const auto killed = Clock::now();
         wb.kill();
         if (backward.wait_for(kHangLimit) != std::future_status::ready)
@@ -145,7 +147,8 @@ BOOST_AUTO_TEST_CASE(worker_killed_during_distributed_backward) {
       slowest = std::max(slowest, seconds);
       BOOST_TEST(!message.empty(), "dist_backward succeeded although its worker was killed");
       BOOST_TEST(contains(message, wb.name()), message);
-      BOOST_TEST(seconds < kErrorLimit.count(), "the error came " << seconds << " s after the kill");
+      BOOST_TEST(seconds < kErrorLimit.count(),
+                 "the error came " << seconds << " s after the kill");
       if (others.wait_for(kHangLimit) != std::future_status::ready)
         exit_on_hang("a survivor-only context after " + wb.name() + " was killed");
       try {

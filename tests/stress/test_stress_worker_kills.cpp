@@ -123,7 +123,7 @@ InFlight start(Engine& eng, bool cross, bool async) {
 
 /// Waits (bounded) until `eng` serves `d` with another worker than `before`.
 bool replaced(Engine& eng, Device d, const caf::actor& before) {
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(kReplaceLimit);
+  const auto deadline = after(kReplaceLimit);
   while (eng.worker(d) == before) {
     if (Clock::now() > deadline)
       return false;
@@ -139,7 +139,7 @@ void run_kills(bool cross) {
   config.max_recursion_depth = 2; // nested calls also go through the pool handoff
   auto eng = std::make_unique<Engine>(config);
   const Seconds length = budget(8);
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(length);
+  const auto deadline = after(length);
   std::mt19937_64 rng(2024);
   Failures failures;
   int rounds = 0, succeeded = 0, failed_naming_device = 0;
@@ -152,11 +152,11 @@ void run_kills(bool cross) {
       calls.push_back(start(*eng, cross, k % 2 == 1));
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
     caf::anon_send_exit(before, caf::exit_reason::kill);
-    const auto round_limit = Clock::now() + std::chrono::duration_cast<Clock::duration>(kCallLimit);
+    const auto round_limit = after(kCallLimit);
     for (int k = 0; k < kCallsPerRound; ++k) {
       auto& f = calls[k];
-      const std::string what = "round " + std::to_string(rounds) + (k % 2 ? " grad_async" : " grad") +
-                               " (" + victim.str() + " killed)";
+      const std::string what = "round " + std::to_string(rounds) +
+                               (k % 2 ? " grad_async" : " grad") + " (" + victim.str() + " killed)";
       if (f.result.wait_until(round_limit) != std::future_status::ready) {
         hung() = true;
         failures.add(what + ": no result " + std::to_string(int(kCallLimit.count())) +
