@@ -219,7 +219,8 @@ for t in "${targets[@]}"; do
   rc=0
   "$exe" "${args[@]}" >"$build/$t.log" 2>&1 || rc=$?
   reports="$(grep -c '^WARNING: ThreadSanitizer' "$build/$t.log" || true)"
-  suppressed="$(grep -o 'ThreadSanitizer: Matched [0-9]* suppressions' "$build/$t.log" | awk '{ s += $3 } END { print s + 0 }')"
+  suppressed="$({ grep -o 'ThreadSanitizer: Matched [0-9]* suppressions' "$build/$t.log" || true; } |
+                awk '{ s += $3 } END { print s + 0 }')"
   total_reports=$((total_reports + reports))
   summary="$reports TSan reports, $suppressed suppressed, $((SECONDS - start)) s"
   if (( rc == 0 )); then
