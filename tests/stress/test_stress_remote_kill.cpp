@@ -10,20 +10,17 @@
 // (ACTORGRAD_STRESS_SECONDS; 10 s by default, at least 2 rounds). Needs
 // ACTORGRAD_BIN (set by ctest).
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <future>
-#include <limits>
 #include <random>
 #include <string>
 #include <thread>
 
 #include "actors/remote/dist_context.h"
-#include "libengine/autograd.h"
 #include "libengine/ops.h"
+#include "tests/distributed/dist_test_util.h"
 #include "tests/distributed/worker_process.h"
 #include "tests/stress/stress_util.h"
 
@@ -36,39 +33,12 @@ namespace {
 const Seconds kErrorLimit{2};  ///< from the kill to the caller's error
 const Seconds kHangLimit{30};  ///< beyond this a backward is stuck
 
-/// Largest |a - b|; infinite when `a` is undefined or the shapes differ.
-double max_diff(const Tensor& a, const Tensor& b) {
-  if (!a.defined() || a.shape() != b.shape())
-    return std::numeric_limits<double>::infinity();
-  const auto va = a.to_vector(), vb = b.to_vector();
-  double m = 0;
-  for (std::size_t i = 0; i < va.size(); ++i)
-    m = std::max(m, std::abs(va[i] - vb[i]));
-  return m;
-}
-
-/// x -> a: linear(W) -> caller: tanh -> c: linear(V) -> loss; "" when the
-/// gradients of x, W and V equal a single-process run's (1e-12).
+/// dist_test::two_layer_difference across `a` and `c`, with parameter
+/// names unique to `seed`: "" when it is within 1e-12.
 std::string two_worker_backward(remote::Runtime& rt, const remote::RemoteWorker& a,
                                 const remote::RemoteWorker& c, std::uint64_t seed) {
-  Tensor x = Tensor::randn({5, 4}, seed).set_requires_grad();
-  Tensor W = Tensor::randn({4, 6}, seed + 1), V = Tensor::randn({6, 2}, seed + 2);
-  const std::string w = "W" + std::to_string(seed), v = "V" + std::to_string(seed);
-  a.create_param(w, W);
-  c.create_param(v, V);
-  remote::DistContext ctx(rt);
-  Tensor h = tanh(remote::remote_call(ctx, a, "linear", {x}, {{w}})[0]);
-  Tensor out = remote::remote_call(ctx, c, "linear", {h}, {{v}})[0];
-  remote::dist_backward(ctx, {mean(mul(out, out))});
-  auto g = remote::get_gradients(ctx);
-
-  Tensor Wl = clone(W).set_requires_grad(), Vl = clone(V).set_requires_grad();
-  Tensor xl = clone(x.detach()).set_requires_grad();
-  Tensor ol = matmul(tanh(matmul(xl, Wl)), Vl);
-  auto want = grad({mean(mul(ol, ol))}, {xl, Wl, Vl});
-  const double d =
-    std::max({max_diff(g.local_grad(x), want[0]), max_diff(g.remote_grad(a, w), want[1]),
-              max_diff(g.remote_grad(c, v), want[2])});
+  const double d = dist_test::two_layer_difference(rt, a, c, seed, "W" + std::to_string(seed),
+                                                   "V" + std::to_string(seed));
   return d <= 1e-12 ? "" : "gradients differ from the single-process run by " + std::to_string(d);
 }
 
