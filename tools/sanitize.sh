@@ -2,8 +2,8 @@
 # Builds the actor-engine tests that stress concurrency, reentrancy, faults,
 # recording and sim streams with ASan + UBSan (build-asan/) and runs them: any leak
 # (LeakSanitizer), memory error or undefined behaviour fails. Part of the
-# README's test command (tools/test.sh). TSan is not used: Debian's CAF is
-# not instrumented, so TSan reports false races inside it.
+# README's test command (tools/test.sh). TSan needs a CAF built with it
+# (Debian's is not instrumented): tools/tsan.sh builds one and runs TSan.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

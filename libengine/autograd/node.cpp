@@ -1,6 +1,7 @@
 #include "libengine/autograd/node.h"
 
 #include <atomic>
+#include <vector>
 
 #include "libengine/tensor/tensor.h"
 
@@ -47,32 +48,31 @@ std::uint32_t Node::add_input_metadata(const Tensor& t) {
   return static_cast<std::uint32_t>(input_metadata_.size() - 1);
 }
 
-namespace {
-
-// Moves out the next edges of `fn` whose node nobody else holds, so they
-// are destroyed by the loop in delete_node instead of recursively.
-void gather_functions(Node* fn, std::vector<std::shared_ptr<Node>>& stack) {
-  fn->release_variables();
-  for (const auto& edge : fn->next_edges()) {
-    auto& next = const_cast<Edge&>(edge).function;
-    if (next.use_count() == 1)
-      stack.push_back(std::move(next));
-    else
-      next.reset();
-  }
-}
-
-} // namespace
-
+// Note [Deleting a graph without recursion or use_count]
+// Dropping the last reference to a node drops its next edges, whose nodes
+// may lose their last reference in turn: recursive deletion of a chain of
+// 10^6 nodes would overflow the stack. PyTorch's deleteNode moves out each
+// child whose use_count() is 1 and deletes it in a loop; but use_count() is
+// a relaxed load, so seeing 1 does not order this thread after another
+// owner's last use of that child (a worker that has just run the node of a
+// failed call and dropped it): TSan reports the pair, and weak memory would
+// allow it. Here a node is deleted only by its last owner's release (the
+// shared_ptr's acq_rel count); a deletion that starts while this thread is
+// already deleting is queued and done by the outer loop.
 void delete_node(Node* node) {
-  std::vector<std::shared_ptr<Node>> stack;
-  gather_functions(node, stack);
-  delete node;
-  while (!stack.empty()) {
-    auto fn = std::move(stack.back());
-    stack.pop_back();
-    gather_functions(fn.get(), stack);
+  thread_local std::vector<Node*>* queue = nullptr; // this thread's deletion in progress
+  if (queue) {
+    queue->push_back(node);
+    return;
   }
+  std::vector<Node*> pending{node};
+  queue = &pending;
+  while (!pending.empty()) {
+    Node* next = pending.back();
+    pending.pop_back();
+    delete next; // children that this frees are queued in `pending`
+  }
+  queue = nullptr;
 }
 
 } // namespace actorgrad

@@ -120,7 +120,7 @@ protected:
 
 /// Deletes a node and, iteratively, every node only it kept alive, so that
 /// dropping a chain of 10^6 nodes does not overflow the stack (PyTorch's
-/// deleteNode).
+/// deleteNode; see Note [Deleting a graph without recursion or use_count]).
 void delete_node(Node* node);
 
 /// Creates a node owned by a shared_ptr that deletes through delete_node.

@@ -6,6 +6,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "actors/engine.h"
 #include "libengine/autograd.h"
@@ -52,14 +53,30 @@ struct DepthCase {
   Device device;
 };
 
-void check_depth(Engine& engine, int depth, Device device) {
+/// What one backward through `depth` nested calls gave (no assertion here:
+/// several threads run it at once, and Boost.Test is not thread-safe).
+struct DepthResult {
+  std::vector<double> grad;
+  int nested_ok = 0;
+  int max_frames = 0;
+};
+
+DepthResult run_depth(Engine& engine, int depth, Device device) {
   std::atomic<int> ok{0};
   Tensor x = Tensor::from_vector({1, 2}, {2}, DType::f64, device).set_requires_grad();
   Tensor y = reentrant(x, depth, &ok)[0] * 2.0;
   auto g = grad({sum(y)}, {x}, {}, {}, false, false, engine)[0];
-  BOOST_TEST(g.to_vector() == std::vector<double>({2.0, 2.0}));
-  BOOST_TEST(ok.load() == depth, "nested backward calls that gave the right gradient");
-  BOOST_TEST(engine.stats().max_reentrant_frames_per_thread <= engine.config().max_recursion_depth);
+  return {g.to_vector(), ok.load(), engine.stats().max_reentrant_frames_per_thread};
+}
+
+void check_depth(Engine& engine, int depth, const DepthResult& r) {
+  BOOST_TEST(r.grad == std::vector<double>({2.0, 2.0}));
+  BOOST_TEST(r.nested_ok == depth, "nested backward calls that gave the right gradient");
+  BOOST_TEST(r.max_frames <= engine.config().max_recursion_depth);
+}
+
+void check_depth(Engine& engine, int depth, Device device) {
+  check_depth(engine, depth, run_depth(engine, depth, device));
 }
 
 EngineConfig sim_config() { return EngineConfig{{Device::sim(0), Device::sim(1)}}; }
@@ -89,14 +106,14 @@ BOOST_AUTO_TEST_CASE(configurable_depth_limit) {
 
 BOOST_AUTO_TEST_CASE(four_threads_each_reentrant_to_depth_100) {
   Engine engine(sim_config());
-  std::vector<std::future<void>> runs;
+  std::vector<std::future<DepthResult>> runs;
   for (int i = 0; i < 4; ++i)
     runs.push_back(std::async(std::launch::async, [&engine, i] {
-      check_depth(engine, 100, i % 2 ? Device::sim(i / 2) : Device::cpu());
+      return run_depth(engine, 100, i % 2 ? Device::sim(i / 2) : Device::cpu());
     }));
   for (auto& r : runs) {
     BOOST_REQUIRE(r.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
-    r.get();
+    check_depth(engine, 100, r.get());
   }
 }
 

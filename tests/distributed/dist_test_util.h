@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
@@ -16,6 +18,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/remote/runtime.h"
+#include "actors/remote/dist_context.h"
 #include "libengine/autograd.h"
 #include "libengine/ops.h"
 
@@ -91,6 +94,42 @@ std::string error_of(F&& fn) {
     return e.what();
   }
   return {};
+/// Largest |a - b|; infinite when `a` is undefined or the shapes differ.
+/// No Boost.Test assertion: safe on any thread.
+inline double max_diff(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || a.shape() != b.shape())
+    return std::numeric_limits<double>::infinity();
+  const auto va = a.to_vector(), vb = b.to_vector();
+  double m = 0;
+  for (std::size_t i = 0; i < va.size(); ++i)
+    m = std::max(m, std::abs(va[i] - vb[i]));
+  return m;
+}
+
+/// x -> a: linear(W) -> caller: tanh -> c: linear(V) -> mean(out^2), with a
+/// dist_backward across the processes (x, W, V drawn from seeds `seed`,
+/// +1, +2; W and V held by the workers as parameters `w` and `v`). Returns
+/// the largest difference of the gradients of x, W and V from a
+/// single-process run. Safe on any thread.
+inline double two_layer_difference(remote::Runtime& rt, const remote::RemoteWorker& a,
+                                   const remote::RemoteWorker& c, std::uint64_t seed,
+                                   const std::string& w, const std::string& v) {
+  Tensor x = Tensor::randn({5, 4}, seed).set_requires_grad();
+  Tensor W = Tensor::randn({4, 6}, seed + 1), V = Tensor::randn({6, 2}, seed + 2);
+  a.create_param(w, W);
+  c.create_param(v, V);
+  remote::DistContext ctx(rt);
+  Tensor h = tanh(remote::remote_call(ctx, a, "linear", {x}, {{w}})[0]);
+  Tensor out = remote::remote_call(ctx, c, "linear", {h}, {{v}})[0];
+  remote::dist_backward(ctx, {mean(mul(out, out))});
+  auto g = remote::get_gradients(ctx);
+
+  Tensor Wl = clone(W).set_requires_grad(), Vl = clone(V).set_requires_grad();
+  Tensor xl = clone(x.detach()).set_requires_grad();
+  Tensor ol = matmul(tanh(matmul(xl, Wl)), Vl);
+  auto want = grad({mean(mul(ol, ol))}, {xl, Wl, Vl});
+  return std::max({max_diff(g.local_grad(x), want[0]), max_diff(g.remote_grad(a, w), want[1]),
+                   max_diff(g.remote_grad(c, v), want[2])});
 }
 
 } // namespace actorgrad::dist_test
