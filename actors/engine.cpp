@@ -50,6 +50,9 @@ Engine::Engine(EngineConfig config)
     own_system_(std::make_unique<caf::actor_system>(*own_config_)),
     core_(std::make_shared<detail::EngineCore>(*own_system_, std::move(config))) {
   spawn_actors();
+  // The system's constructor left its logger on this thread too (see Note
+  // [CAF's thread-local logger]): drop it, so any thread may destroy the engine.
+  detail::ForeignThreadSpawn::forget(*own_system_);
 }
 
 Engine::Engine(caf::actor_system& system, EngineConfig config)

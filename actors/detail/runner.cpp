@@ -357,6 +357,15 @@ void Runner::handle(caf::mailbox_element& element) {
     if (actor_.role == ObservedActor::Role::device_worker) { // asked to exit: stops at once
       self_->fail_state(m.reason);
       stop_ = true;
+      // Calls this worker coordinates (reentrant calls made by its nodes)
+      // end with it: they fail naming it, as their other actors would see.
+      for (auto& frame : frames_) {
+        frame.task->set_error(std::make_exception_ptr(EngineError(
+          "the device worker of " + actor_.device.str() + " stopped (" +
+          core_.system.render(m.reason) + ") while GraphTask " + std::to_string(frame.task->id) +
+          " was running on it")));
+        frame.aborted = true;
+      }
     }
   }
 }

@@ -94,6 +94,8 @@ std::string error_of(F&& fn) {
     return e.what();
   }
   return {};
+}
+
 /// Largest |a - b|; infinite when `a` is undefined or the shapes differ.
 /// No Boost.Test assertion: safe on any thread.
 inline double max_diff(const Tensor& a, const Tensor& b) {
