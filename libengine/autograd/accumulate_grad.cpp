@@ -11,13 +11,8 @@ AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable))
   add_input_metadata(variable_);
 }
 
-std::vector<TensorPreHook> AccumulateGrad::tensor_pre_hooks() const {
-  std::vector<TensorPreHook> hooks = tensor_pre_hooks_;
-  auto& m = variable_.impl()->meta();
-  std::lock_guard<std::mutex> lock(m.mutex);
-  for (const auto& h : m.hooks)
-    hooks.push_back({0, h});
-  return hooks;
+const HookList<TensorHook>* AccumulateGrad::leaf_hooks() const {
+  return &variable_.impl()->meta().hooks;
 }
 
 variable_list AccumulateGrad::apply(variable_list&& grads) {

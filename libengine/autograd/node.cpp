@@ -1,6 +1,7 @@
 #include "libengine/autograd/node.h"
 
 #include <atomic>
+#include <stdexcept>
 
 #include "libengine/tensor/tensor.h"
 
@@ -45,6 +46,42 @@ std::uint32_t Node::add_input_metadata(const Tensor& t) {
     stream_ = m.stream;
   }
   return static_cast<std::uint32_t>(input_metadata_.size() - 1);
+}
+
+std::shared_ptr<void> Node::hook_owner(const char* api) {
+  auto self = weak_from_this().lock();
+  if (!self)
+    throw std::logic_error(std::string(api) + ": node " + name() +
+                           " is not owned by a shared_ptr (create it with make_node), so its "
+                           "hooks could not be removed");
+  return self;
+}
+
+void Node::check_input_nr(const char* api, std::uint32_t input_nr) const {
+  if (input_nr >= num_inputs())
+    throw std::out_of_range(std::string(api) + ": node " + name() + " has " +
+                            std::to_string(num_inputs()) + " inputs, no input " +
+                            std::to_string(input_nr));
+}
+
+HookHandle Node::add_pre_hook(NodePreHook hook, std::string name) {
+  return pre_hooks_.add(hook_owner("add_pre_hook"), std::move(hook), std::move(name));
+}
+
+HookHandle Node::add_post_hook(NodePostHook hook, std::string name) {
+  return post_hooks_.add(hook_owner("add_post_hook"), std::move(hook), std::move(name));
+}
+
+HookHandle Node::add_tensor_pre_hook(std::uint32_t input_nr, TensorHook hook, std::string name) {
+  check_input_nr("add_tensor_pre_hook", input_nr);
+  return tensor_pre_hooks_.add(hook_owner("add_tensor_pre_hook"), std::move(hook),
+                               std::move(name), input_nr);
+}
+
+HookHandle Node::add_retains_grad_hook(std::uint32_t input_nr, TensorHook hook) {
+  check_input_nr("add_retains_grad_hook", input_nr);
+  return retains_grad_hooks_.add(hook_owner("add_retains_grad_hook"), std::move(hook), {},
+                                 input_nr);
 }
 
 namespace {

@@ -11,7 +11,6 @@
 #include <map>
 #include <memory>
 #include <numeric>
-#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -335,7 +334,7 @@ int run_train(int argc, char** argv) {
     if (recording)
       recording->start_recording();
     const auto t0 = std::chrono::steady_clock::now();
-    backward({loss}, {}, std::nullopt, false, {}, *executor);
+    backward({loss}, {}, *executor);
     const auto t1 = std::chrono::steady_clock::now();
     if (recording) {
       trace::write_reports(trace::build_timeline(recording->stop_recording()),

@@ -1,0 +1,53 @@
+#pragma once
+/// @file call_hooks.h
+/// Running a node's hooks for the engine and checking what they return.
+
+#include <memory>
+
+#include "libengine/autograd/node.h"
+
+namespace actorgrad {
+
+/// A node's tensor pre-hooks, its leaf's hooks (AccumulateGrad) and its
+/// retain_grad hooks, read once (Note [Removing a hook while a backward
+/// runs]); null where a list is empty.
+struct TensorHookSnapshot {
+  explicit TensorHookSnapshot(const Node& fn);
+
+  std::shared_ptr<const HookList<TensorHook>::Entries> tensor_pre;
+  std::shared_ptr<const HookList<TensorHook>::Entries> leaf;
+  std::shared_ptr<const HookList<TensorHook>::Entries> retains_grad;
+};
+
+/// Every hook of a node, read once when the engine starts running it.
+struct HookSnapshot {
+  explicit HookSnapshot(const Node& fn);
+
+  TensorHookSnapshot tensor;
+  std::shared_ptr<const HookList<NodePreHook>::Entries> pre;
+  std::shared_ptr<const HookList<NodePostHook>::Entries> post;
+};
+
+/// Runs the tensor pre-hooks, then the leaf's hooks, then the retain_grad
+/// hooks of `hooks` on the defined gradients in `inputs`, in place. A
+/// defined result replaces the gradient when it has the shape, dtype and
+/// device of `fn`'s input metadata; otherwise throws EngineError naming the
+/// hook, `fn`, the input and the expected and actual metadata.
+void call_tensor_pre_hooks(const Node& fn, const TensorHookSnapshot& hooks, variable_list& inputs);
+/// The same with a snapshot taken now.
+void call_tensor_pre_hooks(Node& fn, variable_list& inputs);
+
+/// Runs the pre-hooks of `hooks`. A non-empty result replaces `inputs`: it
+/// must hold one gradient per input, each defined exactly where the input
+/// is, with the input metadata's shape, dtype and device (else EngineError
+/// naming the hook, `fn` and the input).
+void call_pre_hooks(const Node& fn, const HookSnapshot& hooks, variable_list& inputs);
+
+/// Runs the post-hooks of `hooks` on the validated `outputs` of `fn` and its
+/// `inputs`. A non-empty result replaces `outputs`: one gradient per
+/// output, checked like a pre-hook's against the metadata of the input each
+/// next edge points at (outputs along invalid edges are not checked).
+void call_post_hooks(const Node& fn, const HookSnapshot& hooks, variable_list& outputs,
+                     const variable_list& inputs);
+
+} // namespace actorgrad
