@@ -103,8 +103,8 @@ public:
   /// Registers a hook called with this tensor's gradient during backward
   /// (hooks run in registration order). A defined return value replaces the
   /// gradient and must have its shape, dtype and device, else the backward
-  /// fails with an error naming the hook (`name` when given, else its
-  /// index) and the node; an undefined one keeps the gradient. The handle's
+  /// fails with an error naming the hook (its index, and `name` when
+  /// given) and the node; an undefined one keeps the gradient. The handle's
   /// remove() takes the hook out (see hook_handle.h for removal during a
   /// backward).
   HookHandle register_hook(std::function<Tensor(const Tensor&)> hook, std::string name = {});
