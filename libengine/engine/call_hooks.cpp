@@ -72,7 +72,7 @@ void check_count(const HookLabel& hook, const char* slot_kind, std::size_t got,
                       "s (return one per " + slot_kind + ", or none to keep them)");
 }
 
-void run_tensor_hooks(const char* kind, const Node& fn, const HookList<TensorHook>::Entries* hooks,
+void run_tensor_hooks(const char* kind, const Node& fn, const HookList<TensorHook>::Snapshot& hooks,
                       variable_list& inputs) {
   if (!hooks)
     return;
@@ -104,9 +104,9 @@ HookSnapshot::HookSnapshot(const Node& fn)
   : tensor(fn), pre(fn.pre_hooks().snapshot()), post(fn.post_hooks().snapshot()) {}
 
 void call_tensor_pre_hooks(const Node& fn, const TensorHookSnapshot& hooks, variable_list& inputs) {
-  run_tensor_hooks("tensor pre-hook", fn, hooks.tensor_pre.get(), inputs);
-  run_tensor_hooks("leaf tensor hook", fn, hooks.leaf.get(), inputs);
-  run_tensor_hooks("retain_grad hook", fn, hooks.retains_grad.get(), inputs);
+  run_tensor_hooks("tensor pre-hook", fn, hooks.tensor_pre, inputs);
+  run_tensor_hooks("leaf tensor hook", fn, hooks.leaf, inputs);
+  run_tensor_hooks("retain_grad hook", fn, hooks.retains_grad, inputs);
 }
 
 void call_tensor_pre_hooks(Node& fn, variable_list& inputs) {

@@ -2,21 +2,19 @@
 /// @file call_hooks.h
 /// Running a node's hooks for the engine and checking what they return.
 
-#include <memory>
-
 #include "libengine/autograd/node.h"
 
 namespace actorgrad {
 
 /// A node's tensor pre-hooks, its leaf's hooks (AccumulateGrad) and its
 /// retain_grad hooks, read once (Note [Removing a hook while a backward
-/// runs]); null where a list is empty.
+/// runs]); empty where a list is.
 struct TensorHookSnapshot {
   explicit TensorHookSnapshot(const Node& fn);
 
-  std::shared_ptr<const HookList<TensorHook>::Entries> tensor_pre;
-  std::shared_ptr<const HookList<TensorHook>::Entries> leaf;
-  std::shared_ptr<const HookList<TensorHook>::Entries> retains_grad;
+  HookList<TensorHook>::Snapshot tensor_pre;
+  HookList<TensorHook>::Snapshot leaf;
+  HookList<TensorHook>::Snapshot retains_grad;
 };
 
 /// Every hook of a node, read once when the engine starts running it.
@@ -24,8 +22,8 @@ struct HookSnapshot {
   explicit HookSnapshot(const Node& fn);
 
   TensorHookSnapshot tensor;
-  std::shared_ptr<const HookList<NodePreHook>::Entries> pre;
-  std::shared_ptr<const HookList<NodePostHook>::Entries> post;
+  HookList<NodePreHook>::Snapshot pre;
+  HookList<NodePostHook>::Snapshot post;
 };
 
 /// Runs the tensor pre-hooks, then the leaf's hooks, then the retain_grad
