@@ -9,6 +9,7 @@ namespace actorgrad {
 
 AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
   add_input_metadata(variable_);
+  may_have_hooks_.store(true, std::memory_order_relaxed); // its leaf's, registered any time
 }
 
 const HookList<TensorHook>* AccumulateGrad::leaf_hooks() const {

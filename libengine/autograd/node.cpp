@@ -48,13 +48,17 @@ std::uint32_t Node::add_input_metadata(const Tensor& t) {
   return static_cast<std::uint32_t>(input_metadata_.size() - 1);
 }
 
-std::shared_ptr<void> Node::hook_owner(const char* api) {
+template <class Fn>
+HookHandle Node::add_hook(const char* api, HookList<Fn>& list, Fn hook, std::string name,
+                          std::uint32_t input_nr) {
   auto self = weak_from_this().lock();
   if (!self)
-    throw std::logic_error(std::string(api) + ": node " + name() +
+    throw std::logic_error(std::string(api) + ": node " + this->name() +
                            " is not owned by a shared_ptr (create it with make_node), so its "
                            "hooks could not be removed");
-  return self;
+  HookHandle handle = list.add(self, std::move(hook), std::move(name), input_nr);
+  may_have_hooks_.store(true, std::memory_order_release);
+  return handle;
 }
 
 void Node::check_input_nr(const char* api, std::uint32_t input_nr) const {
@@ -65,23 +69,22 @@ void Node::check_input_nr(const char* api, std::uint32_t input_nr) const {
 }
 
 HookHandle Node::add_pre_hook(NodePreHook hook, std::string name) {
-  return pre_hooks_.add(hook_owner("add_pre_hook"), std::move(hook), std::move(name));
+  return add_hook("add_pre_hook", pre_hooks_, std::move(hook), std::move(name));
 }
 
 HookHandle Node::add_post_hook(NodePostHook hook, std::string name) {
-  return post_hooks_.add(hook_owner("add_post_hook"), std::move(hook), std::move(name));
+  return add_hook("add_post_hook", post_hooks_, std::move(hook), std::move(name));
 }
 
 HookHandle Node::add_tensor_pre_hook(std::uint32_t input_nr, TensorHook hook, std::string name) {
   check_input_nr("add_tensor_pre_hook", input_nr);
-  return tensor_pre_hooks_.add(hook_owner("add_tensor_pre_hook"), std::move(hook),
-                               std::move(name), input_nr);
+  return add_hook("add_tensor_pre_hook", tensor_pre_hooks_, std::move(hook), std::move(name),
+                  input_nr);
 }
 
 HookHandle Node::add_retains_grad_hook(std::uint32_t input_nr, TensorHook hook) {
   check_input_nr("add_retains_grad_hook", input_nr);
-  return retains_grad_hooks_.add(hook_owner("add_retains_grad_hook"), std::move(hook), {},
-                                 input_nr);
+  return add_hook("add_retains_grad_hook", retains_grad_hooks_, std::move(hook), {}, input_nr);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 /// @file node.h
 /// A backward function of the autograd graph (PyTorch's torch::autograd::Node).
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -113,10 +114,10 @@ public:
   /// The hooks registered on the leaf this node accumulates into
   /// (AccumulateGrad); they run after tensor_pre_hooks(). Null elsewhere.
   virtual const HookList<TensorHook>* leaf_hooks() const { return nullptr; }
-  /// False when the engine can skip the tensor pre-hook pass.
-  bool has_tensor_pre_hooks() const {
-    return !tensor_pre_hooks_.empty() || !retains_grad_hooks_.empty() || is_accumulate_grad();
-  }
+  /// False when no hook was ever registered on this node (nor is it an
+  /// AccumulateGrad, which runs its leaf's hooks): the engine then skips
+  /// every hook pass after this one load.
+  bool may_have_hooks() const { return may_have_hooks_.load(std::memory_order_acquire); }
 
 protected:
   /// Keeps topological_nr above that of `e`'s node.
@@ -132,11 +133,16 @@ protected:
   HookList<NodePostHook> post_hooks_;
   HookList<TensorHook> tensor_pre_hooks_;
   HookList<TensorHook> retains_grad_hooks_;
+  /// Set (never cleared) by every add_* after the hook is published, and by
+  /// AccumulateGrad's constructor; read by the engine before each node call.
+  std::atomic<bool> may_have_hooks_{false};
 
 private:
-  /// This node as the owner a HookHandle holds weakly; throws naming `api`
-  /// when no shared_ptr owns it.
-  std::shared_ptr<void> hook_owner(const char* api);
+  /// Registers `hook` in `list` (this node's), returns its handle and sets
+  /// may_have_hooks_; throws naming `api` when no shared_ptr owns this node.
+  template <class Fn>
+  HookHandle add_hook(const char* api, HookList<Fn>& list, Fn hook, std::string name,
+                      std::uint32_t input_nr = 0);
   /// Throws naming `api` unless `input_nr` is one of this node's inputs.
   void check_input_nr(const char* api, std::uint32_t input_nr) const;
 };

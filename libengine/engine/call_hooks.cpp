@@ -91,17 +91,17 @@ void run_tensor_hooks(const char* kind, const Node& fn, const HookList<TensorHoo
 
 } // namespace
 
-TensorHookSnapshot::TensorHookSnapshot(const Node& fn) {
-  if (!fn.has_tensor_pre_hooks())
-    return;
-  tensor_pre = fn.tensor_pre_hooks().snapshot();
-  if (const auto* l = fn.leaf_hooks())
-    leaf = l->snapshot();
-  retains_grad = fn.retains_grad_hooks().snapshot();
-}
+TensorHookSnapshot::TensorHookSnapshot(const Node& fn)
+  : tensor_pre(fn.tensor_pre_hooks().snapshot()),
+    leaf(fn.leaf_hooks() ? fn.leaf_hooks()->snapshot() : HookList<TensorHook>::Snapshot()),
+    retains_grad(fn.retains_grad_hooks().snapshot()) {}
 
-HookSnapshot::HookSnapshot(const Node& fn)
-  : tensor(fn), pre(fn.pre_hooks().snapshot()), post(fn.post_hooks().snapshot()) {}
+void HookSnapshot::take(const Node& fn) {
+  tensor = TensorHookSnapshot(fn);
+  pre = fn.pre_hooks().snapshot();
+  post = fn.post_hooks().snapshot();
+  any = true;
+}
 
 void call_tensor_pre_hooks(const Node& fn, const TensorHookSnapshot& hooks, variable_list& inputs) {
   run_tensor_hooks("tensor pre-hook", fn, hooks.tensor_pre, inputs);
@@ -110,7 +110,7 @@ void call_tensor_pre_hooks(const Node& fn, const TensorHookSnapshot& hooks, vari
 }
 
 void call_tensor_pre_hooks(Node& fn, variable_list& inputs) {
-  if (fn.has_tensor_pre_hooks())
+  if (fn.may_have_hooks())
     call_tensor_pre_hooks(fn, TensorHookSnapshot(fn), inputs);
 }
 

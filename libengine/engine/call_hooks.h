@@ -10,6 +10,7 @@ namespace actorgrad {
 /// retain_grad hooks, read once (Note [Removing a hook while a backward
 /// runs]); empty where a list is.
 struct TensorHookSnapshot {
+  TensorHookSnapshot() = default;
   explicit TensorHookSnapshot(const Node& fn);
 
   HookList<TensorHook>::Snapshot tensor_pre;
@@ -17,13 +18,23 @@ struct TensorHookSnapshot {
   HookList<TensorHook>::Snapshot retains_grad;
 };
 
-/// Every hook of a node, read once when the engine starts running it.
+/// Every hook of a node, read once when the engine starts running it; for a
+/// node without hooks (Node::may_have_hooks) that is one load, and the
+/// snapshot is false.
 struct HookSnapshot {
-  explicit HookSnapshot(const Node& fn);
+  explicit HookSnapshot(const Node& fn) {
+    if (fn.may_have_hooks())
+      take(fn);
+  }
+  explicit operator bool() const { return any; }
 
   TensorHookSnapshot tensor;
   HookList<NodePreHook>::Snapshot pre;
   HookList<NodePostHook>::Snapshot post;
+  bool any = false;
+
+private:
+  void take(const Node& fn);
 };
 
 /// Runs the tensor pre-hooks, then the leaf's hooks, then the retain_grad

@@ -15,8 +15,10 @@ namespace {
 // pre-hooks -> apply -> validate -> post-hooks.
 variable_list call_function(Node& fn, variable_list inputs) {
   const HookSnapshot hooks(fn);
-  call_tensor_pre_hooks(fn, hooks.tensor, inputs);
-  call_pre_hooks(fn, hooks, inputs);
+  if (hooks) {
+    call_tensor_pre_hooks(fn, hooks.tensor, inputs);
+    call_pre_hooks(fn, hooks, inputs);
+  }
   variable_list outputs;
   if (!hooks.post) {
     outputs = fn.apply(std::move(inputs));
@@ -25,7 +27,8 @@ variable_list call_function(Node& fn, variable_list inputs) {
     outputs = fn.apply(std::move(copy));
   }
   validate_outputs(fn, outputs);
-  call_post_hooks(fn, hooks, outputs, inputs);
+  if (hooks.post)
+    call_post_hooks(fn, hooks, outputs, inputs);
   return outputs;
 }
 
