@@ -116,19 +116,18 @@ variable_list check_grad_results(variable_list result, const variable_list& inpu
   return result;
 }
 
-void backward(const variable_list& tensors, const variable_list& grad_tensors,
-              std::optional<bool> retain_graph, bool create_graph, const variable_list& inputs,
-              Executor& executor) {
-  auto call = make_backward_call(tensors, grad_tensors, retain_graph, create_graph, inputs);
+void backward(const variable_list& tensors, const BackwardOptions& options, Executor& executor) {
+  auto call = make_backward_call(tensors, options.grad_tensors, options.retain_graph,
+                                 options.create_graph, options.inputs);
   executor.execute(call.roots, std::move(call.root_grads), call.options, call.outputs);
 }
 
 variable_list grad(const variable_list& outputs, const variable_list& inputs,
-                   const variable_list& grad_outputs, std::optional<bool> retain_graph,
-                   bool create_graph, bool allow_unused, Executor& executor) {
-  auto call = make_grad_call(outputs, inputs, grad_outputs, retain_graph, create_graph);
+                   const GradOptions& options, Executor& executor) {
+  auto call = make_grad_call(outputs, inputs, options.grad_outputs, options.retain_graph,
+                             options.create_graph);
   auto result = executor.execute(call.roots, std::move(call.root_grads), call.options, call.outputs);
-  return check_grad_results(std::move(result), inputs, allow_unused);
+  return check_grad_results(std::move(result), inputs, options.allow_unused);
 }
 
 } // namespace actorgrad

@@ -44,6 +44,12 @@ Tensor expand(const Tensor& a, const Shape& shape);
 /// Sum a broadcast tensor back to `shape`; backward expands.
 Tensor sum_to(const Tensor& a, const Shape& shape);
 Tensor clone(const Tensor& a);
+/// `tensors` joined along `dim` (torch.cat): one dtype, one device, equal
+/// sizes except along `dim`. Each input's gradient is its slice.
+Tensor cat(const variable_list& tensors, std::int64_t dim = 0);
+/// `tensors` (one shape) joined along a new dimension `dim`, in
+/// [-(rank + 1), rank] (torch.stack). Each input's gradient is its slice.
+Tensor stack(const variable_list& tensors, std::int64_t dim = 0);
 Tensor index_select(const Tensor& a, std::int64_t dim, const std::vector<std::int64_t>& index);
 /// Elements [start, start + length) along `dim`.
 Tensor narrow(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t length);

@@ -70,7 +70,7 @@ ReentrantCase::ReentrantCase(int depth, Executor* engine, Device device)
   if (engine) {
     nested_ = std::make_shared<NestedGrad>(
       [](const Tensor& loss, const Tensor& input) { return grad({loss}, {input})[0]; });
-    top_ = [this, engine] { return grad({loss_}, {x_}, {}, true, false, false, *engine)[0]; };
+    top_ = [this, engine] { return grad({loss_}, {x_}, {.retain_graph = true}, *engine)[0]; };
   } else {
     nested_ = std::make_shared<NestedGrad>(chain_grad);
     top_ = [this] { return chain_grad(loss_, x_); };

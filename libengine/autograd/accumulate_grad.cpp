@@ -9,15 +9,11 @@ namespace actorgrad {
 
 AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
   add_input_metadata(variable_);
+  may_have_hooks_.store(true, std::memory_order_relaxed); // its leaf's, registered any time
 }
 
-std::vector<TensorPreHook> AccumulateGrad::tensor_pre_hooks() const {
-  std::vector<TensorPreHook> hooks = tensor_pre_hooks_;
-  auto& m = variable_.impl()->meta();
-  std::lock_guard<std::mutex> lock(m.mutex);
-  for (const auto& h : m.hooks)
-    hooks.push_back({0, h});
-  return hooks;
+const HookList<TensorHook>* AccumulateGrad::leaf_hooks() const {
+  return &variable_.impl()->meta().hooks;
 }
 
 variable_list AccumulateGrad::apply(variable_list&& grads) {

@@ -18,7 +18,7 @@ public:
   std::string name() const override { return "AccumulateGrad"; }
   bool is_accumulate_grad() const override { return true; }
   /// The leaf's own hooks (registered with Tensor::register_hook).
-  std::vector<TensorPreHook> tensor_pre_hooks() const override;
+  const HookList<TensorHook>* leaf_hooks() const override;
 
   const Tensor& variable() const { return variable_; }
 

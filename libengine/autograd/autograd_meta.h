@@ -6,15 +6,16 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <vector>
 
+#include "libengine/autograd/hook_list.h"
 #include "libengine/tensor/tensor.h"
 
 namespace actorgrad {
 
 class Node;
 
-/// A tensor's gradient hook: a defined return value replaces the gradient.
+/// A tensor's gradient hook: a defined return value (of the gradient's
+/// shape, dtype and device) replaces the gradient; an undefined one keeps it.
 using TensorHook = std::function<Tensor(const Tensor&)>;
 
 /// Autograd state of one tensor (PyTorch's AutogradMeta).
@@ -29,8 +30,9 @@ struct AutogradMeta {
   std::uint32_t output_nr = 0;
   /// A leaf's AccumulateGrad, held weakly: the graph owns it.
   std::weak_ptr<Node> grad_accumulator;
-  /// Hooks of a leaf (a non-leaf's hooks live on its grad_fn).
-  std::vector<TensorHook> hooks;
+  /// Hooks of a leaf (a non-leaf's hooks live on its grad_fn); its
+  /// AccumulateGrad runs them.
+  HookList<TensorHook> hooks;
   /// Guards grad_accumulator creation and `grad` against concurrent backward
   /// calls on one leaf, as PyTorch's AutogradMeta and AccumulateGrad do. This
   /// is leaf data, not scheduling state.

@@ -123,7 +123,7 @@ variable_list checkpoint(std::function<variable_list(const variable_list&)> fn,
         root_grads.push_back(grads[i]);
       }
     if (!roots.empty())
-      actorgrad::backward(roots, root_grads); // reentrant: runs on this node's engine
+      actorgrad::backward(roots, {.grad_tensors = root_grads}); // reentrant: on this node's engine
     variable_list result;
     for (const auto& d : detached)
       result.push_back(d.defined() && d.requires_grad() ? d.grad() : Tensor());

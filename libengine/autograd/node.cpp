@@ -1,6 +1,7 @@
 #include "libengine/autograd/node.h"
 
 #include <atomic>
+#include <stdexcept>
 #include <vector>
 
 #include "libengine/tensor/tensor.h"
@@ -46,6 +47,45 @@ std::uint32_t Node::add_input_metadata(const Tensor& t) {
     stream_ = m.stream;
   }
   return static_cast<std::uint32_t>(input_metadata_.size() - 1);
+}
+
+template <class Fn>
+HookHandle Node::add_hook(const char* api, HookList<Fn>& list, Fn hook, std::string name,
+                          std::uint32_t input_nr) {
+  auto self = weak_from_this().lock();
+  if (!self)
+    throw std::logic_error(std::string(api) + ": node " + this->name() +
+                           " is not owned by a shared_ptr (create it with make_node), so its "
+                           "hooks could not be removed");
+  HookHandle handle = list.add(self, std::move(hook), std::move(name), input_nr);
+  may_have_hooks_.store(true, std::memory_order_release);
+  return handle;
+}
+
+void Node::check_input_nr(const char* api, std::uint32_t input_nr) const {
+  if (input_nr >= num_inputs())
+    throw std::out_of_range(std::string(api) + ": node " + name() + " has " +
+                            std::to_string(num_inputs()) + " inputs, no input " +
+                            std::to_string(input_nr));
+}
+
+HookHandle Node::add_pre_hook(NodePreHook hook, std::string name) {
+  return add_hook("add_pre_hook", pre_hooks_, std::move(hook), std::move(name));
+}
+
+HookHandle Node::add_post_hook(NodePostHook hook, std::string name) {
+  return add_hook("add_post_hook", post_hooks_, std::move(hook), std::move(name));
+}
+
+HookHandle Node::add_tensor_pre_hook(std::uint32_t input_nr, TensorHook hook, std::string name) {
+  check_input_nr("add_tensor_pre_hook", input_nr);
+  return add_hook("add_tensor_pre_hook", tensor_pre_hooks_, std::move(hook), std::move(name),
+                  input_nr);
+}
+
+HookHandle Node::add_retains_grad_hook(std::uint32_t input_nr, TensorHook hook) {
+  check_input_nr("add_retains_grad_hook", input_nr);
+  return add_hook("add_retains_grad_hook", retains_grad_hooks_, std::move(hook), {}, input_nr);
 }
 
 // Note [Deleting a graph without recursion or use_count]

@@ -2,6 +2,7 @@
 /// @file node.h
 /// A backward function of the autograd graph (PyTorch's torch::autograd::Node).
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -9,23 +10,21 @@
 #include <utility>
 #include <vector>
 
+#include "libengine/autograd/autograd_meta.h"
 #include "libengine/autograd/edge.h"
+#include "libengine/autograd/hook_list.h"
 #include "libengine/autograd/input_metadata.h"
 #include "libengine/tensor/tensor.h"
 
 namespace actorgrad {
 
-/// Replaces the gradients a node receives (a non-empty result replaces them).
+/// Sees the gradients a node receives; a non-empty result (one gradient
+/// per input) replaces them.
 using NodePreHook = std::function<variable_list(const variable_list& grad_outputs)>;
-/// Sees the gradients a node produced and received; a non-empty result
-/// replaces the produced ones.
+/// Sees the gradients a node produced and received; a non-empty result (one
+/// gradient per output) replaces the produced ones.
 using NodePostHook =
   std::function<variable_list(const variable_list& grad_inputs, const variable_list& grad_outputs)>;
-/// A hook on the gradient arriving at one input of a node (a tensor's hook).
-struct TensorPreHook {
-  std::uint32_t input_nr;
-  std::function<Tensor(const Tensor&)> fn;
-};
 
 /// Next value of the global sequence counter (later-created nodes run first).
 std::uint64_t next_sequence_nr();
@@ -35,8 +34,9 @@ std::uint64_t next_sequence_nr();
 /// inputs (its outputs, one per `next_edges`).
 ///
 /// Nodes are immutable while a GraphTask runs them, except for the saved
-/// variables that `release_variables` frees, so several GraphTasks may run
-/// one graph at once (with retain_graph).
+/// variables that `release_variables` frees and the hooks (which may be
+/// added and removed at any time, see hook_handle.h), so several GraphTasks
+/// may run one graph at once (with retain_graph).
 class Node : public std::enable_shared_from_this<Node> {
 public:
   explicit Node(edge_list next_edges = {});
@@ -84,23 +84,40 @@ public:
 
   // -- hooks ------------------------------------------------------------------
 
-  void add_pre_hook(NodePreHook h) { pre_hooks_.push_back(std::move(h)); }
-  void add_post_hook(NodePostHook h) { post_hooks_.push_back(std::move(h)); }
-  void add_tensor_pre_hook(std::uint32_t input_nr, std::function<Tensor(const Tensor&)> fn) {
-    tensor_pre_hooks_.push_back({input_nr, std::move(fn)});
-  }
-  /// Runs after the tensor pre-hooks; used by retain_grad.
-  void add_retains_grad_hook(std::uint32_t input_nr, std::function<Tensor(const Tensor&)> fn) {
-    retains_grad_hooks_.push_back({input_nr, std::move(fn)});
-  }
-  const std::vector<NodePreHook>& pre_hooks() const { return pre_hooks_; }
-  const std::vector<NodePostHook>& post_hooks() const { return post_hooks_; }
-  /// Tensor pre-hooks, in registration order (AccumulateGrad reads its leaf's).
-  virtual std::vector<TensorPreHook> tensor_pre_hooks() const { return tensor_pre_hooks_; }
-  const std::vector<TensorPreHook>& retains_grad_hooks() const { return retains_grad_hooks_; }
-  bool has_tensor_pre_hooks() const {
-    return !tensor_pre_hooks_.empty() || !retains_grad_hooks_.empty() || is_accumulate_grad();
-  }
+  // Every add_* returns the hook's handle (see Note [Removing a hook while a
+  // backward runs]); `name`, when given, is how errors about the hook's
+  // result name it. Hooks run in registration order. A hook's result is
+  // checked against the metadata of the gradient it replaces (same shape,
+  // dtype and device; an error names the hook and this node). The node
+  // must be owned by a shared_ptr (make_node).
+
+  /// Adds a hook called with the gradients this node receives, after the
+  /// tensor pre-hooks.
+  HookHandle add_pre_hook(NodePreHook hook, std::string name = {});
+  /// Adds a hook called with the gradients this node produced (validated)
+  /// and received.
+  HookHandle add_post_hook(NodePostHook hook, std::string name = {});
+  /// Adds a hook on the gradient arriving at input `input_nr` (a tensor's
+  /// hook: Tensor::register_hook); an undefined result keeps the gradient.
+  HookHandle add_tensor_pre_hook(std::uint32_t input_nr, TensorHook hook, std::string name = {});
+  /// Adds a hook that runs after the tensor pre-hooks; used by retain_grad.
+  HookHandle add_retains_grad_hook(std::uint32_t input_nr, TensorHook hook);
+
+  /// The pre-hooks (the engine snapshots each list: call_hooks.h).
+  const HookList<NodePreHook>& pre_hooks() const { return pre_hooks_; }
+  /// The post-hooks.
+  const HookList<NodePostHook>& post_hooks() const { return post_hooks_; }
+  /// The tensor pre-hooks, each with its input_nr.
+  const HookList<TensorHook>& tensor_pre_hooks() const { return tensor_pre_hooks_; }
+  /// The retain_grad hooks, each with its input_nr.
+  const HookList<TensorHook>& retains_grad_hooks() const { return retains_grad_hooks_; }
+  /// The hooks registered on the leaf this node accumulates into
+  /// (AccumulateGrad); they run after tensor_pre_hooks(). Null elsewhere.
+  virtual const HookList<TensorHook>* leaf_hooks() const { return nullptr; }
+  /// False when no hook was ever registered on this node (nor is it an
+  /// AccumulateGrad, which runs its leaf's hooks): the engine then skips
+  /// every hook pass after this one load.
+  bool may_have_hooks() const { return may_have_hooks_.load(std::memory_order_acquire); }
 
 protected:
   /// Keeps topological_nr above that of `e`'s node.
@@ -112,10 +129,22 @@ protected:
   std::vector<InputMetadata> input_metadata_;
   Device device_;
   std::optional<Stream> stream_;
-  std::vector<NodePreHook> pre_hooks_;
-  std::vector<NodePostHook> post_hooks_;
-  std::vector<TensorPreHook> tensor_pre_hooks_;
-  std::vector<TensorPreHook> retains_grad_hooks_;
+  HookList<NodePreHook> pre_hooks_;
+  HookList<NodePostHook> post_hooks_;
+  HookList<TensorHook> tensor_pre_hooks_;
+  HookList<TensorHook> retains_grad_hooks_;
+  /// Set (never cleared) by every add_* after the hook is published, and by
+  /// AccumulateGrad's constructor; read by the engine before each node call.
+  std::atomic<bool> may_have_hooks_{false};
+
+private:
+  /// Registers `hook` in `list` (this node's), returns its handle and sets
+  /// may_have_hooks_; throws naming `api` when no shared_ptr owns this node.
+  template <class Fn>
+  HookHandle add_hook(const char* api, HookList<Fn>& list, Fn hook, std::string name,
+                      std::uint32_t input_nr = 0);
+  /// Throws naming `api` unless `input_nr` is one of this node's inputs.
+  void check_input_nr(const char* api, std::uint32_t input_nr) const;
 };
 
 /// Deletes a node and, iteratively, every node only it kept alive, so that

@@ -2,6 +2,7 @@
 
 #include "device/guards.h"
 #include "libengine/autograd/grad_mode.h"
+#include "libengine/engine/call_hooks.h"
 #include "libengine/engine/errors.h"
 #include "libengine/ops.h"
 #include "libengine/tensor/kernels.h"
@@ -10,40 +11,24 @@ namespace actorgrad {
 
 namespace {
 
-void call_tensor_pre_hooks(Node& fn, variable_list& inputs) {
-  if (!fn.has_tensor_pre_hooks())
-    return;
-  auto apply = [&](const std::vector<TensorPreHook>& hooks) {
-    for (const auto& h : hooks) {
-      Tensor& g = inputs.at(h.input_nr);
-      if (!g.defined())
-        continue;
-      if (Tensor r = h.fn(g); r.defined())
-        g = std::move(r);
-    }
-  };
-  apply(fn.tensor_pre_hooks());
-  apply(fn.retains_grad_hooks());
-}
-
 // Hooks, apply and validation, in PyTorch's order: tensor pre-hooks ->
 // pre-hooks -> apply -> validate -> post-hooks.
 variable_list call_function(Node& fn, variable_list inputs) {
-  call_tensor_pre_hooks(fn, inputs);
-  for (const auto& hook : fn.pre_hooks())
-    if (auto r = hook(inputs); !r.empty())
-      inputs = std::move(r);
+  const HookSnapshot hooks(fn);
+  if (hooks) {
+    call_tensor_pre_hooks(fn, hooks.tensor, inputs);
+    call_pre_hooks(fn, hooks, inputs);
+  }
   variable_list outputs;
-  if (fn.post_hooks().empty()) {
+  if (!hooks.post) {
     outputs = fn.apply(std::move(inputs));
   } else {
     variable_list copy = inputs;
     outputs = fn.apply(std::move(copy));
   }
   validate_outputs(fn, outputs);
-  for (const auto& hook : fn.post_hooks())
-    if (auto r = hook(outputs, inputs); !r.empty())
-      outputs = std::move(r);
+  if (hooks.post)
+    call_post_hooks(fn, hooks, outputs, inputs);
   return outputs;
 }
 

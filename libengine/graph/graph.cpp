@@ -211,13 +211,12 @@ variable_list Graph::run_backward(NodeId result, const std::vector<NodeId>& targ
   variable_list grads(targets.size());
   if (inputs.empty())
     return grads;
-  variable_list grad_outputs;
+  actorgrad::GradOptions grad_options{
+    .retain_graph = options.retain_graph, .create_graph = options.create_graph, .allow_unused = true};
   if (options.grad_output.defined())
-    grad_outputs.push_back(options.grad_output);
+    grad_options.grad_outputs.push_back(options.grad_output);
   Executor& executor = options.executor ? *options.executor : default_executor();
-  const variable_list found =
-    actorgrad::grad({values.front()}, inputs, grad_outputs, options.retain_graph,
-                    options.create_graph, /*allow_unused=*/true, executor);
+  const variable_list found = actorgrad::grad({values.front()}, inputs, grad_options, executor);
   for (std::size_t k = 0; k < slot.size(); ++k)
     grads[slot[k]] = found[k];
   if (!options.retain_graph.value_or(options.create_graph)) {

@@ -175,6 +175,22 @@ void add_(const Tensor& self, const Tensor& other, double alpha) {
                  [alpha](auto x, auto y) { return x + static_cast<decltype(x)>(alpha) * y; });
 }
 
+void sub_(const Tensor& self, const Tensor& other, double alpha) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(self), cuda::sub_(self, other, alpha));
+  binary_inplace("sub_", self, other,
+                 [alpha](auto x, auto y) { return x - static_cast<decltype(x)>(alpha) * y; });
+}
+
+void mul_(const Tensor& self, const Tensor& other) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(self), cuda::mul_(self, other));
+  binary_inplace("mul_", self, other, [](auto x, auto y) { return x * y; });
+}
+
+void div_(const Tensor& self, const Tensor& other) {
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(self), cuda::div_(self, other));
+  binary_inplace("div_", self, other, [](auto x, auto y) { return x / y; });
+}
+
 void copy_(const Tensor& self, const Tensor& src) {
   ACTORGRAD_CUDA_DISPATCH(on_cuda(self), cuda::copy_(self, src));
   binary_inplace("copy_", self, src, [](auto, auto y) { return y; });

@@ -1,6 +1,6 @@
 /// @file kernels_shape.cpp
 /// Shape changes and data movement: expand, transpose, view, row selection
-/// and scatter, copies, casts and device moves.
+/// and scatter, cat and stack, copies, casts and device moves.
 
 #include <cstring>
 #include <optional>
@@ -167,6 +167,44 @@ Tensor narrow_into_zeros(const Shape& shape, std::int64_t dim, std::int64_t star
   const auto length = src.size(d);
   check_range("narrow_into_zeros", dim, start, length, shape[d]);
   return scatter_add_rows(shape, d, iota(start, length), src);
+}
+
+Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  ACTORGRAD_CUDA_DISPATCH(!tensors.empty() && on_cuda(tensors[0]), cuda::cat(tensors, dim));
+  const auto c = cat_dims(tensors, dim);
+  auto out = empty_like(tensors[0], c.out);
+  const auto split = split_at(c.out, c.dim);
+  std::int64_t start = 0; // where the next input's rows go along dim
+  for (const auto& t : tensors) {
+    const auto rows = t.size(c.dim);
+    launch("cat", {&t}, {&out}, [t, out, split, start, rows] {
+      const auto row_bytes = static_cast<std::size_t>(split.inner) * element_size(t.dtype());
+      const auto* src = static_cast<const char*>(t.impl()->raw());
+      auto* dst = static_cast<char*>(out.impl()->raw());
+      for (std::int64_t o = 0; o < split.outer; ++o)
+        std::memcpy(dst + (o * split.size + start) * row_bytes, src + o * rows * row_bytes,
+                    rows * row_bytes);
+    });
+    start += rows;
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  check_joinable("stack", tensors);
+  const Shape& shape = tensors[0].shape();
+  Shape unsqueezed = shape;
+  unsqueezed.insert(unsqueezed.begin() + wrap_dim_for("stack", dim, tensors[0].dim() + 1), 1);
+  std::vector<Tensor> views;
+  views.reserve(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].shape() != shape)
+      throw std::invalid_argument("stack: tensors[" + std::to_string(i) + "] has shape " +
+                                  shape_str(tensors[i].shape()) + " but tensors[0] has shape " +
+                                  shape_str(shape) + " (expected one shape)");
+    views.push_back(view(tensors[i], unsqueezed));
+  }
+  return cat(views, dim);
 }
 
 Tensor clone(const Tensor& a) {

@@ -94,17 +94,13 @@ bool Tensor::retains_grad() const {
   return i.autograd && i.autograd->retains_grad;
 }
 
-void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
+HookHandle Tensor::register_hook(std::function<Tensor(const Tensor&)> hook, std::string name) {
   if (!requires_grad())
     throw std::invalid_argument("register_hook: " + describe() +
                                 " does not require grad, so no gradient reaches the hook");
-  if (auto fn = grad_fn()) {
-    fn->add_tensor_pre_hook(output_nr(), std::move(hook));
-    return;
-  }
-  auto& m = impl_->meta();
-  std::lock_guard<std::mutex> lock(m.mutex);
-  m.hooks.push_back(std::move(hook));
+  if (auto fn = grad_fn())
+    return fn->add_tensor_pre_hook(output_nr(), std::move(hook), std::move(name));
+  return impl_->meta().hooks.add(impl_, std::move(hook), std::move(name));
 }
 
 std::uint32_t Tensor::version() const {
@@ -128,10 +124,10 @@ Tensor Tensor::to(DType dtype) const { return to_dtype(*this, dtype); }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph,
                       const std::vector<Tensor>& inputs) const {
-  variable_list grads;
+  BackwardOptions options{{}, retain_graph, create_graph, inputs};
   if (gradient.defined())
-    grads.push_back(gradient);
-  actorgrad::backward({*this}, grads, retain_graph, create_graph, inputs);
+    options.grad_tensors.push_back(gradient);
+  actorgrad::backward({*this}, options);
 }
 
 namespace {
@@ -150,6 +146,24 @@ void check_inplace(const Tensor& t, const char* op) {
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
   check_inplace(*this, "add_");
   kernels::add_(*this, other, alpha);
+  return *this;
+}
+
+Tensor& Tensor::sub_(const Tensor& other, double alpha) {
+  check_inplace(*this, "sub_");
+  kernels::sub_(*this, other, alpha);
+  return *this;
+}
+
+Tensor& Tensor::mul_(const Tensor& other) {
+  check_inplace(*this, "mul_");
+  kernels::mul_(*this, other);
+  return *this;
+}
+
+Tensor& Tensor::div_(const Tensor& other) {
+  check_inplace(*this, "div_");
+  kernels::div_(*this, other);
   return *this;
 }
 

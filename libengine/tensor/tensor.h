@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "device/device.h"
+#include "libengine/autograd/hook_handle.h"
 #include "libengine/tensor/dtype.h"
 #include "libengine/tensor/shape.h"
 
@@ -99,9 +100,14 @@ public:
   /// Makes a non-leaf keep its gradient in grad() during backward.
   void retain_grad();
   bool retains_grad() const;
-  /// Registers a hook called with this tensor's gradient during backward;
-  /// a defined return value replaces the gradient.
-  void register_hook(std::function<Tensor(const Tensor&)> hook);
+  /// Registers a hook called with this tensor's gradient during backward
+  /// (hooks run in registration order). A defined return value replaces the
+  /// gradient and must have its shape, dtype and device, else the backward
+  /// fails with an error naming the hook (its index, and `name` when
+  /// given) and the node; an undefined one keeps the gradient. The handle's
+  /// remove() takes the hook out (see hook_handle.h for removal during a
+  /// backward).
+  HookHandle register_hook(std::function<Tensor(const Tensor&)> hook, std::string name = {});
   /// Bumped by every in-place op; shared with views and detached aliases.
   std::uint32_t version() const;
   /// A tensor sharing data and version counter, with no autograd history.
@@ -117,8 +123,15 @@ public:
 
   // -- in-place (bump the version; refused on tensors that need grad while grad mode is on)
 
+  /// this += alpha * other (`other` broadcast to this tensor's shape).
   Tensor& add_(const Tensor& other, double alpha = 1.0);
+  /// this -= alpha * other (`other` broadcast to this tensor's shape).
+  Tensor& sub_(const Tensor& other, double alpha = 1.0);
   Tensor& mul_(double factor);
+  /// this *= other (`other` broadcast to this tensor's shape).
+  Tensor& mul_(const Tensor& other);
+  /// this /= other (`other` broadcast to this tensor's shape).
+  Tensor& div_(const Tensor& other);
   Tensor& fill_(double value);
   Tensor& zero_();
   /// Copies `src` (same shape) into this tensor.

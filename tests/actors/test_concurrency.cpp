@@ -112,12 +112,12 @@ BOOST_AUTO_TEST_CASE(separate_graphs_in_parallel) {
       if (!d.is_cpu())
         crossing.fetch_add(1, std::memory_order_relaxed);
 
-      auto expected = grad({loss}, {x, w}, {}, true, false, false, reference);
+      auto expected = grad({loss}, {x, w}, {.retain_graph = true}, reference);
       variable_list got;
       if (i % 2 == 0) {
-        got = grad({loss}, {x, w}, {}, false, false, false, eng);
+        got = grad({loss}, {x, w}, {}, eng);
       } else { // backward() into the leaves' .grad
-        backward({loss}, {}, false, false, {}, eng);
+        backward({loss}, {}, eng);
         got = {x.grad(), w.grad()};
       }
       bool ok = got.size() == 2;
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(shared_graph_grad_retain_graph) {
   std::atomic<int> wrong{0};
   double secs = run_threads([&](int) {
     for (int i = 0; i < kIterations; ++i) {
-      auto r = grad({g.loss}, {g.x, g.v}, {}, true, false, false, eng);
+      auto r = grad({g.loss}, {g.x, g.v}, {.retain_graph = true}, eng);
       if (r.size() != 2 || !r[0].defined() || !r[1].defined() ||
           r[1].device() != Device::sim(1) || r[0].to_vector() != ex || r[1].to_vector() != ev)
         wrong.fetch_add(1);
@@ -202,7 +202,7 @@ BOOST_AUTO_TEST_CASE(shared_graph_backward_accumulates_into_shared_leaf) {
   auto ev = g.expected_v();
   double secs = run_threads([&](int) {
     for (int i = 0; i < kIterations; ++i)
-      backward({g.loss}, {}, true, false, {}, eng);
+      backward({g.loss}, {.retain_graph = true}, eng);
   });
   BOOST_TEST_MESSAGE("shared graph backward(): " << kThreads * kIterations << " calls in " << secs
                                                  << " s");
@@ -235,7 +235,7 @@ BOOST_AUTO_TEST_CASE(sync_and_async_calls_mixed) {
         }
         r = f.get();
       } else {
-        r = grad({g.loss}, {g.x}, {}, true, false, false, eng);
+        r = grad({g.loss}, {g.x}, {.retain_graph = true}, eng);
       }
       if (r.size() != 1 || !r[0].defined() || r[0].to_vector() != ex)
         wrong.fetch_add(1);

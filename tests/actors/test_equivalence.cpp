@@ -156,10 +156,11 @@ BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
     if (inputs.empty())
       inputs.push_back(g.leaves[0]);
     variable_list ref, act;
+    const GradOptions grad_options{
+      .grad_outputs = g.root_grads, .retain_graph = true, .allow_unused = true};
     const std::string ref_err =
-      attempt([&] { ref = grad(g.roots, inputs, g.root_grads, true, false, true, reference); });
-    const std::string act_err =
-      attempt([&] { act = grad(g.roots, inputs, g.root_grads, true, false, true, eng); });
+      attempt([&] { ref = grad(g.roots, inputs, grad_options, reference); });
+    const std::string act_err = attempt([&] { act = grad(g.roots, inputs, grad_options, eng); });
     std::string inputs_desc = where + " inputs=";
     for (const auto& t : inputs)
       for (std::size_t k = 0; k < g.values.size(); ++k)
@@ -172,10 +173,11 @@ BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
     // (2) backward() into every leaf's .grad.
     std::vector<Tensor> all_grads = g.values;
     clear_grads(all_grads);
-    guarded("reference backward()", where, [&] { backward(g.roots, g.root_grads, true, false, {}, reference); });
+    const BackwardOptions retained{.grad_tensors = g.root_grads, .retain_graph = true};
+    guarded("reference backward()", where, [&] { backward(g.roots, retained, reference); });
     variable_list ref_b = grads_of(g.leaves);
     clear_grads(all_grads);
-    guarded("actor backward()", where, [&] { backward(g.roots, g.root_grads, true, false, {}, eng); });
+    guarded("actor backward()", where, [&] { backward(g.roots, retained, eng); });
     variable_list act_b = grads_of(g.leaves);
     note(compare(ref_b, act_b, "backward(): " + where));
     calls += 2;
@@ -194,13 +196,14 @@ BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
         if (g.values[k].is_same(t))
           subset_desc += " [" + std::to_string(k) + "]";
     clear_grads(all_grads);
-    const std::string ref_s_err = attempt(
-      [&] { backward(g.roots, g.root_grads, true, false, subset, reference); });
+    BackwardOptions subset_options{
+      .grad_tensors = g.root_grads, .retain_graph = true, .inputs = subset};
+    const std::string ref_s_err =
+      attempt([&] { backward(g.roots, subset_options, reference); });
     variable_list ref_s = grads_of(g.values);
     clear_grads(all_grads);
-    const bool retain = gen.coin(0.5);
-    const std::string act_s_err =
-      attempt([&] { backward(g.roots, g.root_grads, retain, false, subset, eng); });
+    subset_options.retain_graph = gen.coin(0.5);
+    const std::string act_s_err = attempt([&] { backward(g.roots, subset_options, eng); });
     variable_list act_s = grads_of(g.values);
     note_errors(ref_s_err, act_s_err, "backward(inputs=): " + subset_desc);
     note(compare(ref_s, act_s, "backward(inputs=): " + where));
@@ -261,8 +264,8 @@ BOOST_AUTO_TEST_CASE(multi_root_across_devices_matches) {
   variable_list gts{Tensor::ones({3, 3}, DType::f64, Device::sim(0)),
                     Tensor::full({3, 3}, 0.5, DType::f64, Device::sim(1)),
                     Tensor::full({3}, -2.0)};
-  auto ref = grad(roots, {x, w}, gts, true, false, false, reference);
-  auto act = grad(roots, {x, w}, gts, true, false, false, engine());
+  auto ref = grad(roots, {x, w}, {.grad_outputs = gts, .retain_graph = true}, reference);
+  auto act = grad(roots, {x, w}, {.grad_outputs = gts, .retain_graph = true}, engine());
   BOOST_TEST((compare(ref, act, "multi-root") != Match::mismatch));
   BOOST_TEST((act[0].device() == Device::cpu()));
   BOOST_TEST((act[1].device() == Device::sim(1)));

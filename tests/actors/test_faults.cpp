@@ -42,7 +42,7 @@ void check_engine_works(Device d) {
   Tensor x = Tensor::from_vector({1, 2, 3}, {3}, DType::f64, d).set_requires_grad(true);
   Tensor y = Tensor::from_vector({0.5, -1, 2}, {3}).set_requires_grad(true);
   Tensor loss = add(sum(mul(x, x)).to(Device::cpu()), sum(mul(y, x.to(Device::cpu()))));
-  bounded([&] { backward({loss}, {}, false, false, {}, engine()); });
+  bounded([&] { backward({loss}, {}, engine()); });
   BOOST_REQUIRE(x.grad().defined());
   BOOST_TEST((x.grad().device() == d));
   // d/dx = 2x + y, d/dy = x
@@ -137,7 +137,7 @@ std::pair<bool, std::string> backward_error(const Tensor& loss, Engine& eng) {
   std::pair<bool, std::string> result{false, "backward returned normally"};
   bounded([&] {
     try {
-      backward({loss}, {}, false, false, {}, eng);
+      backward({loss}, {}, eng);
     } catch (const EngineError& e) {
       result = {true, e.what()};
     } catch (const std::exception& e) {

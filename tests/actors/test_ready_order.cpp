@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(independent_ready_nodes_run_later_created_first) {
     Tensor total = branches[0];
     for (int i = 1; i < 8; ++i)
       total = add(total, branches[i]);
-    bounded([&] { backward({sum(total)}, {}, false, false, {}, eng); });
+    bounded([&] { backward({sum(total)}, {}, eng); });
 
     std::vector<std::uint64_t> branch_order;
     for (const auto& s : recorder().on(d))
@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(order_on_one_actor_equals_simulated_ready_order) {
     Tensor root = random_graph_on(d, rng);
     auto expected = simulated_order(root.grad_fn());
     recorder().clear();
-    bounded([&] { backward({root}, {}, false, false, {}, eng); });
+    bounded([&] { backward({root}, {}, eng); });
     auto got = recorder().on(d);
     BOOST_TEST_CONTEXT("round " << round << " on " << d.str() << ": got " << names(got)) {
       BOOST_REQUIRE_EQUAL(got.size(), expected.size());

@@ -106,12 +106,12 @@ std::set<std::string> actors(const trace::Trace& t) {
 BOOST_AUTO_TEST_CASE(every_message_and_node_recorded_once) {
   CountingEngine ce;
   Tensor x = leaf3();
-  backward({cross_device_loss(x)}, {}, {}, false, {}, ce.engine); // warm-up, not recorded
+  backward({cross_device_loss(x)}, {}, ce.engine); // warm-up, not recorded
   ce.nodes_run = 0;
 
   ce.engine.start_recording();
   for (int i = 0; i < 3; ++i)
-    backward({cross_device_loss(x)}, {}, {}, false, {}, ce.engine);
+    backward({cross_device_loss(x)}, {}, ce.engine);
   ce.engine.backward_async({cross_device_loss(x)}).get();
   const trace::Trace t = ce.engine.stop_recording();
 
@@ -131,7 +131,7 @@ BOOST_AUTO_TEST_CASE(the_root_task_message_when_the_root_is_on_a_device) {
   CountingEngine ce;
   Tensor x = Tensor::from_vector({1, 2}, {2}, DType::f64, Device::sim(1)).set_requires_grad();
   ce.engine.start_recording();
-  backward({sum(x * 2.0)}, {}, {}, false, {}, ce.engine);
+  backward({sum(x * 2.0)}, {}, ce.engine);
   const trace::Trace t = ce.engine.stop_recording();
   BOOST_TEST(check_recording(t) == ce.nodes_run.load());
   BOOST_TEST(count(t, EventKind::send, MessageKind::task) == 1u);
@@ -141,13 +141,13 @@ BOOST_AUTO_TEST_CASE(the_root_task_message_when_the_root_is_on_a_device) {
 BOOST_AUTO_TEST_CASE(off_unless_started) {
   CountingEngine ce;
   Tensor x = leaf3();
-  backward({cross_device_loss(x)}, {}, {}, false, {}, ce.engine);
+  backward({cross_device_loss(x)}, {}, ce.engine);
   BOOST_TEST(ce.engine.stop_recording().tracks.empty(), "nothing recorded before start");
 
   ce.engine.start_recording();
   const trace::Trace empty = ce.engine.stop_recording();
   BOOST_TEST(empty.tracks.empty(), "a recording without calls is empty");
-  backward({cross_device_loss(x)}, {}, {}, false, {}, ce.engine);
+  backward({cross_device_loss(x)}, {}, ce.engine);
   BOOST_TEST(ce.engine.stop_recording().tracks.empty(), "nothing recorded after stop");
 }
 
@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(reentrant_calls_and_depth_handoffs) {
              if (levels > 0) {
                AutoGradMode enable(true);
                Tensor z = Tensor::ones({1}, DType::f64, device).set_requires_grad();
-               grad({sum(nested(z, levels - 1) * 3.0)}, {z}, {}, {}, false, false, engine);
+               grad({sum(nested(z, levels - 1) * 3.0)}, {z}, {}, engine);
              }
              return std::move(g);
            })
@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(reentrant_calls_and_depth_handoffs) {
   engine.start_recording();
   for (Device d : {Device::cpu(), Device::sim(0)}) {
     Tensor x = Tensor::ones({1}, DType::f64, d).set_requires_grad();
-    backward({sum(nested(x, 6) * 2.0)}, {}, {}, false, {}, engine);
+    backward({sum(nested(x, 6) * 2.0)}, {}, engine);
   }
   const trace::Trace t = engine.stop_recording();
   BOOST_TEST(check_recording(t) == nodes_run.load());

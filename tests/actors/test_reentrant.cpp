@@ -65,7 +65,7 @@ DepthResult run_depth(Engine& engine, int depth, Device device) {
   std::atomic<int> ok{0};
   Tensor x = Tensor::from_vector({1, 2}, {2}, DType::f64, device).set_requires_grad();
   Tensor y = reentrant(x, depth, &ok)[0] * 2.0;
-  auto g = grad({sum(y)}, {x}, {}, {}, false, false, engine)[0];
+  auto g = grad({sum(y)}, {x}, {}, engine)[0];
   return {g.to_vector(), ok.load(), engine.stats().max_reentrant_frames_per_thread};
 }
 
@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(checkpointed_mlp_matches_plain_mlp) {
   Tensor h = input;
   for (int i = 0; i < blocks; ++i)
     h = block(i)({h})[0];
-  auto plain = grad({sum(h * h)}, params, {}, {}, false, false, engine);
+  auto plain = grad({sum(h * h)}, params, {}, engine);
 
   Tensor c = input;
   for (int i = 0; i < blocks; ++i)
@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(checkpointed_mlp_matches_plain_mlp) {
   // The weights are captured by the blocks, not inputs of the checkpointed
   // functions: their gradients reach .grad through the nested backward
   // calls (as with torch.utils.checkpoint's reentrant variant).
-  backward({sum(c * c)}, {}, {}, false, {}, engine);
+  backward({sum(c * c)}, {}, engine);
   for (std::size_t i = 0; i < params.size(); ++i) {
     BOOST_REQUIRE(params[i].grad().defined());
     BOOST_TEST(kernels::max_abs_diff(plain[i], params[i].grad()) < 1e-12);
@@ -183,7 +183,7 @@ BOOST_AUTO_TEST_CASE(error_in_nested_backward_names_both_nodes) {
       Tensor z = Tensor::ones({2}, DType::f64, d).set_requires_grad();
       backward({sum(throwing(z))});
     }, "OuterReentrantBackward");
-    BOOST_CHECK_EXCEPTION(grad({sum(y)}, {x}, {}, {}, false, false, engine), EngineError,
+    BOOST_CHECK_EXCEPTION(grad({sum(y)}, {x}, {}, engine), EngineError,
                           [](const EngineError& e) {
                             std::string m = e.what();
                             return m.find("OuterReentrantBackward") != std::string::npos &&
@@ -192,7 +192,7 @@ BOOST_AUTO_TEST_CASE(error_in_nested_backward_names_both_nodes) {
                           });
     // The engine is still usable.
     Tensor a = Tensor::ones({2}, DType::f64, d).set_requires_grad();
-    BOOST_TEST(grad({sum(a * 5.0)}, {a}, {}, {}, false, false, engine)[0].to_vector() ==
+    BOOST_TEST(grad({sum(a * 5.0)}, {a}, {}, engine)[0].to_vector() ==
                std::vector<double>({5.0, 5.0}));
   }
 }
@@ -216,7 +216,7 @@ BOOST_AUTO_TEST_CASE(nested_tasks_run_before_the_parents_waiting_tasks) {
     Tensor z = Tensor::ones({2}).set_requires_grad();
     backward({sum(tanh(z * 2.0))});
   }, "ParentReentrantBackward");
-  grad({sum(a + b)}, {x}, {}, {}, false, false, engine);
+  grad({sum(a + b)}, {x}, {}, engine);
   auto pos = [&](const std::string& name, int depth) {
     for (std::size_t i = 0; i < order.size(); ++i)
       if (order[i].first == name && order[i].second == depth)
@@ -247,7 +247,7 @@ BOOST_AUTO_TEST_CASE(final_callbacks_belong_to_their_own_graph_task) {
     backward({sum(w)});
     log.push_back("after nested");
   }, "ParentNode");
-  grad({sum(y)}, {x}, {}, {}, false, false, engine);
+  grad({sum(y)}, {x}, {}, engine);
   BOOST_TEST(log == std::vector<std::string>({"child", "after nested", "parent"}),
              boost::test_tools::per_element());
 }

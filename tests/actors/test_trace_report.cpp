@@ -39,11 +39,11 @@ struct Recorded {
 Recorded record_cross_device() {
   CountingEngine ce;
   Tensor x = leaf3();
-  backward({cross_device_loss(x)}, {}, {}, false, {}, ce.engine);
+  backward({cross_device_loss(x)}, {}, ce.engine);
   ce.nodes_run = 0;
   ce.engine.start_recording();
   for (int i = 0; i < 2; ++i)
-    backward({cross_device_loss(x)}, {}, {}, false, {}, ce.engine);
+    backward({cross_device_loss(x)}, {}, ce.engine);
   return {trace::build_timeline(ce.engine.stop_recording()), ce.nodes_run.load()};
 }
 
@@ -184,7 +184,7 @@ std::vector<std::string> critical_names(std::chrono::microseconds b, std::chrono
   Tensor yc = spinning_op(to_device(d, Device::cpu()), "C", c);
   Tensor r = spinning_op(to_device(yb, Device::cpu()) + yc, "R", 1ms);
   ce.engine.start_recording();
-  backward({sum(r)}, {}, {}, false, {}, ce.engine);
+  backward({sum(r)}, {}, ce.engine);
   trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
   const trace::Summary s = trace::summarize(tl);
   BOOST_TEST_INFO("summary:\n" << trace::format_summary(tl, s));

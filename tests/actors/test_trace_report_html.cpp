@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
   CountingEngine ce;
   Tensor x = leaf3();
   ce.engine.start_recording();
-  backward({cross_device_loss(x)}, {}, {}, false, {}, ce.engine);
+  backward({cross_device_loss(x)}, {}, ce.engine);
   ce.engine.backward_async({cross_device_loss(x)}).get();
   const trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
   BOOST_TEST(tl.actors.size() == 4u, "caller, async coordinator, sim:0 and sim:1 workers");

@@ -52,8 +52,8 @@ void check_mlp(cli::Activation act, DType dtype) {
   Engine engine(config);
   const auto cpu_loss = cross_entropy(on_cpu.forward(x), targets);
   const auto gpu_loss = cross_entropy(on_gpu.forward(x), targets);
-  backward({cpu_loss}, {}, {}, false, {}, engine);
-  backward({gpu_loss}, {}, {}, false, {}, engine);
+  backward({cpu_loss}, {}, engine);
+  backward({gpu_loss}, {}, engine);
 
   BOOST_TEST(gpu_loss.item() == cpu_loss.item(), boost::test_tools::tolerance(tolerance(dtype)));
   const auto want = on_cpu.parameters();

@@ -201,6 +201,13 @@ BOOST_AUTO_TEST_CASE(shape_and_data_movement) {
     check_close(c, a, name("clone", t, a.shape()));
     for (DType to : kDTypes)
       check_close(gk::cast(ga, to), kernels::cast(a, to), name("cast to " + dtype_name(to), t, {}));
+    const auto b = input({4, 2, 6}, t, seed++);
+    check_close(gk::cat({ga, to_gpu(b), ga}, 1), kernels::cat({a, b, a}, 1), name("cat", t, {1}));
+    check_close(gk::cat({ga, to_gpu(input({1, 5, 6}, t, 7))}, 0),
+                kernels::cat({a, input({1, 5, 6}, t, 7)}, 0), name("cat", t, {0}));
+    check_close(gk::cat({to_gpu(input({4, 5, 0}, t, 8)), ga}, -1),
+                kernels::cat({input({4, 5, 0}, t, 8), a}, -1), name("cat empty", t, {-1}));
+    check_close(kernels::stack({ga, ga}, 3), kernels::stack({a, a}, 3), name("stack", t, {3}));
     // A view of a view: offset into shared storage.
     const auto tail = gk::view(gk::narrow(ga, 0, 2, 2), {-1});
     check_close(gk::mul_scalar(tail, 2.0), kernels::mul_scalar(kernels::view(kernels::narrow(a, 0, 2, 2), {-1}), 2.0),
@@ -227,7 +234,17 @@ BOOST_AUTO_TEST_CASE(in_place_ops_bump_the_version) {
     gk::fill_(ga, 2.25);
     kernels::fill_(want, 2.25);
     check_close(ga, want, name("fill_", t, a.shape()));
-    BOOST_TEST(ga.version() == v0 + 4);
+    const auto col = input({6, 1}, t, 602, 0.5);
+    gk::sub_(ga, to_gpu(row), 1.5);
+    kernels::sub_(want, row, 1.5);
+    check_close(ga, want, name("sub_", t, a.shape(), row.shape()));
+    gk::mul_(ga, to_gpu(col));
+    kernels::mul_(want, col);
+    check_close(ga, want, name("mul_ tensor", t, a.shape(), col.shape()));
+    gk::div_(ga, to_gpu(col));
+    kernels::div_(want, col);
+    check_close(ga, want, name("div_", t, a.shape(), col.shape()));
+    BOOST_TEST(ga.version() == v0 + 7);
   }
 }
 
@@ -259,7 +276,12 @@ BOOST_AUTO_TEST_CASE(argument_errors_match_the_host_kernels) {
   same_message([&] { kernels::sum(a, {0, -2}); }, [&] { gk::sum(ga, {0, -2}); });
   same_message([&] { kernels::amax(input({2, 0}, DType::f32, 2), 1, false); },
                [&] { gk::amax(to_gpu(input({2, 0}, DType::f32, 2)), 1, false); });
+  same_message([&] { kernels::cat({a, input({3, 3}, DType::f32, 3)}, 1); },
+               [&] { gk::cat({ga, to_gpu(input({3, 3}, DType::f32, 3))}, 1); });
+  same_message([&] { kernels::div_(a, input({4}, DType::f32, 4)); },
+               [&] { gk::div_(ga, to_gpu(input({4}, DType::f32, 4))); });
   BOOST_CHECK_THROW(gk::add(ga, a), std::invalid_argument); // cuda:0 and cpu
+  BOOST_CHECK_THROW(kernels::cat({ga, a}, 0), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(pool_stream_work_ordered_by_an_event) {

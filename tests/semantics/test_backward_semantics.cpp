@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "libengine/autograd.h"
@@ -153,7 +154,7 @@ BOOST_AUTO_TEST_CASE(multiple_roots_sum_their_gradients) {
   auto y2 = mul(x, x);
   auto g1 = Tensor::from_vector({1, 10, 100}, {3});
   auto g2 = Tensor::from_vector({1, 1, 2}, {3});
-  backward({y1, y2}, {g1, g2});
+  backward({y1, y2}, {.grad_tensors = {g1, g2}});
   // 2 g1 + 2 x g2
   check_values(x.grad(), {2 + 2, 20 + 4, 200 + 12});
 }
@@ -182,6 +183,36 @@ BOOST_AUTO_TEST_CASE(in_place_change_of_a_saved_tensor_names_the_node_and_versio
   BOOST_TEST(x.version() == 2u);
   BOOST_CHECK_EXCEPTION(sum(y).backward(), EngineError, message_has({node, "version", "2", "0"}));
   BOOST_TEST(!w.grad().defined());
+  check_engine_still_works();
+}
+
+BOOST_AUTO_TEST_CASE(every_in_place_op_is_checked_like_add) {
+  using InPlace = std::function<void(Tensor&)>;
+  const std::vector<std::pair<std::string, InPlace>> ops{
+    {"add_", [](Tensor& t) { t.add_(Tensor::ones({3}), 2.0); }},
+    {"sub_", [](Tensor& t) { t.sub_(Tensor::ones({3}), 2.0); }},
+    {"mul_", [](Tensor& t) { t.mul_(Tensor::full({3}, 2.0)); }},
+    {"div_", [](Tensor& t) { t.div_(Tensor::full({1}, 2.0)); }},
+  };
+  for (const auto& [name, op] : ops) {
+    BOOST_TEST_CONTEXT(name) {
+      // after saving: the saved-variable check names the node and versions
+      auto x = Tensor::from_vector({1, 2, 3}, {3});
+      auto w = leaf({4, 5, 6});
+      auto y = mul(x, w); // saves x for w's gradient
+      op(x);
+      BOOST_TEST(x.version() == 1u);
+      BOOST_CHECK_EXCEPTION(sum(y).backward(), EngineError,
+                            message_has({"MulBackward", "version 1", "version 0"}));
+      // a leaf that requires grad: refused in grad mode, allowed without
+      auto p = leaf({1, 2, 3});
+      BOOST_CHECK_EXCEPTION(op(p), std::invalid_argument, message_has({name, "requires grad"}));
+      BOOST_TEST(p.version() == 0u);
+      NoGradGuard no_grad;
+      op(p);
+      BOOST_TEST(p.version() == 1u);
+    }
+  }
   check_engine_still_works();
 }
 
@@ -214,7 +245,7 @@ BOOST_AUTO_TEST_CASE(an_unused_input_is_an_error_unless_allow_unused) {
   auto z = leaf({5});
   auto make_y = [&] { return sum(mul(x, 2.0)); };
   BOOST_CHECK_EXCEPTION(grad({make_y()}, {x, z}), EngineError, message_has({"allow_unused"}));
-  auto gs = grad({make_y()}, {x, z}, {}, {}, false, /*allow_unused=*/true);
+  auto gs = grad({make_y()}, {x, z}, {.allow_unused = true});
   BOOST_REQUIRE_EQUAL(gs.size(), 2u);
   check_values(gs[0], {2, 2});
   BOOST_TEST(!gs[1].defined());
@@ -230,7 +261,7 @@ BOOST_AUTO_TEST_CASE(an_unreachable_input_deeper_than_the_root_gives_an_undefine
   auto b = Tensor::ones({2}).set_requires_grad();
   auto deep = (w * 3.0) * 2.0; // topological_nr 2
   auto y = sum(deep.detach() + b); // root topological_nr 1, w unreachable
-  auto gs = grad({y}, {deep}, {}, {}, false, /*allow_unused=*/true);
+  auto gs = grad({y}, {deep}, {.allow_unused = true});
   BOOST_TEST(!gs[0].defined());
   BOOST_CHECK_EXCEPTION(grad({y}, {deep}), EngineError, message_has({"allow_unused"}));
 }
@@ -259,7 +290,7 @@ BOOST_AUTO_TEST_CASE(backward_with_inputs_runs_only_the_needed_nodes) {
   auto calls_a = count_calls(ya.grad_fn());
   auto calls_b = count_calls(yb.grad_fn());
   auto calls_sb = count_calls(sb.grad_fn());
-  backward({loss}, {}, {}, false, /*inputs=*/{a});
+  backward({loss}, {.inputs = {a}});
   BOOST_TEST(*calls_a == 1);
   BOOST_TEST(*calls_b == 0);
   BOOST_TEST(*calls_sb == 0);
@@ -271,7 +302,7 @@ BOOST_AUTO_TEST_CASE(backward_with_an_intermediate_input_retains_its_gradient_on
   auto x = leaf({1, 2});
   auto h = mul(x, 3.0);
   auto loss = sum(mul(h, h));
-  backward({loss}, {}, {}, false, {h});
+  backward({loss}, {.inputs = {h}});
   check_values(h.grad(), {6, 12});
   BOOST_TEST(!x.grad().defined());
 }
@@ -326,7 +357,7 @@ BOOST_AUTO_TEST_CASE(hooks_on_grad_inputs_run_before_the_gradient_is_captured) {
   auto y = sum(mul(h, 3.0));
   x.register_hook([](const Tensor& g) { return add(g, 1.0); });
   h.register_hook([](const Tensor& g) { return mul(g, 10.0); });
-  check_values(grad({y}, {h}, {}, /*retain_graph=*/true)[0], {30, 30});
+  check_values(grad({y}, {h}, {.retain_graph = true})[0], {30, 30});
   // (3 * 10) * 2 + 1: h's hook changed what flows on to x.
   check_values(grad({y}, {x})[0], {61, 61});
   BOOST_TEST(!x.grad().defined());
@@ -361,10 +392,10 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_CASE(create_graph_gives_the_second_derivative_of_a_cube) {
   auto x = leaf({1, 2, -3});
   auto y = sum(pow(x, 3.0));
-  auto g = grad({y}, {x}, {}, {}, /*create_graph=*/true);
+  auto g = grad({y}, {x}, {.create_graph = true});
   check_values(g[0], {3, 12, 27}, 1e-10);
   BOOST_TEST(g[0].requires_grad());
-  auto h = grad({sum(g[0])}, {x}, {}, /*retain_graph=*/true);
+  auto h = grad({sum(g[0])}, {x}, {.retain_graph = true});
   check_values(h[0], {6, 12, -18}, 1e-10);
   BOOST_TEST(!x.grad().defined());
   // backward of a gradient accumulates the second derivative into .grad
@@ -423,7 +454,7 @@ BOOST_AUTO_TEST_SUITE(bad_inputs)
 BOOST_AUTO_TEST_CASE(grad_tensor_of_the_wrong_shape_names_both_shapes) {
   auto x = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
   auto y = mul(x, 2.0);
-  BOOST_CHECK_EXCEPTION(backward({y}, {Tensor::ones({3, 2})}), EngineError,
+  BOOST_CHECK_EXCEPTION(backward({y}, {.grad_tensors = {Tensor::ones({3, 2})}}), EngineError,
                         message_has({"[2, 3]", "[3, 2]"}));
   check_engine_still_works();
 }

@@ -218,6 +218,34 @@ BOOST_AUTO_TEST_CASE(narrow_op) {
   check([](V x) { return narrow(x[0], 1, 1, 2); }, {rnd({2, 4})});
   check([](V x) { return exp(narrow(x[0], 0, 1, 1)); }, {rnd({3, 2})});
 }
+BOOST_AUTO_TEST_CASE(cat_op) {
+  check([](V x) { return cat({x[0], x[1]}); }, {rnd({2, 3}), rnd({1, 3})});
+  check([](V x) { return cat({x[0], x[1], x[2]}, -1); }, {rnd({2, 1}), rnd({2, 3}), rnd({2, 2})});
+  check([](V x) { return cat({x[0], x[1]}, 1); }, {rnd({2, 2, 3}), constant({2, 1, 3})});
+  check([](V x) { return cat({x[0]}, 0); }, {rnd({3})});
+  // one input twice, and a product after: a non-trivial second order
+  check([](V x) { return mul(cat({x[0], x[1], x[0]}), cat({x[1], x[0], x[1]})); },
+        {rnd({2, 2}), rnd({2, 2})});
+}
+BOOST_AUTO_TEST_CASE(stack_op) {
+  check([](V x) { return stack({x[0], x[1]}); }, {rnd({2, 3}), rnd({2, 3})});
+  check([](V x) { return stack({x[0], x[1], x[2]}, 1); }, {rnd({2, 3}), constant({2, 3}), rnd({2, 3})});
+  check([](V x) { return stack({x[0], x[1]}, -1); }, {rnd({2, 3}), rnd({2, 3})});
+  check([](V x) { return stack({x[0], x[1]}); }, {rnd({}), rnd({})});
+  check([](V x) { return exp(stack({x[0], mul(x[0], x[1])}, 2)); }, {rnd({2, 3}), rnd({2, 3})});
+}
+BOOST_AUTO_TEST_CASE(in_place_ops_on_a_constant) {
+  // sub_, mul_ and div_ (broadcasting) change a fresh constant that the
+  // products then use: the gradients of x[0] and x[1] depend on its values.
+  auto denominator = Tensor::uniform({3}, 0.5, 2.0, next_seed++);
+  check(
+    [denominator](V x) {
+      Tensor c = clone(x[2]); // does not require grad: in-place ops allowed
+      c.mul_(x[3]).sub_(x[4], 0.5).div_(denominator);
+      return mul(mul(x[0], c), x[1]);
+    },
+    {rnd({2, 3}), rnd({3}), constant({2, 3}), constant({2, 3}), constant({1, 3})});
+}
 
 BOOST_AUTO_TEST_SUITE_END()
 

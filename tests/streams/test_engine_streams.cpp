@@ -73,7 +73,7 @@ std::vector<std::vector<double>> forward_backward(const Leaves& l) {
     StreamGuard on_d(d);
     Tensor y = relu(matmul(h, l.w_1));
     loss = sum(mul(y, y));
-    backward({loss}, {}, {}, false, {}, engine());
+    backward({loss}, {}, engine());
     // The gradients are safe to use on the caller's current streams: d on
     // sim:1, the default stream on sim:0. A host read synchronizes those.
     return {l.x.grad().to_vector(), l.w_a.grad().to_vector(), l.w_b.grad().to_vector(),

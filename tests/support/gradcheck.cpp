@@ -165,8 +165,9 @@ GradcheckResult gradcheck(const TensorFn& f, const std::vector<Tensor>& inputs,
     analytic[w].assign(vals[diff[w]].size(), std::vector<double>(static_cast<std::size_t>(m), 0.0));
   if (out.requires_grad()) {
     for (std::int64_t j = 0; j < m; ++j) {
-      auto gs = grad({out}, diff_xs, {one_hot(out, j)}, /*retain_graph=*/true,
-                     /*create_graph=*/false, /*allow_unused=*/true);
+      auto gs = grad({out}, diff_xs,
+                     {.grad_outputs = {one_hot(out, j)}, .retain_graph = true,
+                      .allow_unused = true});
       if (gs.size() != diff.size()) {
         r.ok = false;
         r.message += "grad returned " + std::to_string(gs.size()) + " results for " +
@@ -229,7 +230,7 @@ GradcheckResult gradgradcheck(const TensorFn& f, const std::vector<Tensor>& inpu
     Tensor out = f(xs);
     double h = 0;
     if (out.requires_grad()) {
-      auto gs = grad({out}, diff_of(xs), {make_u(vv)}, false, false, true);
+      auto gs = grad({out}, diff_of(xs), {.grad_outputs = {make_u(vv)}, .allow_unused = true});
       for (std::size_t w = 0; w < diff.size() && w < gs.size(); ++w) {
         if (!gs[w].defined())
           continue;
@@ -257,7 +258,8 @@ GradcheckResult gradgradcheck(const TensorFn& f, const std::vector<Tensor>& inpu
 
   Tensor out = f(xs);
   if (out.requires_grad()) {
-    auto gs = grad({out}, diff_of(xs), {u}, true, /*create_graph=*/true, true);
+    auto gs = grad({out}, diff_of(xs),
+                   {.grad_outputs = {u}, .create_graph = true, .allow_unused = true});
     Tensor h;
     for (std::size_t w = 0; w < diff.size() && w < gs.size(); ++w) {
       if (!gs[w].defined())
@@ -272,7 +274,7 @@ GradcheckResult gradgradcheck(const TensorFn& f, const std::vector<Tensor>& inpu
       h = h.defined() ? add(h, term) : term;
     }
     if (h.defined() && h.requires_grad()) {
-      auto second = grad({h}, wrt, {}, false, false, true);
+      auto second = grad({h}, wrt, {.allow_unused = true});
       for (std::size_t i = 0; i < wrt.size() && i < second.size(); ++i)
         analytic[i] = grad_values(second[i], wrt[i],
                                   i < diff.size() ? "input " + std::to_string(diff[i])

@@ -1,8 +1,10 @@
 /// @file test_torch_crosscheck.cpp
 /// Cross-checks actorgrad's gradients against libtorch's on the same small
 /// float64 models with identical inputs and parameters: an MLP with softmax
-/// cross-entropy, a residual block, and a second-order case (the gradient of
-/// a gradient norm). Every case runs on both executors (reference and
+/// cross-entropy, a residual block, a model joining tensors with cat and
+/// stack, second-order cases (the gradient of a gradient norm), and
+/// parameter updates with the in-place sub_/mul_/div_/add_ (values and
+/// version counters). Every case runs on both executors (reference and
 /// actor). Built only when libtorch is found (tests/CMakeLists.txt).
 
 // libtorch first: its headers are large and must not see our macros.
@@ -15,13 +17,15 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/engine.h"
 #include "libengine/autograd.h"
+#include "libengine/autograd/grad_mode.h"
+#include "libengine/engine/errors.h"
 #include "libengine/engine/reference_executor.h"
 #include "libengine/ops.h"
 #include "libengine/tensor/tensor.h"
@@ -204,8 +208,41 @@ struct ResidualCase {
   }
 };
 
+/// a [4, 3], b [2, 3], c [4, 3], W [3, 5]:
+/// k = cat(a, tanh(b), c) [10, 3] and s = stack(a * c, c, a) along dim 1 [4, 3, 3];
+/// loss = mean(tanh(k W)^2) + 0.1 * sum(s * cat(s[..., 1:], s[..., :1], -1)).
+struct JoinCase {
+  std::vector<Leaf> leaves; // a, b, c, W
+
+  explicit JoinCase(std::uint64_t seed) {
+    LeafFactory f(seed);
+    leaves.push_back(f.make("a", {4, 3}, 1.0));
+    leaves.push_back(f.make("b", {2, 3}, 1.0));
+    leaves.push_back(f.make("c", {4, 3}, 1.0));
+    leaves.push_back(f.make("W", {3, 5}, 0.5));
+  }
+
+  ag::Tensor ours_loss() const {
+    const auto& L = leaves;
+    auto k = ag::cat({L[0].ours, ag::tanh(L[1].ours), L[2].ours});
+    auto s = ag::stack({L[0].ours * L[2].ours, L[2].ours, L[0].ours}, 1);
+    auto rolled = ag::cat({ag::narrow(s, -1, 1, 2), ag::narrow(s, -1, 0, 1)}, -1);
+    return ag::mean(ag::pow(ag::tanh(ag::matmul(k, L[3].ours)), 2.0)) +
+           ag::sum(s * rolled) * 0.1;
+  }
+
+  torch::Tensor their_loss() const {
+    const auto& L = leaves;
+    auto k = torch::cat({L[0].theirs, torch::tanh(L[1].theirs), L[2].theirs});
+    auto s = torch::stack({L[0].theirs * L[2].theirs, L[2].theirs, L[0].theirs}, 1);
+    auto rolled = torch::cat({s.narrow(-1, 1, 2), s.narrow(-1, 0, 1)}, -1);
+    return torch::pow(torch::tanh(torch::matmul(k, L[3].theirs)), 2.0).mean() +
+           (s * rolled).sum() * 0.1;
+  }
+};
+
 void backward(const ag::Tensor& loss, ag::Executor& ex) {
-  ag::backward({loss}, {}, std::nullopt, false, {}, ex);
+  ag::backward({loss}, {}, ex);
 }
 
 template <class Case>
@@ -240,28 +277,108 @@ BOOST_AUTO_TEST_CASE(gradients_accumulate_like_libtorch_over_two_backwards) {
   });
 }
 
+/// The gradients of the loss of `c` with respect to the leaves `wrt` (with
+/// create_graph, through the grad() API of both libraries), then the
+/// backward of their squared norm into every leaf.
+template <class Case>
+void check_gradient_norm(const Case& c, const std::vector<std::size_t>& wrt, ag::Executor& ex) {
+  const auto& L = c.leaves;
+  ag::variable_list our_inputs;
+  std::vector<torch::Tensor> their_inputs;
+  for (auto i : wrt) {
+    our_inputs.push_back(L[i].ours);
+    their_inputs.push_back(L[i].theirs);
+  }
+  auto our_g = ag::grad({c.ours_loss()}, our_inputs, {.create_graph = true}, ex);
+  auto their_g = torch::autograd::grad({c.their_loss()}, their_inputs, {}, true, true);
+  BOOST_TEST_REQUIRE(our_g.size() == their_g.size());
+  for (std::size_t i = 0; i < our_g.size(); ++i)
+    check_close("d loss / d " + L[wrt[i]].name, our_g[i], their_g[i]);
+  ag::Tensor our_norm = ag::sum(ag::mul(our_g[0], our_g[0]));
+  torch::Tensor their_norm = (their_g[0] * their_g[0]).sum();
+  for (std::size_t i = 1; i < our_g.size(); ++i) {
+    our_norm = our_norm + ag::sum(ag::mul(our_g[i], our_g[i]));
+    their_norm = their_norm + (their_g[i] * their_g[i]).sum();
+  }
+  check_close("gradient norm", our_norm, their_norm);
+  backward(our_norm, ex);
+  their_norm.backward();
+  check_leaf_grads(c.leaves);
+}
+
 BOOST_AUTO_TEST_CASE(grad_of_gradient_norm_matches_libtorch) {
+  for_each_executor([](ag::Executor& ex) { check_gradient_norm(MlpCase(14), {1, 3, 5}, ex); });
+}
+
+BOOST_AUTO_TEST_CASE(cat_and_stack_gradients_match_libtorch) {
   for_each_executor([](ag::Executor& ex) {
-    MlpCase c(14);
-    const auto& L = c.leaves;
-    // First order with create_graph, through the grad() API of both libraries.
-    ag::variable_list our_inputs{L[1].ours, L[3].ours, L[5].ours};
-    std::vector<torch::Tensor> their_inputs{L[1].theirs, L[3].theirs, L[5].theirs};
-    auto our_g = ag::grad({c.ours_loss()}, our_inputs, {}, true, true, false, ex);
-    auto their_g = torch::autograd::grad({c.their_loss()}, their_inputs, {}, true, true);
-    BOOST_TEST_REQUIRE(our_g.size() == their_g.size());
-    for (std::size_t i = 0; i < our_g.size(); ++i)
-      check_close("d loss / d " + L[2 * i + 1].name, our_g[i], their_g[i]);
-    // Second order: backward of the squared gradient norm into every leaf.
-    ag::Tensor our_norm = ag::sum(ag::mul(our_g[0], our_g[0]));
-    torch::Tensor their_norm = (their_g[0] * their_g[0]).sum();
-    for (std::size_t i = 1; i < our_g.size(); ++i) {
-      our_norm = our_norm + ag::sum(ag::mul(our_g[i], our_g[i]));
-      their_norm = their_norm + (their_g[i] * their_g[i]).sum();
+    check_first_order<JoinCase>(21, ex);
+    check_gradient_norm(JoinCase(22), {0, 1, 2, 3}, ex);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(in_place_updates_match_libtorch_values_and_versions) {
+  // Three steps of SGD with momentum and a per-column scale, all in place:
+  // v = v * 0.9 + grad; p -= 0.05 * v; p /= scale; grad = 0.
+  for_each_executor([](ag::Executor& ex) {
+    MlpCase c(15);
+    std::vector<ag::Tensor> our_v;
+    std::vector<torch::Tensor> their_v;
+    for (const auto& l : c.leaves) {
+      our_v.push_back(ag::Tensor::zeros(l.ours.shape()));
+      their_v.push_back(torch::zeros_like(l.theirs));
     }
-    check_close("gradient norm", our_norm, their_norm);
-    backward(our_norm, ex);
-    their_norm.backward();
-    check_leaf_grads(c.leaves);
+    const auto momentum = ag::Tensor::scalar(0.9);
+    for (int step = 0; step < 3; ++step) {
+      backward(c.ours_loss(), ex);
+      c.their_loss().backward();
+      ag::NoGradGuard our_no_grad;
+      torch::NoGradGuard their_no_grad;
+      for (std::size_t i = 0; i < c.leaves.size(); ++i) {
+        auto& l = c.leaves[i];
+        const auto cols = l.ours.size(-1);
+        std::vector<double> scale(static_cast<std::size_t>(cols));
+        for (std::int64_t j = 0; j < cols; ++j)
+          scale[j] = 1.0 + 0.01 * static_cast<double>(j + step);
+        our_v[i].mul_(momentum).add_(l.ours.grad());
+        their_v[i].mul_(torch::scalar_tensor(0.9, torch::kFloat64)).add_(l.theirs.grad());
+        l.ours.sub_(our_v[i], 0.05).div_(ag::Tensor::from_vector(scale, {cols}));
+        l.theirs.sub_(their_v[i], 0.05).div_(torch::tensor(scale, torch::kFloat64));
+        l.ours.grad().zero_();
+        l.theirs.grad().zero_();
+      }
+    }
+    for (std::size_t i = 0; i < c.leaves.size(); ++i) {
+      const auto& l = c.leaves[i];
+      check_close(l.name + " after 3 steps", l.ours, l.theirs);
+      check_close(l.name + " velocity", our_v[i], their_v[i]);
+      BOOST_TEST(std::int64_t{l.ours.version()} == l.theirs._version(), l.name);
+      BOOST_TEST(std::int64_t{our_v[i].version()} == their_v[i]._version(), l.name << " velocity");
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(in_place_change_of_a_saved_tensor_fails_like_libtorch) {
+  using Op = std::function<void(ag::Tensor&, torch::Tensor&)>;
+  const std::vector<std::pair<std::string, Op>> ops{
+    {"sub_", [](ag::Tensor& a, torch::Tensor& t) { a.sub_(a, 0.5); t.sub_(t, 0.5); }},
+    {"mul_", [](ag::Tensor& a, torch::Tensor& t) { a.mul_(a); t.mul_(t); }},
+    {"div_", [](ag::Tensor& a, torch::Tensor& t) { a.div_(a); t.div_(t); }},
+  };
+  for_each_executor([&](ag::Executor& ex) {
+    for (const auto& [name, op] : ops) {
+      BOOST_TEST_CONTEXT(name) {
+        LeafFactory f(16);
+        Leaf x = f.make("x", {3}, 1.0, /*requires_grad=*/false);
+        Leaf w = f.make("w", {3}, 1.0);
+        auto ours = ag::sum(x.ours * w.ours); // saves x for w's gradient
+        auto theirs = (x.theirs * w.theirs).sum();
+        op(x.ours, x.theirs);
+        check_close("x after " + name, x.ours, x.theirs);
+        BOOST_TEST(std::int64_t{x.ours.version()} == x.theirs._version());
+        BOOST_CHECK_THROW(backward(ours, ex), ag::EngineError);
+        BOOST_CHECK_THROW(theirs.backward(), c10::Error);
+      }
+    }
   });
 }

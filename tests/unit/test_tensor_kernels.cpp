@@ -261,6 +261,21 @@ BOOST_AUTO_TEST_CASE(in_place_ops_bump_the_version) {
   check_values(x, {2, 2}, {3, 5, 5, 7});
   x.mul_(2);
   step("mul_");
+  check_values(x, {2, 2}, {6, 10, 10, 14});
+  x.sub_(Tensor::from_vector({1, 2}, {2}), 3.0); // self -= alpha * other, broadcast
+  step("sub_");
+  check_values(x, {2, 2}, {3, 4, 7, 8});
+  x.mul_(Tensor::from_vector({2, 3}, {2, 1}));
+  step("mul_ tensor");
+  check_values(x, {2, 2}, {6, 8, 21, 24});
+  x.div_(Tensor::from_vector({3, 4}, {2}));
+  step("div_");
+  check_values(x, {2, 2}, {2, 2, 7, 6});
+  BOOST_CHECK_EXCEPTION(x.div_(Tensor::ones({3})), std::invalid_argument,
+                        message_has({"div_", "[3]", "[2, 2]"}));
+  BOOST_CHECK_EXCEPTION(x.sub_(Tensor::ones({2, 2}, DType::f32)), std::invalid_argument,
+                        message_has({"sub_"}));
+  BOOST_TEST(x.version() == expected); // refused ops change nothing
   x.copy_(seq({2, 2}, 10));
   step("copy_");
   check_values(x, {2, 2}, {10, 11, 12, 13});
@@ -270,6 +285,47 @@ BOOST_AUTO_TEST_CASE(in_place_ops_bump_the_version) {
   step("zero_");
   check_values(x, {2, 2}, {0, 0, 0, 0});
   BOOST_TEST(kernels::add(x, x).version() == 0u); // out-of-place results are fresh
+}
+
+BOOST_AUTO_TEST_CASE(cat_and_stack) {
+  auto a = seq({2, 3});
+  auto b = seq({1, 3}, 10);
+  check_values(kernels::cat({a, b}, 0), {3, 3}, {0, 1, 2, 3, 4, 5, 10, 11, 12});
+  check_values(kernels::cat({a, seq({2, 1}, 20), a}, -1), {2, 7},
+               {0, 1, 2, 20, 0, 1, 2, 3, 4, 5, 21, 3, 4, 5});
+  check_values(kernels::cat({seq({2, 0}), a}, 1), {2, 3}, a.to_vector()); // empty along dim
+  auto c = seq({2, 3}, 6);
+  check_values(kernels::stack({a, c}, 0), {2, 2, 3}, seq({2, 2, 3}).to_vector());
+  check_values(kernels::stack({a, c}, -1), {2, 3, 2}, {0, 6, 1, 7, 2, 8, 3, 9, 4, 10, 5, 11});
+  check_values(kernels::stack({Tensor::scalar(1), Tensor::scalar(2)}, 0), {2}, {1, 2});
+  // on a sim device, and a result that does not alias its inputs
+  auto s = kernels::cat({a.to(Device::sim(1)), b.to(Device::sim(1))}, 0);
+  BOOST_TEST((s.device() == Device::sim(1)));
+  check_values(s, {3, 3}, {0, 1, 2, 3, 4, 5, 10, 11, 12});
+  BOOST_TEST(kernels::cat({a}, 0).data<double>() != a.data<double>());
+}
+
+BOOST_AUTO_TEST_CASE(cat_and_stack_errors_name_the_tensor) {
+  auto a = seq({2, 3});
+  BOOST_CHECK_EXCEPTION(kernels::cat({}, 0), std::invalid_argument, message_has({"cat", "empty"}));
+  BOOST_CHECK_EXCEPTION(kernels::cat({a, Tensor()}, 0), std::invalid_argument,
+                        message_has({"cat", "tensors[1] is undefined"}));
+  BOOST_CHECK_EXCEPTION(kernels::cat({a, seq({2, 2})}, 0), std::invalid_argument,
+                        message_has({"cat", "tensors[1]", "[2, 2]", "[2, 3]", "dimension 0"}));
+  BOOST_CHECK_EXCEPTION(kernels::cat({a, seq({2, 3, 1})}, 1), std::invalid_argument,
+                        message_has({"tensors[1]", "[2, 3, 1]"}));
+  BOOST_CHECK_EXCEPTION(kernels::cat({a, Tensor::ones({2, 3}, DType::f32)}, 0),
+                        std::invalid_argument, message_has({"tensors[1]", "float32", "float64"}));
+  BOOST_CHECK_EXCEPTION(kernels::cat({a, a.to(Device::sim(0))}, 0), std::invalid_argument,
+                        message_has({"tensors[1]", "sim:0", "cpu"}));
+  BOOST_CHECK_EXCEPTION(kernels::cat({a, a}, 2), std::out_of_range, message_has({"cat", "2"}));
+  BOOST_CHECK_EXCEPTION(kernels::cat({Tensor::scalar(1)}, 0), std::invalid_argument,
+                        message_has({"cat", "0-dim"}));
+  BOOST_CHECK_EXCEPTION(kernels::stack({a, seq({3, 2})}, 0), std::invalid_argument,
+                        message_has({"stack", "tensors[1]", "[3, 2]", "[2, 3]"}));
+  BOOST_CHECK_EXCEPTION(kernels::stack({a, a}, 3), std::out_of_range,
+                        message_has({"stack", "3"}));
+  check_values(kernels::stack({a, a}, -3), {2, 2, 3}, kernels::cat({a, a}, 0).to_vector());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

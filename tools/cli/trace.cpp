@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -76,10 +77,10 @@ trace::Timeline record(const TraceOptions& o) {
   config.devices = sim_devices(o.devices);
   Engine engine(std::move(config));
   const auto loss_of = make_model(o);
-  backward({loss_of()}, {}, std::nullopt, false, {}, engine);
+  backward({loss_of()}, {}, engine);
   const Tensor loss = loss_of();
   engine.start_recording();
-  backward({loss}, {}, std::nullopt, false, {}, engine);
+  backward({loss}, {}, engine);
   return trace::build_timeline(engine.stop_recording());
 }
 

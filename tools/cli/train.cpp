@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <memory>
 #include <numeric>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -225,7 +224,7 @@ int run_train(const TrainOptions& o) {
     if (recording)
       recording->start_recording();
     const auto t0 = std::chrono::steady_clock::now();
-    backward({loss}, {}, std::nullopt, false, {}, *executor);
+    backward({loss}, {}, *executor);
     const auto t1 = std::chrono::steady_clock::now();
     if (recording)
       trace::write_reports(trace::build_timeline(recording->stop_recording()),

@@ -69,7 +69,7 @@ void trainer(caf::blocking_actor* self, Engine* engine) {
   self->receive_while(running)(
     [&](const BackwardRequest& req) -> GradReply {
       try {
-        return GradReply{grad({req.loss}, req.params, {}, false, false, false, *engine), {}};
+        return GradReply{grad({req.loss}, req.params, {}, *engine), {}};
       } catch (const std::exception& e) {
         return GradReply{{}, e.what()};
       }

@@ -57,6 +57,10 @@ Tensor index_add_into_zeros(const Shape& shape, std::int64_t dim,
                             const std::vector<std::int64_t>& index, const Tensor& src);
 Tensor narrow(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t length);
 Tensor narrow_into_zeros(const Shape& shape, std::int64_t dim, std::int64_t start, const Tensor& src);
+/// One cudaMemcpy2DAsync per input.
+Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim);
+/// Composed of view and cat, which dispatch: the host kernel serves every device.
+using kernels::stack;
 Tensor clone(const Tensor& a);
 Tensor cast(const Tensor& a, DType dtype);
 /// A copy on `device`, where `a` or `device` (or both) is a CUDA device.
@@ -74,7 +78,10 @@ Tensor log_softmax(const Tensor& a, std::int64_t dim);
 
 // -- in place (bump the version counter) --------------------------------------
 void add_(const Tensor& self, const Tensor& other, double alpha);
+void sub_(const Tensor& self, const Tensor& other, double alpha);
 void mul_(const Tensor& self, double s);
+void mul_(const Tensor& self, const Tensor& other);
+void div_(const Tensor& self, const Tensor& other);
 void fill_(const Tensor& self, double v);
 void copy_(const Tensor& self, const Tensor& src);
 

@@ -89,6 +89,15 @@ Tensor gt_scalar(const Tensor& a, double s) {
 void add_(const Tensor& self, const Tensor& other, double alpha) {
   binary_inplace("add_", BinaryOp::add, self, other, alpha);
 }
+void sub_(const Tensor& self, const Tensor& other, double alpha) {
+  binary_inplace("sub_", BinaryOp::add, self, other, -alpha);
+}
+void mul_(const Tensor& self, const Tensor& other) {
+  binary_inplace("mul_", BinaryOp::mul, self, other, 1.0);
+}
+void div_(const Tensor& self, const Tensor& other) {
+  binary_inplace("div_", BinaryOp::div, self, other, 1.0);
+}
 void copy_(const Tensor& self, const Tensor& src) {
   binary_inplace("copy_", BinaryOp::second, self, src, 1.0);
 }

@@ -1,6 +1,6 @@
 /// @file kernels_cuda_shape.cpp
 /// CUDA shape changes and data movement: expand, transpose, row selection
-/// and scatter, copies, casts and device moves.
+/// and scatter, cat, copies, casts and device moves.
 
 #include "libengine/tensor/cuda/kernels_cuda.h"
 
@@ -133,6 +133,27 @@ Tensor narrow_into_zeros(const Shape& shape, std::int64_t dim, std::int64_t star
   const auto length = src.size(d);
   check_range("narrow_into_zeros", dim, start, length, shape[d]);
   return scatter_add("narrow_into_zeros", shape, d, iota(start, length), src);
+}
+
+Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  const auto c = cat_dims(tensors, dim);
+  const Tensor& first = tensors[0];
+  const OnDevice on("cat", first.device());
+  auto out = empty_like(first, c.out);
+  const auto split = split_at(c.out, c.dim);
+  const auto row_bytes = static_cast<std::size_t>(split.inner) * element_size(first.dtype());
+  std::int64_t start = 0; // where the next input's rows go along dim
+  for (const auto& t : tensors) {
+    const auto rows = t.size(c.dim);
+    if (t.numel() > 0) // `outer` blocks of `rows` rows, pitched in the output
+      actorgrad::cuda::check(
+        cudaMemcpy2DAsync(static_cast<char*>(mutable_data_of(out)) + start * row_bytes,
+                          split.size * row_bytes, data_of(t), rows * row_bytes, rows * row_bytes,
+                          split.outer, cudaMemcpyDeviceToDevice, on.launch.stream),
+        "cudaMemcpy2DAsync (cat)", first.device());
+    start += rows;
+  }
+  return out;
 }
 
 Tensor clone(const Tensor& a) {

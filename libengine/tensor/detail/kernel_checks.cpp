@@ -123,6 +123,57 @@ std::int64_t check_scatter_source(const char* op, const Shape& shape, std::int64
   return d;
 }
 
+namespace {
+
+std::string nth(std::size_t i) { return "tensors[" + std::to_string(i) + "]"; }
+
+} // namespace
+
+void check_joinable(const char* op, const std::vector<Tensor>& tensors) {
+  if (tensors.empty())
+    throw std::invalid_argument(std::string(op) + ": expected a non-empty list of tensors");
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (!t.defined())
+      throw std::invalid_argument(std::string(op) + ": " + nth(i) + " is undefined");
+    if (t.dtype() != tensors[0].dtype() || t.device() != tensors[0].device())
+      throw std::invalid_argument(std::string(op) + ": " + nth(i) + " is " + t.describe() +
+                                  " but " + nth(0) + " is " + tensors[0].describe() +
+                                  " (expected one dtype and one device)");
+  }
+}
+
+CatDims cat_dims(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  check_joinable("cat", tensors);
+  const Shape& first = tensors[0].shape();
+  const auto rank = static_cast<std::int64_t>(first.size());
+  CatDims c{wrap_dim_for("cat", dim, rank), first};
+  c.out[c.dim] = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Shape& s = tensors[i].shape();
+    bool fits = s.size() == first.size();
+    for (std::int64_t d = 0; fits && d < rank; ++d)
+      fits = d == c.dim || s[d] == first[d];
+    if (!fits)
+      throw std::invalid_argument("cat: " + nth(i) + " has shape " + shape_str(s) + " but " +
+                                  nth(0) + " has shape " + shape_str(first) +
+                                  " (sizes must match except in dimension " +
+                                  std::to_string(dim) + ")");
+    c.out[c.dim] += s[c.dim];
+  }
+  return c;
+}
+
+std::int64_t wrap_dim_for(const char* op, std::int64_t dim, std::int64_t rank) {
+  try {
+    return wrap_dim(dim, rank);
+  } catch (const std::out_of_range& e) {
+    throw std::out_of_range(std::string(op) + ": " + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(op) + ": " + e.what());
+  }
+}
+
 std::vector<std::int64_t> iota(std::int64_t start, std::int64_t length) {
   std::vector<std::int64_t> v(length);
   std::iota(v.begin(), v.end(), start);

@@ -69,6 +69,21 @@ void check_range(const char* op, std::int64_t dim, std::int64_t start, std::int6
 std::int64_t check_scatter_source(const char* op, const Shape& shape, std::int64_t dim,
                                   const Tensor& src, std::optional<std::int64_t> rows);
 
+/// Throws naming `op` unless `tensors` is a non-empty list of defined
+/// tensors of one dtype and one device (errors name the position).
+void check_joinable(const char* op, const std::vector<Tensor>& tensors);
+
+/// The dim (wrapped) along which cat joins and its result shape.
+struct CatDims {
+  std::int64_t dim = 0;
+  Shape out;
+};
+/// Checks the operands of cat (see kernels::cat).
+CatDims cat_dims(const std::vector<Tensor>& tensors, std::int64_t dim);
+
+/// wrap_dim, its errors prefixed with `op`.
+std::int64_t wrap_dim_for(const char* op, std::int64_t dim, std::int64_t rank);
+
 /// start, start + 1, ..., start + length - 1.
 std::vector<std::int64_t> iota(std::int64_t start, std::int64_t length);
 
