@@ -84,7 +84,7 @@ BOOST_AUTO_TEST_CASE(nested_call_keeps_the_outer_calls_monitor) {
   std::string message;
   within(std::chrono::seconds(20), "the outer backward after its worker died", [&] {
     try {
-      backward({sum(nests)}, {}, false, false, {}, engine);
+      backward({sum(nests)}, {}, engine);
       message = "backward returned normally";
     } catch (const EngineError& err) {
       message = err.what();
@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(nested_call_keeps_the_outer_calls_monitor) {
   BOOST_TEST(contains_all(message, {"sim:0", "worker", "stopped"}), message);
   // The engine replaced the worker and works again.
   Tensor w = Tensor::ones({2}).set_requires_grad(true);
-  backward({sum(mul(w.to(sim0), w.to(sim0))).to(Device::cpu())}, {}, false, false, {}, engine);
+  backward({sum(mul(w.to(sim0), w.to(sim0))).to(Device::cpu())}, {}, engine);
   BOOST_TEST(w.grad().to_vector() == (std::vector<double>{2.0, 2.0}));
 }
 
@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(engine_destroyed_while_threads_that_used_it_live) {
   std::promise<void> used;
   std::thread user([&, released] {
     Tensor w = Tensor::ones({2}).set_requires_grad(true);
-    backward({sum(w.to(sim0)).to(Device::cpu())}, {}, false, false, {}, *e);
+    backward({sum(w.to(sim0)).to(Device::cpu())}, {}, *e);
     Tensor v = Tensor::ones({2}).set_requires_grad(true);
     e->backward_async({sum(v.to(sim0)).to(Device::cpu())}).get();
     used.set_value();
@@ -122,10 +122,10 @@ BOOST_AUTO_TEST_CASE(engine_destroyed_while_threads_that_used_it_live) {
     Tensor through = lambda_op(u.to(Device::sim(1)), "CallsTheFirstEngine", [e](variable_list&& g) {
                        AutoGradMode forward(true); // nodes run with grad mode off
                        Tensor w = Tensor::ones({2}).set_requires_grad(true);
-                       backward({sum(w.to(sim0)).to(Device::cpu())}, {}, false, false, {}, *e);
+                       backward({sum(w.to(sim0)).to(Device::cpu())}, {}, *e);
                        return std::move(g);
                      }).first;
-    backward({sum(through).to(Device::cpu())}, {}, false, false, {}, other);
+    backward({sum(through).to(Device::cpu())}, {}, other);
     within(std::chrono::seconds(20), "~Engine with live threads that used it",
            [&] { engine.reset(); });
   }
@@ -168,7 +168,7 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_refused_by_name) {
   // A good configuration still works after all that.
   Engine ok(EngineConfig{{sim0}});
   Tensor w = Tensor::ones({2}).set_requires_grad(true);
-  backward({sum(w.to(sim0)).to(Device::cpu())}, {}, false, false, {}, ok);
+  backward({sum(w.to(sim0)).to(Device::cpu())}, {}, ok);
   BOOST_TEST(w.grad().to_vector() == (std::vector<double>{1.0, 1.0}));
 }
 
@@ -185,7 +185,7 @@ BOOST_AUTO_TEST_CASE(default_engine_refuses_unservable_devices_and_retries) {
   }
   ::setenv("ACTORGRAD_DEVICES", "sim:1", 1);
   Tensor w = Tensor::ones({2}).set_requires_grad(true);
-  backward({sum(w.to(sim0)).to(Device::cpu())}, {}, false, false, {}, default_engine());
+  backward({sum(w.to(sim0)).to(Device::cpu())}, {}, default_engine());
   BOOST_TEST(w.grad().to_vector() == (std::vector<double>{1.0, 1.0}));
 }
 
@@ -227,7 +227,7 @@ void* nest_on_thread(void* p) {
                    g[0] = mul(g[0], nest(a->levels - 1));
                    return std::move(g);
                  }).first;
-      backward({sum(y)}, {}, false, false, {}, *a->engine);
+      backward({sum(y)}, {}, *a->engine);
       return x.grad().to_vector()[0];
     }();
   } catch (...) {

@@ -157,7 +157,7 @@ Results second_order(std::uint64_t seed, Executor& executor, std::string* descri
     *description = g.description;
   PoolStreams caller(gen.rng());
   const variable_list first =
-    grad(g.roots, g.leaves, g.root_grads, true, true, true, executor);
+    grad(g.roots, g.leaves, {g.root_grads, true, true, true}, executor);
   variable_list roots, vs;
   for (const Tensor& t : first)
     if (t.defined() && t.requires_grad()) {
@@ -166,7 +166,7 @@ Results second_order(std::uint64_t seed, Executor& executor, std::string* descri
     }
   variable_list all = first;
   if (!roots.empty())
-    for (const Tensor& t : grad(roots, g.leaves, vs, false, false, true, executor))
+    for (const Tensor& t : grad(roots, g.leaves, {vs, false, false, true}, executor))
       all.push_back(t);
   Results out;
   for (const Tensor& t : all)
@@ -243,7 +243,7 @@ BOOST_AUTO_TEST_CASE(a_cpu_nodes_copy_to_a_device_is_ordered_before_its_use) {
       y = x.to(kSims[1]).to(Device::cpu());
     }
     PoolStreams caller(2); // the CPU nodes' copy lands on sim:1/stream 2
-    backward({sum(mul(y, y))}, {}, false, false, {}, engine());
+    backward({sum(mul(y, y))}, {}, engine());
     const auto g = x.grad().to_vector();
     const auto v = x.to_vector();
     bool ok = true;

@@ -99,12 +99,12 @@ void check_graph(std::uint64_t seed, bool async, Engine& eng, ReferenceExecutor&
   // First order with create_graph, on both executors.
   variable_list ref1, act1;
   const std::string ref_err = attempt(
-    [&] { ref1 = grad(g.roots, g.leaves, g.root_grads, true, true, true, reference); }, stage,
+    [&] { ref1 = grad(g.roots, g.leaves, {g.root_grads, true, true, true}, reference); }, stage,
     "reference grad");
   const std::string act_err = attempt(
     [&] {
       if (!async) {
-        act1 = grad(g.roots, g.leaves, g.root_grads, true, true, true, eng);
+        act1 = grad(g.roots, g.leaves, {g.root_grads, true, true, true}, eng);
         return;
       }
       auto f = eng.grad_async(g.roots, g.leaves, g.root_grads, true, true, true);
@@ -133,10 +133,10 @@ void check_graph(std::uint64_t seed, bool async, Engine& eng, ReferenceExecutor&
     return;
   variable_list ref2, act2;
   const std::string ref2_err = attempt(
-    [&] { ref2 = grad({s_ref}, g.leaves, {}, true, false, true, reference); }, stage,
+    [&] { ref2 = grad({s_ref}, g.leaves, {{}, true, false, true}, reference); }, stage,
     "reference double backward");
   const std::string act2_err = attempt(
-    [&] { act2 = grad({s_act}, g.leaves, {}, false, false, true, eng); }, stage,
+    [&] { act2 = grad({s_act}, g.leaves, {{}, false, false, true}, eng); }, stage,
     "engine double backward");
   if (ref2_err != act2_err)
     return failures.add(where + ": second order: reference " + outcome(ref2_err) + "; engine " +

@@ -38,14 +38,14 @@ const Device kSim0 = Device::sim(0), kSim1 = Device::sim(1);
 /// are right.
 std::string cpu_only(Engine& eng) {
   Tensor x = Tensor::from_vector({1, -2}, {2}).set_requires_grad();
-  auto g = grad({sum(mul(x, x))}, {x}, {}, {}, false, false, eng);
+  auto g = grad({sum(mul(x, x))}, {x}, {}, eng);
   return g[0].to_vector() == std::vector<double>{2, -4} ? "" : "cpu-only call: wrong gradient";
 }
 
 std::string crossing(Engine& eng) {
   Tensor x = Tensor::from_vector({1, -2}, {2}).set_requires_grad();
   Tensor loss = sum(mul(x.to(kSim0), 3.0)).to(Device::cpu());
-  auto g = grad({loss}, {x}, {}, {}, false, false, eng);
+  auto g = grad({loss}, {x}, {}, eng);
   return g[0].to_vector() == std::vector<double>{3, 3} ? "" : "crossing call: wrong gradient";
 }
 
@@ -73,7 +73,7 @@ std::string nested_crossing(Engine& eng) {
   };
   Tensor x = Tensor::from_vector({1, -2}, {2}).set_requires_grad();
   Tensor y = apply_custom_function("NestedCrossing", {x}, forward, backward)[0];
-  auto g = grad({sum(y)}, {x}, {}, {}, false, false, eng);
+  auto g = grad({sum(y)}, {x}, {}, eng);
   return g[0].to_vector() == std::vector<double>{1, 1} && *ok ? "" : "nested call: wrong gradient";
 }
 

@@ -114,7 +114,7 @@ InFlight start(Engine& eng, bool cross, bool async) {
     f.result = eng.grad_async({call->loss}, {call->x});
   } else {
     std::packaged_task<variable_list()> task(
-      [call, &eng] { return grad({call->loss}, {call->x}, {}, {}, false, false, eng); });
+      [call, &eng] { return grad({call->loss}, {call->x}, {}, eng); });
     f.result = task.get_future();
     f.thread = std::thread(std::move(task));
   }
