@@ -198,7 +198,7 @@ fi
 # event orders, to check that the sim race detector reports them, and TSan
 # (rightly) reports the same accesses. They are left out here.
 declare -A deliberate_races=(
-  [streams_test_sim_streams]="a_read_on_an_unordered_stream_is_reported_with_tensor_streams_and_ops a_host_read_synchronizes_the_current_stream_only"
+  [streams_test_sim_streams]="a_read_on_an_unordered_stream_is_reported_with_tensor_streams_and_ops a_host_read_synchronizes_the_current_stream_only a_copy_reading_a_source_its_stream_does_not_follow_is_reported a_write_after_an_unordered_read_is_reported"
   [streams_test_input_buffer_streams]="without_the_waits_the_detector_reports_the_cases_that_need_them"
   [streams_test_engine_streams]="without_the_engine_waits_the_detector_reports_races"
 )
