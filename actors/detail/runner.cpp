@@ -98,6 +98,8 @@ std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task) {
     caf::actor w = core_.worker(d); // throws naming the served devices
     ctx->workers.emplace_back(d, std::move(w));
   }
+  // Monitored only once every worker is known: worker() may throw, and a
+  // half-counted set of monitors would never be released.
   for (const auto& [d, w] : ctx->workers)
     if (w != ctx->coordinator)
       monitor(w);

@@ -4,6 +4,7 @@
 
 #include "libengine/autograd/graph_root.h"
 #include "libengine/engine/basic_graph_task_impl.h"
+#include "libengine/engine/call_hooks.h"
 #include "libengine/engine/errors.h"
 #include "libengine/engine/evaluate.h"
 #include "libengine/engine/stream_sync.h"
@@ -23,7 +24,7 @@ variable_list ActorgradGraph::call_function(Node& fn, variable_list&& inputs) {
 }
 
 void ActorgradGraph::call_tensor_pre_hooks(Node& fn, variable_list& inputs) {
-  call_node_tensor_pre_hooks(fn, inputs);
+  actorgrad::call_tensor_pre_hooks(fn, inputs); // call_hooks.h
 }
 
 bool ActorgradGraph::has_nan(const Tensor& t) { return t.defined() && kernels::any_nan(t); }

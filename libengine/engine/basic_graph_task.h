@@ -54,11 +54,7 @@ public:
   void accept_sent(SentGrad& g, Dispatch& to) override;
   Device device_of(const void* n) const override { return G::device(*static_cast<const node*>(n)); }
   NodeInfo describe(const void* n) const override {
-    if (!n)
-      return {};
-    NodeInfo info = G::describe(*static_cast<const node*>(n));
-    info.id = n;
-    return info;
+    return n ? G::describe(*static_cast<const node*>(n)) : NodeInfo{};
   }
 
   // -- the steps of run(), for executors that route outputs themselves ---------

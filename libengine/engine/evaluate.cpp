@@ -9,11 +9,9 @@
 
 namespace actorgrad {
 
-namespace {
-
 // Hooks, apply and validation, in PyTorch's order: tensor pre-hooks ->
 // pre-hooks -> apply -> validate -> post-hooks.
-variable_list call_function(Node& fn, variable_list inputs) {
+variable_list call_node(Node& fn, variable_list&& inputs) {
   const HookSnapshot hooks(fn);
   if (hooks) {
     call_tensor_pre_hooks(fn, hooks.tensor, inputs);
@@ -31,6 +29,8 @@ variable_list call_function(Node& fn, variable_list inputs) {
     call_post_hooks(fn, hooks, outputs, inputs);
   return outputs;
 }
+
+namespace {
 
 std::string at_index(const Node& fn, std::size_t i) {
   return "Function " + fn.name() + " returned an invalid gradient at index " + std::to_string(i);
@@ -67,14 +67,6 @@ void validate_outputs(const Node& fn, variable_list& grads) {
     if (g.dtype() != meta.dtype)
       g = to_dtype(g, meta.dtype);
   }
-}
-
-variable_list call_node(Node& fn, variable_list&& inputs) {
-  return call_function(fn, std::move(inputs));
-}
-
-void call_node_tensor_pre_hooks(Node& fn, variable_list& inputs) {
-  call_tensor_pre_hooks(fn, inputs);
 }
 
 } // namespace actorgrad

@@ -11,10 +11,6 @@ namespace actorgrad {
 /// edge of `fn`.
 variable_list call_node(Node& fn, variable_list&& inputs);
 
-/// The tensor pre-hooks (and retain_grad hooks) of `fn` alone, on `inputs`
-/// (a node that selective execution runs only to capture its inputs).
-void call_node_tensor_pre_hooks(Node& fn, variable_list& inputs);
-
 /// Checks the gradients `fn` returned against the metadata of the inputs
 /// they flow to (its next edges): count, dtype (cast), shape (reduced when
 /// it broadcasts) and device. Errors name `fn`.

@@ -37,7 +37,8 @@ namespace actorgrad {
 // virtual call per node accessor (about ten per node) was the other
 // extreme. The figures before/after are in bench/RESULTS.md ("Core v2").
 
-/// What BasicGraphTask<G> needs from graph type G. Every function is static.
+/// What BasicGraphTask<G> needs from graph type G. Every function is static;
+/// `describe(n)` sets NodeInfo::id to `&n`.
 ///
 /// Types: `node` (a backward function), `edge` (an output edge: a node
 /// handle and an input number), `value` (a gradient), `value_list`
