@@ -9,6 +9,9 @@
 #include <torch/torch.h>
 
 #include "bench/common/ready_order.h"
+#if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
+#include "actors/torch/install.h"
+#endif
 
 namespace actorgrad::bench::torchb {
 
@@ -67,6 +70,14 @@ std::shared_ptr<TorchGraph> make(const std::string& kind, int n) {
       h = torch::tanh(torch::matmul(h, w) + b);
     }
     y = h.sum();
+  } else if (kind == "transformer") {
+    // One encoder layer (d_model 64, 4 heads, feed-forward 128, no dropout)
+    // on 16 tokens x 4 sequences; n is unused.
+    torch::nn::TransformerEncoderLayer layer(
+      torch::nn::TransformerEncoderLayerOptions(64, 4).dim_feedforward(128).dropout(0.0));
+    for (const auto& p : layer->parameters())
+      g->keep.push_back(p);
+    y = layer(torch::randn({16, 4, 64})).sum();
   } else if (kind == "random_dag") {
     std::mt19937_64 rng(42);
     std::vector<torch::Tensor> pool{leaf({1})};
@@ -97,6 +108,17 @@ std::size_t nodes(const TorchGraph& g) { return g.order.size(); }
 
 void backward(TorchGraph& g) {
   torch::autograd::backward({g.root}, {g.root_grad}, /*retain_graph=*/true);
+}
+
+void single_intra_op_thread() { at::set_num_threads(1); }
+
+void install_bridge() {
+#if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
+  if (!actorgrad::torch::installed())
+    actorgrad::torch::install();
+#else
+  throw std::runtime_error("built without the torch bridge (actorgrad_torch)");
+#endif
 }
 
 void sequential(TorchGraph& g) {
