@@ -7,19 +7,24 @@
 /// the trace proves the backward ran on actorgrad: the JSON file passes the
 /// Chrome trace checks (paired flow arrows, node slices) and names
 /// libtorch's nodes (AddmmBackward0, ...) from one graph task per backward
-/// call; the HTML report names them too.
+/// call; the HTML report names them too. The example
+/// (tools/examples/torch/train_transformer.cpp) trains, its trace passes
+/// the same checks, and its plain build under LD_PRELOAD prints the same
+/// losses as the build with the install line.
 
 #define BOOST_TEST_MODULE torch_preload
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,17 +40,21 @@ namespace {
 /// Set by tests/CMakeLists.txt.
 const std::string program = ACTORGRAD_TORCH_PLAIN_PROGRAM;
 const std::string preload = ACTORGRAD_TORCH_PRELOAD_LIBRARY;
+const std::string example = ACTORGRAD_TORCH_EXAMPLE;
+const std::string example_plain = ACTORGRAD_TORCH_EXAMPLE_PLAIN;
 
-/// Runs the program with `env` (NAME=value each) through env(1).
-test::RunResult run_program(const std::vector<std::string>& env) {
-  std::vector<std::string> argv{"/usr/bin/env"};
-  argv.insert(argv.end(), env.begin(), env.end());
-  argv.push_back(program);
-  test::RunResult r = test::run(argv, 120s);
-  BOOST_TEST_REQUIRE(r.status == 0, "exit " << r.status << " with " << argv.size() - 2
-                                            << " variables set; stderr: " << r.err);
+/// Runs `argv` with `env` (NAME=value each) through env(1); requires exit 0.
+test::RunResult run_with(const std::vector<std::string>& env, const std::vector<std::string>& argv) {
+  std::vector<std::string> all{"/usr/bin/env"};
+  all.insert(all.end(), env.begin(), env.end());
+  all.insert(all.end(), argv.begin(), argv.end());
+  test::RunResult r = test::run(all, 120s);
+  BOOST_TEST_REQUIRE(r.status == 0, "exit " << r.status << " of " << argv.front() << " with "
+                                            << env.size() << " variables set; stderr: " << r.err);
   return r;
 }
+
+test::RunResult run_program(const std::vector<std::string>& env) { return run_with(env, {program}); }
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
@@ -63,6 +72,36 @@ std::size_t backward_calls(const std::string& out) {
   const auto at = out.rfind("backward_calls ");
   BOOST_TEST_REQUIRE(at != std::string::npos, "the program printed its backward calls");
   return std::stoul(out.substr(at + 15));
+}
+
+/// Checks the Chrome trace at `path` (then removes it): its structure, the
+/// libtorch nodes it names (`nodes` and AccumulateGrad), its graph tasks.
+void check_trace(const std::string& path, const std::vector<std::string>& nodes, std::size_t tasks_expected) {
+  BOOST_TEST_REQUIRE(std::filesystem::exists(path), path << " was written");
+  const std::string json = read_file(path);
+  const trace::Timeline tl = trace::read_chrome_json(path);
+  std::remove(path.c_str());
+  BOOST_TEST(test::check_chrome_structure(json, tl) == tl.slices.size());
+  std::set<std::string> names;
+  std::set<std::uint64_t> tasks;
+  for (const auto& s : tl.slices) {
+    names.insert(s.node);
+    tasks.insert(s.graph_task);
+  }
+  BOOST_TEST(names.count("torch::autograd::AccumulateGrad") == 1u, "the trace names AccumulateGrad");
+  for (const auto& node : nodes)
+    BOOST_TEST(names.count(node) == 1u, "the trace names " << node);
+  BOOST_TEST(tasks.size() == tasks_expected, "one graph task per backward call");
+}
+
+/// The lines of `out` that start with `prefix`.
+std::string lines_starting(const std::string& out, const std::string& prefix) {
+  std::string kept, line;
+  std::istringstream in(out);
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0)
+      kept += line + "\n";
+  return kept;
 }
 
 const std::string& plain_output() {
@@ -84,22 +123,8 @@ BOOST_AUTO_TEST_CASE(preloaded_program_writes_a_json_trace_of_libtorch_nodes) {
   std::remove(path.c_str());
   const test::RunResult r = run_program({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=" + path});
   BOOST_TEST(r.out == plain_output());
-  BOOST_TEST_REQUIRE(std::filesystem::exists(path), "ACTORGRAD_TRACE=" << path << " was written");
-  const std::string json = read_file(path);
-  const trace::Timeline tl = trace::read_chrome_json(path);
-  std::remove(path.c_str());
-
-  BOOST_TEST(test::check_chrome_structure(json, tl) == tl.slices.size());
-  std::set<std::string> names;
-  std::set<std::uint64_t> tasks;
-  for (const auto& s : tl.slices) {
-    names.insert(s.node);
-    tasks.insert(s.graph_task);
-  }
-  for (const char* node : {"AddmmBackward0", "ReluBackward0", "NllLossBackward0", "MulBackward0",
-                           "torch::autograd::AccumulateGrad"})
-    BOOST_TEST(names.count(node) == 1u, "the trace names " << node);
-  BOOST_TEST(tasks.size() == backward_calls(r.out), "one graph task per backward call");
+  check_trace(path, {"AddmmBackward0", "ReluBackward0", "NllLossBackward0", "MulBackward0"},
+              backward_calls(r.out));
 }
 
 BOOST_AUTO_TEST_CASE(preloaded_program_writes_an_html_report) {
@@ -111,4 +136,18 @@ BOOST_AUTO_TEST_CASE(preloaded_program_writes_an_html_report) {
   std::remove(path.c_str());
   BOOST_TEST(html.rfind("<!DOCTYPE html>", 0) == 0u, html.substr(0, 80));
   BOOST_TEST(html.find("AddmmBackward0") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(example_trains_and_traces_its_last_backward) {
+  const std::string path = temp_path("example.json");
+  std::remove(path.c_str());
+  const test::RunResult r = run_with({}, {example, "--steps", "5", "--trace", path});
+  BOOST_TEST(r.out.find("trace of the last backward: " + path) != std::string::npos, r.out);
+  check_trace(path, {"AddmmBackward0", "NativeLayerNormBackward0"}, 1);
+
+  const std::string losses = lines_starting(r.out, "step ");
+  BOOST_TEST(std::count(losses.begin(), losses.end(), '\n') == 5);
+  BOOST_TEST(lines_starting(run_with({}, {example_plain, "--steps", "5"}).out, "step ") == losses);
+  BOOST_TEST(lines_starting(run_with({"LD_PRELOAD=" + preload}, {example_plain, "--steps", "5"}).out, "step ") ==
+             losses);
 }
