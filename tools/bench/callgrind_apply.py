@@ -5,9 +5,11 @@
 
 Prints "total apply_inclusive apply_calls": the file's total instructions,
 the summed inclusive cost of every call into a function whose (demangled)
-name matches REGEX (default: any `...::apply(std::vector<at::Tensor...`,
-which is every torch::autograd::Node's apply: the generated *Backward nodes,
-AccumulateGrad, custom functions) from a caller that does not match it, and
+name matches REGEX (default: `torch::autograd::...::apply(std::vector<at::Tensor...`,
+libtorch's nodes: the generated *Backward nodes, AccumulateGrad, CppNode of
+custom functions; not the bridge's own trampoline node, whose apply runs the
+whole call on the actor engine and is engine cost) from a caller that does
+not match it, and
 the number of those calls. Calls from one apply into another (a node calling
 a node) are inside the outer call's inclusive cost already, so they are
 skipped; a node whose apply re-enters the engine would count its inner
@@ -20,7 +22,7 @@ engine) Node::operator()'s profiler check around each apply.
 import re
 import sys
 
-DEFAULT = r"::apply\(std::vector<at::Tensor"
+DEFAULT = r"^torch::autograd::.*::apply\(std::vector<at::Tensor"
 
 
 def parse(path, pattern):
