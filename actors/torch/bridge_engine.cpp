@@ -155,13 +155,14 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
   // libtorch's argument checks, with its texts.
   variable_list root_grads = inputs;
   torch_bridge::validate_outputs(roots, root_grads, "");
-  if (accumulate_grad && create_graph)
+  if (accumulate_grad && create_graph) {
     TORCH_WARN_ONCE(
       "Using backward() with create_graph=True will create a reference cycle between the "
       "parameter and its gradient which can cause a memory leak. We recommend using "
       "autograd.grad when creating the graph to avoid this. If you have to use this function, "
       "make sure to reset the .grad fields of your parameters to None after use to break the "
       "cycle and avoid the leak.");
+  }
   TORCH_CHECK_VALUE(accumulate_grad || !outputs.empty(), "grad requires non-empty inputs.");
 
   GraphTaskBase* parent = current_graph_task();
