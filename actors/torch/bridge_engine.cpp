@@ -136,6 +136,13 @@ variable_list BridgeEngine::execute(const edge_list& roots, const variable_list&
   return run(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
 }
 
+void BridgeEngine::thread_on_exception(std::shared_ptr<GraphTask> graph_task,
+                                       const std::shared_ptr<::torch::autograd::Node>& fn,
+                                       std::exception& e) {
+  const bool trampoline = dynamic_cast<const Trampoline*>(fn.get()) != nullptr;
+  Engine::thread_on_exception(std::move(graph_task), trampoline ? nullptr : fn, e);
+}
+
 variable_list BridgeEngine::delegate(const edge_list& roots, const variable_list& inputs,
                                      bool keep_graph, bool create_graph, bool accumulate_grad,
                                      const edge_list& outputs) {

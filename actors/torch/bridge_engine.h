@@ -56,6 +56,13 @@ public:
           bool keep_graph, bool create_graph, bool accumulate_grad,
           const ::torch::autograd::edge_list& outputs) override;
 
+  /// Records a call's error in its libtorch GraphTask. For the Trampoline,
+  /// the node named in anomaly mode's warning is the failing node itself
+  /// (TorchGraph::rethrow_in_node warns), not the Trampoline.
+  void thread_on_exception(std::shared_ptr<::torch::autograd::GraphTask> graph_task,
+                           const std::shared_ptr<::torch::autograd::Node>& fn,
+                           std::exception& e) override;
+
   /// The actor engine (valid until retire() and the calls in flight end).
   actorgrad::Engine& engine() { return *engine_; }
   /// Drops the installation's use of the actor engine: it is destroyed when

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/TensorSubclassLikeUtils.h>
+#include <torch/csrc/autograd/anomaly_mode.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
 
 #include <stdexcept>
@@ -83,6 +84,10 @@ std::string TorchGraph::nan_message(const node& fn, std::size_t output) {
 // that type with the node in front of its text. Any other type is rethrown
 // unchanged (its text cannot be amended without changing its type).
 void TorchGraph::rethrow_in_node(const node& fn, const std::exception& e) {
+  // libtorch's engine, in anomaly mode, warns with the failing node's
+  // forward traceback (GraphTask::set_exception_without_signal).
+  if (::torch::autograd::AnomalyMode::is_enabled())
+    const_cast<node&>(fn).metadata()->print_stack(fn.name());
   const std::string where =
     "in node " + fn.name() + " (sequence_nr " + std::to_string(fn.sequence_nr()) + ")";
   try {

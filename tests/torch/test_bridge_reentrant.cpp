@@ -102,6 +102,7 @@ BOOST_AUTO_TEST_CASE(queue_callback_from_a_hook_runs_at_the_end) {
     });
     (h * x).sum().backward();
     events.push_back(4); // after backward returned
+    BOOST_CHECK((events == std::vector<double>{1, 2, 3, 4}));
     return Results{x.grad(), torch::tensor(events, f64)};
   });
 }
