@@ -124,4 +124,21 @@ inline std::vector<std::string> undefined_names(const NamedTensors& t) {
   return out;
 }
 
+/// run_both, then every check of a differential model test: the actor run
+/// made `calls` backward calls on actorgrad and delegated none, the stock
+/// run's tensors are all defined, and compare() finds none that differ.
+/// Returns "" or what failed.
+inline std::string differential_check(const TorchProgram& program, std::uint64_t calls,
+                                      double tolerance = 0, std::uint64_t seed = 0) {
+  const DiffRuns runs = run_both(program, seed);
+  std::ostringstream msg;
+  if (runs.actor_calls != calls || runs.actor_delegated != 0)
+    msg << "expected " << calls << " backward calls on actorgrad, got " << runs.actor_calls << " ("
+        << runs.actor_delegated << " delegated to the stock engine); ";
+  for (const auto& name : undefined_names(runs.stock))
+    msg << name << " is undefined (no gradient); ";
+  msg << compare(runs.stock, runs.actor, tolerance);
+  return msg.str();
+}
+
 } // namespace actorgrad::test
