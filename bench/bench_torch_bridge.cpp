@@ -7,7 +7,7 @@
 /// the transformer layer and the 4-layer MLP of bench/torch/torch_cases.h,
 /// and the pass-through add chain of 1,000 nodes (the engines' own cost).
 /// Each benchmark builds its graph once and runs backward with retain_graph.
-/// Counters: nodes, ns_per_node. bench/RESULTS.md ("Torch bridge") has the
+/// Wall (real) time; counters: nodes, ns_per_node (wall). bench/RESULTS.md ("Torch bridge") has the
 /// figures and the command.
 
 #include <benchmark/benchmark.h>
@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(
         (std::string(c.kind) + "/" + std::to_string(c.n) + "/" + (actor ? "torch_actor" : "torch")).c_str(),
         [c, actor](benchmark::State& s) { backward_wall_time(s, c.kind, c.n, actor); })
-        ->Unit(benchmark::kMicrosecond);
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime(); // the actor engine's work is on its worker threads, not the caller's CPU time
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
