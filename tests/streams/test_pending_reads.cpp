@@ -10,6 +10,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <thread>
+#include <tuple>
 
 #include "device/guards.h"
 #include "libengine/autograd.h"
@@ -18,6 +19,7 @@
 #include "libengine/engine/input_buffer.h"
 #include "libengine/tensor/kernels.h"
 #include "libengine/tensor/pending_reads.h"
+#include "libengine/tensor/tensor_impl.h"
 #include "tests/streams/sim_test_util.h"
 
 using namespace actorgrad;
@@ -55,14 +57,32 @@ std::vector<double> values_on(const Tensor& t, Stream s) {
   return t.to_vector();
 }
 
-} // namespace
+/// No race report, and `sum` (on `consumer`) and `copy` (on `reader`) hold
+/// the values they should: the copy read the gradient before the add.
+void expect_ordered(const Tensor& sum, Stream consumer, double sum_value, const Tensor& copy,
+                    Stream reader, double copy_value) {
+  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+  BOOST_TEST(values_on(sum, consumer) == std::vector<double>(256, sum_value));
+  BOOST_TEST(values_on(copy, reader) == std::vector<double>(256, copy_value));
+}
 
-BOOST_AUTO_TEST_CASE(a_gradient_copied_to_another_device_is_added_in_place_after_the_copy) {
-  SimSettings sim(3, 0);
-  NoGradGuard no_grad; // as in a backward without create_graph
+/// An asynchronous sim with the detector, no kernel delay, grad mode off
+/// (a backward without create_graph), and the streams of a case: the
+/// gradient's producer and consumer on device A, the copy's reader on B.
+struct Setup {
+  explicit Setup(std::uint64_t seed) : sim(seed, 0) {}
+  SimSettings sim;
+  NoGradGuard no_grad;
   const Stream producer = stream_from_pool(a);
   const Stream consumer = stream_from_pool(a);
   const Stream reader = stream_from_pool(b);
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_gradient_copied_to_another_device_is_added_in_place_after_the_copy) {
+  const Setup s(3);
+  const auto [producer, consumer, reader] = std::tuple(s.producer, s.consumer, s.reader);
   BOOST_REQUIRE(producer != consumer);
 
   InputBuffer buffer(1);
@@ -75,43 +95,37 @@ BOOST_AUTO_TEST_CASE(a_gradient_copied_to_another_device_is_added_in_place_after
 
   const Tensor sum = InputBuffer::variables(std::move(buffer))[0];
   BOOST_TEST(sum.impl() == in_buffer); // in place, the case under test
-  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
-  BOOST_TEST(values_on(sum, consumer) == std::vector<double>(256, 3.0));
-  BOOST_TEST(values_on(copy, reader) == std::vector<double>(256, 1.0));
+  expect_ordered(sum, consumer, 3.0, copy, reader, 1.0);
 }
 
 BOOST_AUTO_TEST_CASE(a_new_gradient_copied_to_another_device_is_added_into_after_the_copy) {
   // InputBuffer's other in-place case: the arriving gradient is the sole
   // owner, the one in the slot is shared, so the sum goes into the new one.
-  SimSettings sim(4, 0);
-  NoGradGuard no_grad;
-  const Stream producer = stream_from_pool(a);
-  const Stream consumer = stream_from_pool(a);
-  const Stream reader = stream_from_pool(b);
+  const Setup s(4);
+  const auto [producer, consumer, reader] = std::tuple(s.producer, s.consumer, s.reader);
 
   InputBuffer buffer(1);
   const Tensor first = produce_on(producer, 1.0);
   buffer.add(0, Tensor(first), producer, consumer); // stays shared
   Tensor g = produce_on(producer, 2.0);
   const Tensor copy = copy_to_b_and_let_it_run(g, producer, reader);
+  const TensorImpl* arriving = g.impl();
   buffer.add(0, std::move(g), producer, consumer);
 
   const Tensor sum = InputBuffer::variables(std::move(buffer))[0];
-  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
-  BOOST_TEST(values_on(sum, consumer) == std::vector<double>(256, 3.0));
-  BOOST_TEST(values_on(copy, reader) == std::vector<double>(256, 2.0));
+  BOOST_TEST(sum.impl() == arriving); // in place, the case under test
+  expect_ordered(sum, consumer, 3.0, copy, reader, 2.0);
 }
 
 BOOST_AUTO_TEST_CASE(a_leaf_gradient_copied_to_another_device_is_accumulated_after_the_copy) {
-  SimSettings sim(5, 0);
-  NoGradGuard no_grad;
-  const Stream producer = stream_from_pool(a);
-  const Stream reader = stream_from_pool(b);
+  const Setup s(5);
+  const auto [producer, reader] = std::pair(s.producer, s.reader);
   Tensor leaf = Tensor::zeros({256}, DType::f64, a).set_requires_grad();
   AccumulateGrad acc(leaf);
 
   Tensor g = produce_on(producer, 1.0);
   const Tensor copy = copy_to_b_and_let_it_run(g, producer, reader);
+  const Storage* memory = g.impl()->storage.get();
   {
     StreamGuard on_producer(producer);
     variable_list grads;
@@ -121,9 +135,8 @@ BOOST_AUTO_TEST_CASE(a_leaf_gradient_copied_to_another_device_is_accumulated_aft
     grads.push_back(produce_on(producer, 2.0));
     acc.apply(std::move(grads)); // added in place on the producer
   }
-  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
-  BOOST_TEST(values_on(leaf.grad(), producer) == std::vector<double>(256, 3.0));
-  BOOST_TEST(values_on(copy, reader) == std::vector<double>(256, 1.0));
+  BOOST_TEST(leaf.grad().impl()->storage.get() == memory); // in place, the case under test
+  expect_ordered(leaf.grad(), producer, 3.0, copy, reader, 1.0);
 }
 
 BOOST_AUTO_TEST_CASE(reads_are_recorded_once_per_stream_and_only_on_devices_with_streams) {

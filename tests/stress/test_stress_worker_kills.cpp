@@ -122,6 +122,17 @@ InFlight start_call(Engine& eng, bool cross, bool async) {
   return f;
 }
 
+/// Waits for `f` until `limit`: false on a timeout (hung() set, its
+/// thread detached), else true with its thread joined.
+bool settle(InFlight& f, Clock::time_point limit) {
+  const bool ready = f.result.wait_until(limit) == std::future_status::ready;
+  if (!ready)
+    hung() = true;
+  if (f.thread.joinable())
+    ready ? f.thread.join() : f.thread.detach();
+  return ready;
+}
+
 /// Waits (bounded) until `eng` serves `d` with another worker than `before`.
 bool replaced(Engine& eng, Device d, const caf::actor& before) {
   const auto deadline = after(kReplaceLimit);
@@ -144,16 +155,11 @@ Seconds unkilled_round_time(Engine& eng, bool cross, Failures& failures) {
     for (int k = 0; k < kCallsPerRound; ++k)
       calls.push_back(start_call(eng, cross, k % 2 == 1));
     for (auto& f : calls) {
-      if (!ready_within(f.result, kCallLimit)) {
-        hung() = true;
+      if (!settle(f, after(kCallLimit))) {
         failures.add("a call without kills gave no result within " +
                      std::to_string(int(kCallLimit.count())) + " s (hang)");
-        if (f.thread.joinable())
-          f.thread.detach();
         continue;
       }
-      if (f.thread.joinable())
-        f.thread.join();
       try {
         if (auto d = f.call->check(f.result.get()); !d.empty())
           failures.add("a call without kills returned, but " + d);
@@ -201,16 +207,11 @@ void run_kills(bool cross) {
       auto& f = calls[k];
       const std::string what = "round " + std::to_string(rounds) +
                                (k % 2 ? " grad_async" : " grad") + " (" + victim.str() + " killed)";
-      if (f.result.wait_until(round_limit) != std::future_status::ready) {
-        hung() = true;
+      if (!settle(f, round_limit)) {
         failures.add(what + ": no result " + std::to_string(int(kCallLimit.count())) +
                      " s after the kill (hang)");
-        if (f.thread.joinable())
-          f.thread.detach();
         continue;
       }
-      if (f.thread.joinable())
-        f.thread.join();
       try {
         if (auto d = f.call->check(f.result.get()); !d.empty())
           failures.add(what + ": returned, but " + d);
@@ -249,15 +250,10 @@ void run_kills(bool cross) {
   // The engine serves every device again: a fresh call is right.
   for (int k = 0; k < 2; ++k) {
     InFlight f = start_call(*eng, cross, k == 1);
-    if (!ready_within(f.result, kCallLimit)) {
-      hung() = true;
-      if (f.thread.joinable())
-        f.thread.detach();
+    if (!settle(f, after(kCallLimit))) {
       (void)eng.release();
       BOOST_FAIL("a call after the kills hung");
     }
-    if (f.thread.joinable())
-      f.thread.join();
     BOOST_TEST(f.call->check(f.result.get()) == "");
   }
 }
