@@ -18,39 +18,48 @@ namespace actorgrad {
 // detector reports write-after-read), and a CUDA copy holds no handle at
 // all, so the add could overwrite the gradient before the copy read it.
 // (PyTorch's InputBuffer::accumulate has the same gap; its caching
-// allocator's record_stream covers frees, not writes.) So a copy records
-// an event on the reading stream in its source's storage, and an in-place
-// write first makes its stream wait for those events: an event wait, no
-// host block, and none at all for memory nobody copied.
+// allocator's record_stream covers frees, not writes.) A node's own
+// kernels are the other such reader: a backward may hand one gradient to
+// two consumers (AddBackward returns it twice); one consumer's node reads
+// it on its stream and drops it, and the other's buffer, now its sole
+// holder, adds into it on another stream. So a copy records an event on
+// the reading stream in its source's storage, and so does the engine for
+// a node's inputs that someone else still holds after the call
+// (ActorgradGraph::call_function); an in-place write first makes its
+// stream wait for those events: an event wait, no host block, and one
+// atomic load for memory nobody else read.
 
 void PendingReads::record(Stream reader) {
-  Event done = Event::recorded_on(reader);
-  std::lock_guard lock(mutex_);
-  auto same = std::find_if(reads_.begin(), reads_.end(),
-                           [&](const auto& r) { return r.first == reader; });
-  if (same != reads_.end())
-    same->second = std::move(done); // a later point of one stream covers the earlier one
-  else
-    reads_.emplace_back(reader, std::move(done));
+  const Event done = Event::recorded_on(reader);
+  auto old = reads_.load(std::memory_order_acquire);
+  for (;;) {
+    auto next = std::make_shared<List>(old ? *old : List{});
+    auto same = std::find_if(next->begin(), next->end(),
+                             [&](const auto& r) { return r.first == reader; });
+    if (same != next->end())
+      same->second = done; // a later point of one stream covers the earlier one
+    else
+      next->emplace_back(reader, done);
+    if (reads_.compare_exchange_weak(old, std::move(next), std::memory_order_acq_rel))
+      break;
+  }
   any_.store(true, std::memory_order_release);
 }
 
 void PendingReads::order_before(Stream writer) const {
-  std::vector<std::pair<Stream, Event>> reads;
-  {
-    std::lock_guard lock(mutex_);
-    reads = reads_;
-  }
-  for (const auto& [reader, done] : reads)
+  const auto reads = reads_.load(std::memory_order_acquire);
+  if (!reads)
+    return;
+  for (const auto& [reader, done] : *reads)
     if (reader != writer && reader.device.type == writer.device.type)
-      done.block(writer); // outside the lock: it may enqueue a wait
+      done.block(writer);
 }
 
 std::vector<Stream> PendingReads::streams() const {
-  std::lock_guard lock(mutex_);
   std::vector<Stream> out;
-  for (const auto& r : reads_)
-    out.push_back(r.first);
+  if (const auto reads = reads_.load(std::memory_order_acquire))
+    for (const auto& r : *reads)
+      out.push_back(r.first);
   return out;
 }
 
@@ -60,6 +69,9 @@ void record_async_read(const Tensor& t, Stream reader) {
 }
 
 void order_write_after_reads(const Tensor& t) {
+  // The caller saw the last other handle gone (a relaxed use_count load);
+  // this fence makes the reads recorded before that handle dropped visible.
+  std::atomic_thread_fence(std::memory_order_acquire);
   const PendingReads& reads = t.impl()->storage->reads;
   if (reads.any())
     reads.order_before(current_stream(t.device()));

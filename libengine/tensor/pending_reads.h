@@ -4,7 +4,7 @@
 /// that the host decided on alone must follow (Note [Pending reads]).
 
 #include <atomic>
-#include <mutex>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -35,12 +35,15 @@ public:
   std::vector<Stream> streams() const;
 
 private:
-  /// Set (release) by record() once an entry exists, never cleared; read
-  /// (acquire) by order_before() to skip the lock when nothing was read.
+  using List = std::vector<std::pair<Stream, Event>>;
+
+  /// Set (release) by record() once a list exists, never cleared; read
+  /// (acquire) by any() so that memory nobody copied costs one load.
   std::atomic<bool> any_{false};
-  mutable std::mutex mutex_; ///< guards reads_ (off the common path: see any_)
-  /// Per stream, an event recorded after its last read.
-  std::vector<std::pair<Stream, Event>> reads_;
+  /// Per stream, an event recorded after its last read; replaced whole by
+  /// record() (copy on write, compare-and-swap), read by order_before()
+  /// and streams(). No lock: record() runs in device workers' handlers.
+  std::atomic<std::shared_ptr<const List>> reads_;
 };
 
 /// Records on `t`'s storage that work just enqueued on `reader` reads it

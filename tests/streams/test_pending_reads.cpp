@@ -16,7 +16,9 @@
 #include "libengine/autograd.h"
 #include "libengine/autograd/accumulate_grad.h"
 #include "libengine/autograd/grad_mode.h"
+#include "libengine/engine/actorgrad_graph.h"
 #include "libengine/engine/input_buffer.h"
+#include "libengine/ops.h"
 #include "libengine/tensor/kernels.h"
 #include "libengine/tensor/pending_reads.h"
 #include "libengine/tensor/tensor_impl.h"
@@ -153,4 +155,44 @@ BOOST_AUTO_TEST_CASE(reads_are_recorded_once_per_stream_and_only_on_devices_with
   const Tensor on_cpu = Tensor::zeros({4});
   (void)kernels::to_device(on_cpu, a);
   BOOST_TEST(pending_read_streams(on_cpu).empty());
+}
+
+// A node's backward may hand one gradient to two consumers (AddBackward of
+// a + b returns its incoming gradient twice). One consumer's node reads it
+// with kernels on its own stream and drops it; the other's buffer then
+// holds it alone and adds into it in place on another stream: the engine
+// records the reading node's stream first.
+BOOST_AUTO_TEST_CASE(a_gradient_two_nodes_share_is_added_in_place_after_the_other_read_it) {
+  const Setup s(7);
+  const Stream reading_node = stream_from_pool(a);
+  Tensor x = Tensor::ones({256}, DType::f64, a).set_requires_grad();
+  Tensor u;
+  Event::recorded_on(default_stream(a)).block(reading_node); // x was made there
+  {
+    StreamGuard on_node(reading_node);
+    AutoGradMode recording(true);
+    u = mul(x, 2.0); // MulBackward runs on reading_node
+  }
+  Node& reader_fn = *u.grad_fn();
+  BOOST_REQUIRE((reader_fn.stream() == reading_node));
+
+  InputBuffer buffer(1); // the other consumer's
+  Tensor g = produce_on(s.producer, 1.0);
+  buffer.add(0, Tensor(g), s.producer, s.consumer);
+  const TensorImpl* in_buffer = g.impl();
+  Tensor dx;
+  {
+    Event::recorded_on(s.producer).block(reading_node); // the engine's wait for g
+    StreamGuard on_node(reading_node); // the engine's run_scope
+    variable_list in;
+    in.push_back(std::move(g));
+    dx = ActorgradGraph::call_function(reader_fn, std::move(in))[0];
+  }
+  while (!query(reading_node))
+    std::this_thread::yield();
+  buffer.add(0, produce_on(s.producer, 2.0), s.producer, s.consumer);
+
+  const Tensor sum = InputBuffer::variables(std::move(buffer))[0];
+  BOOST_TEST(sum.impl() == in_buffer); // in place, the case under test
+  expect_ordered(sum, s.consumer, 3.0, dx, reading_node, 2.0);
 }
