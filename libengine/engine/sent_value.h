@@ -36,22 +36,12 @@ public:
     if (ops_)
       ops_->move(buf_, other.buf_);
   }
-  SentValue& operator=(const SentValue& other) {
-    if (this != &other) {
-      reset();
-      if (other.ops_)
-        other.ops_->copy(buf_, other.buf_);
-      ops_ = other.ops_;
-    }
-    return *this;
-  }
-  SentValue& operator=(SentValue&& other) noexcept {
-    if (this != &other) {
-      reset();
-      if (other.ops_)
-        other.ops_->move(buf_, other.buf_);
-      ops_ = other.ops_;
-    }
+  /// Copy or move assignment (`other` is the copy, or the moved value).
+  SentValue& operator=(SentValue other) noexcept {
+    reset();
+    if (other.ops_)
+      other.ops_->move(buf_, other.buf_);
+    ops_ = other.ops_;
     return *this;
   }
   ~SentValue() { reset(); }
