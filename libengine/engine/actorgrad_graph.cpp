@@ -39,10 +39,10 @@ variable_list ActorgradGraph::call_function(Node& fn, variable_list&& inputs) {
   if (!stream || std::none_of(inputs.begin(), inputs.end(), shared))
     return call_node(fn, std::move(inputs));
   // Note [Pending reads]: the node's kernels read those inputs on its stream.
-  variable_list read;
-  std::copy_if(inputs.begin(), inputs.end(), std::back_inserter(read), shared);
+  variable_list kept; // alive until recorded, so no holder adds in place before
+  std::copy_if(inputs.begin(), inputs.end(), std::back_inserter(kept), shared);
   variable_list outputs = call_node(fn, std::move(inputs));
-  for (const Tensor& t : read)
+  for (const Tensor& t : kept)
     record_async_read(t, *stream);
   return outputs;
 }
