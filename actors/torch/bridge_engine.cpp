@@ -165,7 +165,7 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
 
   // libtorch's argument checks, with its texts.
   variable_list root_grads = inputs;
-  torch_bridge::validate_outputs(roots, root_grads, "");
+  torch_bridge::validate_outputs(roots, root_grads, nullptr);
   if (accumulate_grad && create_graph) {
     TORCH_WARN_ONCE(
       "Using backward() with create_graph=True will create a reference cycle between the "

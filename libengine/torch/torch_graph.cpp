@@ -64,8 +64,7 @@ TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) 
   } else {
     outputs = fn(std::move(inputs));
   }
-  torch_bridge::validate_outputs(fn.next_edges(), outputs,
-                                 "Function " + fn.name() + " returned an ");
+  torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
   if (has_post_hooks)
     for (const auto& hook : fn.post_hooks())
       outputs = (*hook)(outputs, inputs);
