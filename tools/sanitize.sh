@@ -11,7 +11,7 @@ build="$repo_root/${ASAN_BUILD_DIR:-build-asan}"
 targets=(actors_test_concurrency actors_test_reentrant actors_test_faults actors_test_recorder
          semantics_test_backward_semantics semantics_test_hook_results
          semantics_test_hook_handles streams_test_sim_streams
-         streams_test_input_buffer_streams streams_test_engine_streams)
+         streams_test_input_buffer_streams streams_test_engine_streams streams_test_pending_reads)
 
 # The CUDA backend is left out: without a GPU none of it runs here.
 cmake -S "$repo_root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DACTORGRAD_SANITIZE=ON \

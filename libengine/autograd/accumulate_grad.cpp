@@ -3,6 +3,7 @@
 #include "libengine/autograd/grad_mode.h"
 #include "libengine/ops.h"
 #include "libengine/tensor/kernels.h"
+#include "libengine/tensor/pending_reads.h"
 #include "libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
@@ -38,6 +39,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   } else if (GradMode::is_enabled()) {
     grad = add(grad, new_grad);
   } else {
+    order_write_after_reads(grad); // it may be a stolen gradient a copy read (Note [Pending reads])
     kernels::add_(grad, new_grad, 1.0);
   }
   return {};

@@ -1,6 +1,7 @@
 #include "libengine/engine/actorgrad_graph.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "libengine/autograd/graph_root.h"
 #include "libengine/engine/basic_graph_task_impl.h"
@@ -9,6 +10,8 @@
 #include "libengine/engine/evaluate.h"
 #include "libengine/engine/stream_sync.h"
 #include "libengine/tensor/kernels.h"
+#include "libengine/tensor/pending_reads.h"
+#include "libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 
@@ -19,8 +22,29 @@ NodeInfo ActorgradGraph::describe(const Node& n) {
           n.stream() ? static_cast<int>(n.stream()->id) : 0};
 }
 
+namespace {
+
+// An input of a node on `s` that another holder keeps (another consumer's
+// buffer), who may add into it in place once the node dropped it.
+bool shared_on(const Tensor& t, Stream s) {
+  return t.defined() && (t.use_count() > 1 || t.impl()->storage.use_count() > 1) &&
+         t.device() == s.device;
+}
+
+} // namespace
+
 variable_list ActorgradGraph::call_function(Node& fn, variable_list&& inputs) {
-  return call_node(fn, std::move(inputs));
+  const std::optional<Stream>& stream = fn.stream();
+  const auto shared = [&](const Tensor& t) { return shared_on(t, *stream); };
+  if (!stream || std::none_of(inputs.begin(), inputs.end(), shared))
+    return call_node(fn, std::move(inputs));
+  // Note [Pending reads]: the node's kernels read those inputs on its stream.
+  variable_list kept; // alive until recorded, so no holder adds in place before
+  std::copy_if(inputs.begin(), inputs.end(), std::back_inserter(kept), shared);
+  variable_list outputs = call_node(fn, std::move(inputs));
+  for (const Tensor& t : kept)
+    record_async_read(t, *stream);
+  return outputs;
 }
 
 void ActorgradGraph::call_tensor_pre_hooks(Node& fn, variable_list& inputs) {

@@ -5,6 +5,7 @@
 #include "libengine/engine/stream_sync.h"
 #include "libengine/ops.h"
 #include "libengine/tensor/kernels.h"
+#include "libengine/tensor/pending_reads.h"
 #include "libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
@@ -93,8 +94,10 @@ void InputBuffer::add(std::size_t pos, Tensor&& grad, const std::optional<Stream
   if (GradMode::is_enabled()) {
     old = actorgrad::add(old, grad); // create_graph: keep the sum's graph
   } else if (sole_owner(old)) {
+    order_write_after_reads(old); // a copy may not have read it yet (Note [Pending reads])
     kernels::add_(old, grad, 1.0);
   } else if (sole_owner(grad)) {
+    order_write_after_reads(grad);
     kernels::add_(grad, old, 1.0);
     old = std::move(grad);
   } else {

@@ -12,6 +12,7 @@
 #include "libengine/tensor/detail/kernel_checks.h"
 #include "libengine/tensor/detail/kernel_support.h"
 #include "libengine/tensor/kernels.h"
+#include "libengine/tensor/pending_reads.h"
 #include "libengine/tensor/tensor_impl.h"
 
 namespace actorgrad::kernels {
@@ -247,6 +248,7 @@ Tensor to_device(const Tensor& a, Device device) {
   // caller may overwrite it as soon as this returns.
   const Tensor src = a.device().is_cpu() && a.use_count() > 1 ? clone(a) : a;
   launch("to_device", {&src}, {&out}, [src, out] { copy_bytes(out, src); });
+  record_async_read(src, current_stream(device)); // Note [Pending reads]
   return out;
 }
 

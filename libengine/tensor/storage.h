@@ -9,6 +9,7 @@
 
 #include "device/device.h"
 #include "device/sim/race_detector.h"
+#include "libengine/tensor/pending_reads.h"
 
 namespace actorgrad {
 
@@ -19,6 +20,8 @@ struct Storage {
   Device device;
   /// What the race detector knows of this buffer (sim devices only).
   sim::BufferState sim_state;
+  /// Reads enqueued on streams, for in-place writes to follow (Note [Pending reads]).
+  PendingReads reads;
 
   /// Allocates `nbytes` on `device` (host memory for cpu and sim).
   static std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device);

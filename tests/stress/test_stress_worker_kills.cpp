@@ -11,6 +11,7 @@
 // afterwards the engine serves every device again. Time-bounded
 // (ACTORGRAD_STRESS_SECONDS per case; 8 s by default).
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -106,7 +107,7 @@ struct InFlight {
   std::thread thread; ///< the synchronous caller, if any
 };
 
-InFlight start(Engine& eng, bool cross, bool async) {
+InFlight start_call(Engine& eng, bool cross, bool async) {
   InFlight f;
   f.call = std::make_shared<Call>(cross);
   auto call = f.call;
@@ -121,6 +122,17 @@ InFlight start(Engine& eng, bool cross, bool async) {
   return f;
 }
 
+/// Waits for `f` until `limit`: false on a timeout (hung() set, its
+/// thread detached), else true with its thread joined.
+bool settle(InFlight& f, Clock::time_point limit) {
+  const bool ready = f.result.wait_until(limit) == std::future_status::ready;
+  if (!ready)
+    hung() = true;
+  if (f.thread.joinable())
+    ready ? f.thread.join() : f.thread.detach();
+  return ready;
+}
+
 /// Waits (bounded) until `eng` serves `d` with another worker than `before`.
 bool replaced(Engine& eng, Device d, const caf::actor& before) {
   const auto deadline = after(kReplaceLimit);
@@ -132,16 +144,54 @@ bool replaced(Engine& eng, Device d, const caf::actor& before) {
   return true;
 }
 
+/// How long one round's calls take without a kill: the median of a few
+/// rounds (each must be right, or `failures` says so). A TSan build runs
+/// them ~10-50x slower than a release build.
+Seconds unkilled_round_time(Engine& eng, bool cross, Failures& failures) {
+  std::vector<double> times;
+  for (int r = 0; r < 5; ++r) {
+    const auto start = Clock::now();
+    std::vector<InFlight> calls;
+    for (int k = 0; k < kCallsPerRound; ++k)
+      calls.push_back(start_call(eng, cross, k % 2 == 1));
+    for (auto& f : calls) {
+      if (!settle(f, after(kCallLimit))) {
+        failures.add("a call without kills gave no result within " +
+                     std::to_string(int(kCallLimit.count())) + " s (hang)");
+        continue;
+      }
+      try {
+        if (auto d = f.call->check(f.result.get()); !d.empty())
+          failures.add("a call without kills returned, but " + d);
+      } catch (const std::exception& e) {
+        failures.add(std::string("a call without kills failed: ") + e.what());
+      }
+    }
+    times.push_back(Seconds(Clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return Seconds(times[times.size() / 2]);
+}
+
 /// Rounds of kCallsPerRound calls, each round killing one worker while
 /// they run, until the time budget is spent; then fresh calls.
+///
+/// The kill comes at a random point within twice the time the round's
+/// calls take without one (at least 3 ms), measured first: so in any build
+/// (TSan's too, where a call takes tens of ms) some calls finish before
+/// the kill and some are hit by it, and both are asserted.
 void run_kills(bool cross) {
   EngineConfig config{{kSim0, kSim1}};
   config.max_recursion_depth = 2; // nested calls also go through the pool handoff
   auto eng = std::make_unique<Engine>(config);
+  Failures failures;
+  const Seconds round_time = unkilled_round_time(*eng, cross, failures);
+  const auto kill_window_us = std::max<std::uint64_t>(
+    3000, static_cast<std::uint64_t>(2e6 * round_time.count()));
   const Seconds length = budget(8);
   const auto deadline = after(length);
+  const auto began = Clock::now();
   std::mt19937_64 rng(2024);
-  Failures failures;
   int rounds = 0, succeeded = 0, failed_naming_device = 0;
 
   while ((rounds < 5 || Clock::now() < deadline) && !hung()) {
@@ -149,24 +199,19 @@ void run_kills(bool cross) {
     const caf::actor before = eng->worker(victim);
     std::vector<InFlight> calls;
     for (int k = 0; k < kCallsPerRound; ++k)
-      calls.push_back(start(*eng, cross, k % 2 == 1));
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+      calls.push_back(start_call(*eng, cross, k % 2 == 1));
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % kill_window_us));
     caf::anon_send_exit(before, caf::exit_reason::kill);
     const auto round_limit = after(kCallLimit);
     for (int k = 0; k < kCallsPerRound; ++k) {
       auto& f = calls[k];
       const std::string what = "round " + std::to_string(rounds) +
                                (k % 2 ? " grad_async" : " grad") + " (" + victim.str() + " killed)";
-      if (f.result.wait_until(round_limit) != std::future_status::ready) {
-        hung() = true;
+      if (!settle(f, round_limit)) {
         failures.add(what + ": no result " + std::to_string(int(kCallLimit.count())) +
                      " s after the kill (hang)");
-        if (f.thread.joinable())
-          f.thread.detach();
         continue;
       }
-      if (f.thread.joinable())
-        f.thread.join();
       try {
         if (auto d = f.call->check(f.result.get()); !d.empty())
           failures.add(what + ": returned, but " + d);
@@ -187,9 +232,13 @@ void run_kills(bool cross) {
                    " was not replaced within " + std::to_string(int(kReplaceLimit.count())) + " s");
     ++rounds;
   }
+  const double elapsed = Seconds(Clock::now() - began).count();
   BOOST_TEST_MESSAGE(rounds << " rounds of " << kCallsPerRound << " calls: " << succeeded
                             << " right, " << failed_naming_device
-                            << " failed naming the killed worker");
+                            << " failed naming the killed worker; a round without kills takes "
+                            << round_time.count() * 1e3 << " ms, kills within "
+                            << kill_window_us / 1e3 << " ms of its start, one every "
+                            << elapsed / std::max(rounds, 1) * 1e3 << " ms");
   BOOST_TEST(failures.count() == 0, failures.count() << " failures; first:\n" << failures.text());
   if (hung()) {
     (void)eng.release(); // its destructor would wait for the stuck calls
@@ -200,16 +249,11 @@ void run_kills(bool cross) {
 
   // The engine serves every device again: a fresh call is right.
   for (int k = 0; k < 2; ++k) {
-    InFlight f = start(*eng, cross, k == 1);
-    if (!ready_within(f.result, kCallLimit)) {
-      hung() = true;
-      if (f.thread.joinable())
-        f.thread.detach();
+    InFlight f = start_call(*eng, cross, k == 1);
+    if (!settle(f, after(kCallLimit))) {
       (void)eng.release();
       BOOST_FAIL("a call after the kills hung");
     }
-    if (f.thread.joinable())
-      f.thread.join();
     BOOST_TEST(f.call->check(f.result.get()) == "");
   }
 }

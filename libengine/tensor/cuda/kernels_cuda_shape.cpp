@@ -11,6 +11,7 @@
 #include "device/event.h"
 #include "libengine/tensor/cuda/detail/cuda_support.h"
 #include "libengine/tensor/detail/kernel_checks.h"
+#include "libengine/tensor/pending_reads.h"
 
 namespace actorgrad::kernels::cuda {
 
@@ -70,6 +71,7 @@ Tensor copy_between_devices(const Tensor& a, Device to) {
   actorgrad::cuda::check(cudaMemcpyPeerAsync(mutable_data_of(out), to.index, data_of(a),
                                              from.index, nbytes_of(a), on.launch.stream),
                          "cudaMemcpyPeerAsync", from);
+  record_async_read(a, src); // Note [Pending reads]
   Event::recorded_on(src).block(dst); // later work on `to` sees the copy
   return out;
 }
