@@ -98,7 +98,11 @@ std::atomic<BridgeEngine*>& all_bridge_engines() {
 }
 
 BridgeEngine::BridgeEngine(std::unique_ptr<actorgrad::Engine> engine)
-  : previous(all_bridge_engines().exchange(this)), engine_(std::move(engine)) {}
+  : previous(all_bridge_engines().exchange(this)), engine_(std::move(engine)) {
+  // libtorch's check comes first in a nested call (execute_with_graph_task
+  // runs before the actor engine sees the call), so it applies the limit.
+  max_recursion_depth_ = engine_->config().max_recursion_depth;
+}
 
 BridgeEngine::~BridgeEngine() { stop(); }
 
@@ -161,7 +165,7 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
 
   // libtorch's argument checks, with its texts.
   variable_list root_grads = inputs;
-  torch_bridge::validate_outputs(roots, root_grads, "");
+  torch_bridge::validate_outputs(roots, root_grads, nullptr);
   if (accumulate_grad && create_graph) {
     TORCH_WARN_ONCE(
       "Using backward() with create_graph=True will create a reference cycle between the "

@@ -33,7 +33,15 @@ namespace actorgrad::torch_bridge {
 // hands a call past max_recursion_depth to its own reentrant thread, where
 // the actor engine coordinates it; below that depth the actor engine runs
 // it as its reentrant call (Engine::run inside a node). The cost is one
-// libtorch GraphTask and one node call per backward call, not per node.
+// libtorch GraphTask and one node call per backward call, not per node:
+// measured with callgrind (a program linked only to libtorch, run with
+// LD_PRELOAD=libactorgrad_torch_preload.so, --toggle-collect='*Engine::execute(*'),
+// libtorch's thread_main around the Trampoline costs about 18,000
+// instructions per call; a whole call of a 2-node graph (x + 1, backward)
+// costs 35,100 against the stock engine's 40,400 (wall, best of 2,000:
+// 7.5 us against 6.8 us), and an add chain of 1,000 costs 2,500
+// instructions per node, node bodies included, against 12,270 (wall, best
+// of 200: 0.35 ms against 1.59 ms).
 
 /// Process-wide counters (written by every call with relaxed increments,
 /// read by stats()).

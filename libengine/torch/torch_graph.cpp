@@ -28,6 +28,12 @@ bool can_accumulate_inplace(const at::Tensor& v) {
          v.storage().use_count() == 1;
 }
 
+/// Throws an E with `text` if `e` is exactly an E, for the first such E.
+template <class... E>
+void throw_same_type(const std::exception& e, const std::string& text) {
+  ((typeid(e) == typeid(E) ? throw E(text) : void()), ...);
+}
+
 } // namespace
 
 TorchGraph::run_scope::KeepGraph::KeepGraph(bool keep) : prev_(keep_graph_here) {
@@ -58,8 +64,7 @@ TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) 
   } else {
     outputs = fn(std::move(inputs));
   }
-  torch_bridge::validate_outputs(fn.next_edges(), outputs,
-                                 "Function " + fn.name() + " returned an ");
+  torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
   if (has_post_hooks)
     for (const auto& hook : fn.post_hooks())
       outputs = (*hook)(outputs, inputs);
@@ -97,26 +102,9 @@ void TorchGraph::rethrow_in_node(const node& fn, const std::exception& e) {
     throw;
   } catch (...) {
   }
-  const std::type_info& type = typeid(e);
-  const std::string text = where + ": " + e.what();
-  if (type == typeid(std::runtime_error))
-    throw std::runtime_error(text);
-  if (type == typeid(std::logic_error))
-    throw std::logic_error(text);
-  if (type == typeid(std::invalid_argument))
-    throw std::invalid_argument(text);
-  if (type == typeid(std::out_of_range))
-    throw std::out_of_range(text);
-  if (type == typeid(std::domain_error))
-    throw std::domain_error(text);
-  if (type == typeid(std::length_error))
-    throw std::length_error(text);
-  if (type == typeid(std::range_error))
-    throw std::range_error(text);
-  if (type == typeid(std::overflow_error))
-    throw std::overflow_error(text);
-  if (type == typeid(std::underflow_error))
-    throw std::underflow_error(text);
+  throw_same_type<std::runtime_error, std::logic_error, std::invalid_argument, std::out_of_range,
+                  std::domain_error, std::length_error, std::range_error, std::overflow_error,
+                  std::underflow_error>(e, where + ": " + e.what());
   throw;
 }
 

@@ -12,15 +12,21 @@ bool is_sparse_compressed(at::Layout l) {
   return l == at::kSparseCsr || l == at::kSparseCsc || l == at::kSparseBsr || l == at::kSparseBsc;
 }
 
+/// libtorch's format_error of call_function (made only on an error: a
+/// node's name is a string built per call).
+std::string in(const ::torch::autograd::Node* fn, const std::string& message) {
+  return fn ? "Function " + fn->name() + " returned an " + message : message;
+}
+
 } // namespace
 
 void validate_outputs(const std::vector<::torch::autograd::Edge>& edges,
-                      std::vector<at::Tensor>& grads, const std::string& prefix) {
+                      std::vector<at::Tensor>& grads, const ::torch::autograd::Node* fn) {
   if (grads.size() != edges.size()) {
     std::stringstream ss;
     ss << "invalid number of gradients - expected " << edges.size() << ", but got "
        << grads.size();
-    TORCH_CHECK(false, prefix + ss.str());
+    TORCH_CHECK(false, in(fn, ss.str()));
   }
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const auto& edge = edges[i];
@@ -34,7 +40,7 @@ void validate_outputs(const std::vector<::torch::autograd::Edge>& edges,
       if (metadata.is_expandable_to_shape(grad))
         grad = metadata.reduce_grad(grad);
       else
-        TORCH_CHECK(false, prefix + metadata.incompatible_shape_error_message(i, grad).str());
+        TORCH_CHECK(false, in(fn, metadata.incompatible_shape_error_message(i, grad).str()));
     }
     const auto expected_type = c10::typeMetaToScalarType(metadata.options().dtype());
     TORCH_CHECK(c10::isFloatingType(grad.scalar_type()) ||
@@ -47,7 +53,7 @@ void validate_outputs(const std::vector<::torch::autograd::Edge>& edges,
       std::stringstream ss;
       ss << "invalid gradient at index " << i << " - expected layout " << metadata.layout()
          << " but got " << grad.layout();
-      TORCH_CHECK(false, prefix + ss.str());
+      TORCH_CHECK(false, in(fn, ss.str()));
     }
     if (grad.device() != metadata.device() &&
         !(metadata.is_tensor_subclass() || grad.unsafeGetTensorImpl()->is_python_dispatch())) {
@@ -57,7 +63,7 @@ void validate_outputs(const std::vector<::torch::autograd::Edge>& edges,
         std::stringstream ss;
         ss << "invalid gradient at index " << i << " - expected device " << metadata.device()
            << " but got " << grad.device();
-        TORCH_CHECK(false, prefix + ss.str());
+        TORCH_CHECK(false, in(fn, ss.str()));
       }
     }
     TORCH_INTERNAL_ASSERT(c10::isFloatingType(grad.scalar_type()) ||

@@ -16,9 +16,9 @@ namespace actorgrad::torch_bridge {
 /// gradients: one gradient per edge; a gradient whose shape is expandable
 /// to the expected one is summed to it, its dtype converted and a 0-dim
 /// gradient moved to the expected device; anything else is a c10::Error whose
-/// text is libtorch's, prefixed with `prefix` ("Function MulBackward0
-/// returned an " for a node, empty for the roots).
+/// text is libtorch's, prefixed with "Function <name of fn> returned an "
+/// for the outputs of node `fn` (nothing for the roots: null).
 void validate_outputs(const std::vector<::torch::autograd::Edge>& edges,
-                      std::vector<at::Tensor>& grads, const std::string& prefix);
+                      std::vector<at::Tensor>& grads, const ::torch::autograd::Node* fn);
 
 } // namespace actorgrad::torch_bridge

@@ -1,5 +1,7 @@
 /// @file test_bridge_errors.cpp
-/// Errors of libtorch backward calls on the torch bridge: the same exception
+/// Errors of libtorch backward calls on the torch bridge (second backward
+/// through freed buffers, bad root gradient shape, anomaly-mode NaN, unused
+/// input, a custom backward throwing or returning a wrong shape): the same exception
 /// type as with the stock engine, its text kept (plus the node that failed,
 /// Note [Errors keep their type] in libengine/torch/torch_graph.cpp), and the
 /// next backward works.
@@ -57,6 +59,15 @@ void check_same_error(const std::function<void()>& fails, const std::string& nod
   BOOST_CHECK(torch::equal(x.grad(), torch::full({3}, 2.0, f64)));
   BOOST_CHECK_GT(actorgrad::torch::stats().calls, calls);
 }
+
+/// Its backward returns a gradient of the wrong shape.
+struct WrongShape : torch::autograd::Function<WrongShape> {
+  static torch::Tensor forward(torch::autograd::AutogradContext*, torch::Tensor x) { return x * 2; }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list g) {
+    return {torch::ones({5}, f64)};
+  }
+};
 
 struct Throws : torch::autograd::Function<Throws> {
   static bool c10_error;
@@ -127,4 +138,14 @@ BOOST_AUTO_TEST_CASE(exception_in_a_custom_backward) {
       Throws::apply(x.exp()).sum().backward();
     },
     "CppNode<(anonymous namespace)::Throws>");
+}
+
+BOOST_AUTO_TEST_CASE(a_node_returning_a_gradient_of_the_wrong_shape) {
+  check_same_error<c10::Error>(
+    [] {
+      auto x = torch::ones({2}, f64).requires_grad_(true);
+      WrongShape::apply(x.exp()).sum().backward();
+    },
+    "Function torch::autograd::CppNode<(anonymous namespace)::WrongShape> returned an invalid "
+    "gradient at index 0 - got [5] but expected shape compatible with [2]");
 }

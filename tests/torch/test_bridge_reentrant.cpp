@@ -2,7 +2,8 @@
 /// The torch bridge against the stock engine on what libtorch keeps in its
 /// engine's thread-locals: a custom Function whose backward calls grad()
 /// (the checkpoint pattern), nested 3 and 70 deep (past the depth of 60
-/// at which the call moves to another thread), queue_callback from a hook,
+/// at which the call moves to another thread, and past a configured depth),
+/// queue_callback from a hook,
 /// is_checkpoint_valid() and needs_input_grad under backward, backward(inputs=)
 /// and grad(inputs=).
 
@@ -82,6 +83,21 @@ BOOST_AUTO_TEST_CASE(checkpoint_nested_past_depth_60_moves_to_another_thread) {
   // 71 nested backward calls: past 60 on one thread they continue on another.
   BOOST_CHECK_EQUAL(ours[2].item<std::int64_t>(), 71);
   BOOST_CHECK_GT(ours[3].item<std::int64_t>(), 1);
+}
+
+BOOST_AUTO_TEST_CASE(max_recursion_depth_of_the_config_applies) {
+  actorgrad::EngineConfig config;
+  config.max_recursion_depth = 4;
+  auto [stock, ours] = bridge_test::run_both(
+    [] {
+      Results r = checkpointed(10);
+      r.push_back(torch::tensor(static_cast<std::int64_t>(seen.threads.size())));
+      return r;
+    },
+    config);
+  BOOST_CHECK(torch::equal(stock[0], ours[0]) && torch::equal(stock[1], ours[1]));
+  BOOST_CHECK_EQUAL(stock[3].item<std::int64_t>(), 1); // libtorch's limit is 60
+  BOOST_CHECK_GT(ours[3].item<std::int64_t>(), 1);      // 11 nested calls, limit 4
 }
 
 BOOST_AUTO_TEST_CASE(queue_callback_from_a_hook_runs_at_the_end) {
