@@ -252,13 +252,13 @@ void Runner::fed(const GraphTaskBase& task, const void* node, std::uint32_t inpu
   context_of(task).observer->node_fed(actor_, task, task.describe(node), input_nr);
 }
 
-void Runner::send(GraphTaskBase& task, SentGrad&& g) {
-  task.hold();
-  const TaskContext& ctx = context_of(task);
-  msg::Grad m{task.shared_from_this(), std::move(g)};
+void Runner::send(const std::shared_ptr<GraphTaskBase>& task, SentGrad&& g) {
+  task->hold();
+  const TaskContext& ctx = context_of(*task);
+  msg::Grad m{task, std::move(g)};
   if (ctx.observer) [[unlikely]]
-    m.trace = ctx.observer->message_sent(actor_, task, trace::MessageKind::grad,
-                                         task.describe(m.grad.node.get()), m.grad.input_nr);
+    m.trace = ctx.observer->message_sent(actor_, *task, trace::MessageKind::grad,
+                                         task->describe(m.grad.node.get()), m.grad.input_nr);
   post(ctx.owner_of(m.grad.owner), std::move(m));
 }
 

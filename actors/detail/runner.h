@@ -79,7 +79,7 @@ public:
 
   // -- Dispatch ---------------------------------------------------------------
   void ready(ReadyTask&& t) override;
-  void send(GraphTaskBase& task, SentGrad&& g) override;
+  void send(const std::shared_ptr<GraphTaskBase>& task, SentGrad&& g) override;
   void fed(const GraphTaskBase& task, const void* node, std::uint32_t input_nr) override;
 
 private:

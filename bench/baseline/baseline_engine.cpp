@@ -223,7 +223,7 @@ void BaselineEngine::evaluate(GraphTask& task, ReadyTask& t) {
     if (!next.is_valid())
       continue;
     const auto source = ActorgradGraph::local_source(fn, grads[i]);
-    if (auto ready = task.accept(next, std::move(grads[i]), source))
+    if (auto ready = task.accept(t.graph_task, next, std::move(grads[i]), source))
       queue_for(data.cpu_queue, next.function->device())->push(std::move(*ready));
   }
 }

@@ -4,10 +4,17 @@
 
 namespace actorgrad {
 
+namespace detail {
+/// The switches' state, per thread; inline, so that reading them (several
+/// times per node in the engine) is a load, not a call.
+inline thread_local bool grad_enabled = true;
+inline thread_local bool anomaly_enabled = false;
+} // namespace detail
+
 /// Whether ops record backward graphs on this thread (default on).
 struct GradMode {
-  static bool is_enabled();
-  static void set_enabled(bool enabled);
+  static bool is_enabled() { return detail::grad_enabled; }
+  static void set_enabled(bool enabled) { detail::grad_enabled = enabled; }
 };
 
 /// Sets grad mode for a scope and restores it after.
@@ -33,8 +40,8 @@ public:
 /// Anomaly detection: when on for the thread that starts a backward, every
 /// node's outputs are checked for NaN and the error names the node.
 struct AnomalyMode {
-  static bool is_enabled();
-  static void set_enabled(bool enabled);
+  static bool is_enabled() { return detail::anomaly_enabled; }
+  static void set_enabled(bool enabled) { detail::anomaly_enabled = enabled; }
 };
 
 /// Turns anomaly detection on for a scope (`torch.autograd.detect_anomaly`).

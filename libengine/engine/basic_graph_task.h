@@ -50,7 +50,8 @@ public:
          const edge_list& outputs, int reentrant_depth);
 
   // -- GraphTaskBase ------------------------------------------------------------
-  void run(ReadyTask& t, Dispatch& to) override;
+  void run(ReadyTask& t, Dispatch& to) override { run_with(t, to); }
+  void run_all_here(ReadyTask&& first) override;
   void accept_sent(SentGrad& g, Dispatch& to) override;
   Device device_of(const void* n) const override { return G::device(*static_cast<const node*>(n)); }
   NodeInfo describe(const void* n) const override {
@@ -71,8 +72,9 @@ public:
   /// `next`'s node and decrements its dependency count. Returns the node's
   /// ready task when that count reaches zero and the node is to run. Call
   /// only from the actor that owns the node. `source` is where `grad` was
-  /// produced (what accumulation waits for).
-  std::optional<ReadyTask> accept(const edge& next, value&& grad, const typename G::source& source);
+  /// produced (what accumulation waits for); `self` is this task.
+  std::optional<ReadyTask> accept(const std::shared_ptr<GraphTaskBase>& self, const edge& next,
+                                  value&& grad, const typename G::source& source);
 
   // -- selective execution and results -----------------------------------------
 
@@ -111,8 +113,13 @@ private:
                        const node& fn, NodeState* s) const {
     return {std::move(self), std::move(handle), s, {G::sequence_nr(fn), reentrant_depth}};
   }
+  // run() and route() are templates over the dispatch so that
+  // run_all_here's LocalDispatch (final) is called without a virtual call.
+  template <class D>
+  void run_with(ReadyTask& t, D& to);
+  template <class D>
   void route(const std::shared_ptr<GraphTaskBase>& self, const node& from, const edge& next,
-             value&& grad, Dispatch& to);
+             value&& grad, D& to);
   value_list evaluate_node(node& fn, NodeState& s);
 
   /// Backs state_: its entries are only added while the task is built and

@@ -15,6 +15,7 @@
 
 #include "libengine/engine/basic_graph_task.h"
 #include "libengine/engine/errors.h"
+#include "libengine/engine/local_dispatch.h"
 
 namespace actorgrad {
 
@@ -246,18 +247,19 @@ BasicGraphTask<G>::add_input(node& fn, std::uint32_t input_nr, value&& grad,
 }
 
 template <GraphTraits G>
-std::optional<ReadyTask> BasicGraphTask<G>::accept(const edge& next, value&& grad,
+std::optional<ReadyTask> BasicGraphTask<G>::accept(const std::shared_ptr<GraphTaskBase>& self,
+                                                   const edge& next, value&& grad,
                                                    const typename G::source& source) {
   node& fn = *G::target(next);
   NodeState* s = add_input(fn, G::input_nr(next), std::move(grad), source);
   if (!s)
     return std::nullopt;
-  return make_ready(shared_from_this(), G::target_handle(next), fn, s);
+  return make_ready(self, G::target_handle(next), fn, s);
 }
 
 template <GraphTraits G>
 void BasicGraphTask<G>::accept_sent(SentGrad& g, Dispatch& to) {
-  auto& flight = *static_cast<typename G::in_flight*>(g.value.get());
+  auto& flight = g.value.get<typename G::in_flight>();
   node& fn = *static_cast<node*>(g.node.get());
   if (NodeState* s = add_input(fn, g.input_nr, std::move(G::sent_value(flight)),
                                G::sent_source(flight)))
@@ -265,8 +267,9 @@ void BasicGraphTask<G>::accept_sent(SentGrad& g, Dispatch& to) {
 }
 
 template <GraphTraits G>
+template <class D>
 void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const node& from,
-                              const edge& next, value&& grad, Dispatch& to) {
+                              const edge& next, value&& grad, D& to) {
   node& consumer = *G::target(next);
   // A node pruned by selective execution (see in_graph) leads to no
   // requested input: its gradient is dropped where it is produced.
@@ -282,18 +285,36 @@ void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const 
       to.ready(make_ready(self, G::target_handle(next), consumer, s));
     return;
   }
-  auto flight = std::make_shared<typename G::in_flight>(G::make_in_flight(from, std::move(grad)));
-  to.send(*this, SentGrad{G::target_handle(next), input_nr, owner, std::move(flight)});
+  to.send(self, SentGrad{G::target_handle(next), input_nr, owner,
+                         SentValue(G::make_in_flight(from, std::move(grad)))});
 }
 
 template <GraphTraits G>
-void BasicGraphTask<G>::run(ReadyTask& t, Dispatch& to) {
+template <class D>
+void BasicGraphTask<G>::run_with(ReadyTask& t, D& to) {
   node& fn = node_of(t);
   value_list outputs = evaluate_node(fn, *static_cast<NodeState*>(t.slot));
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const edge& next = G::next_edge(fn, i);
     if (G::target(next))
       route(t.graph_task, fn, next, std::move(outputs[i]), to);
+  }
+}
+
+template <GraphTraits G>
+void BasicGraphTask<G>::run_all_here(ReadyTask&& first) {
+  ReadyHeap heap;
+  LocalDispatch dispatch(heap);
+  heap.push(std::move(first));
+  while (!heap.empty()) {
+    ReadyTask t = heap.pop();
+    if (has_error())
+      continue;
+    try {
+      run_with(t, dispatch);
+    } catch (...) {
+      set_error(std::current_exception());
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "device/device.h"
 #include "libengine/engine/ready_task.h"
+#include "libengine/engine/sent_value.h"
 
 namespace actorgrad {
 
@@ -30,7 +31,7 @@ struct SentGrad {
   Device owner;
   /// The gradient with what its receiver must wait for (the graph's
   /// in-flight value type; see Note [Graph interface]).
-  std::shared_ptr<void> value;
+  SentValue value;
 };
 
 /// The executor's side of a running node: a GraphTask routes each output
@@ -47,8 +48,8 @@ public:
   }
   /// A node of `t.graph_task` owned here has all its inputs.
   virtual void ready(ReadyTask&& t) = 0;
-  /// A gradient for a node owned by another actor.
-  virtual void send(GraphTaskBase& task, SentGrad&& g) = 0;
+  /// A gradient of `task` for a node owned by another actor.
+  virtual void send(const std::shared_ptr<GraphTaskBase>& task, SentGrad&& g) = 0;
   /// Whether fed() wants to hear about local deliveries (observers).
   bool wants_feeds() const { return wants_feeds_; }
   /// The running node delivered input `input_nr` of `node` here, without a message.

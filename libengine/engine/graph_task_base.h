@@ -68,6 +68,10 @@ public:
   /// Runs the node of ready task `t`: evaluates it and routes each output
   /// through `to`. Throws what the node threw, as an error naming it.
   virtual void run(ReadyTask& t, Dispatch& to) = 0;
+  /// Runs this task on the calling thread from `first` until no node is
+  /// ready, in the ready order (the one-thread executors); the first error
+  /// is recorded and the nodes still ready after it are skipped.
+  virtual void run_all_here(ReadyTask&& first) = 0;
   /// Owner side of `g` (sent by another actor): accumulates it and hands the
   /// node to `to.ready` when its inputs are complete.
   virtual void accept_sent(SentGrad& g, Dispatch& to) = 0;

@@ -4,9 +4,7 @@
 /// taken while other threads add and remove hooks are consistent. Run under
 /// ThreadSanitizer this checks Note [Hook lists without a lock]; it uses
 /// the reference executor only, so CAF (not instrumented) stays idle:
-///   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACTORGRAD_CUDA=OFF \
-///     -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread
-///   cmake --build build-tsan --target unit_test_hook_list && build-tsan/tests/unit_test_hook_list
+///   tools/tsan.sh unit_test_hook_list
 #define BOOST_TEST_MODULE hook_list
 #include <boost/test/unit_test.hpp>
 

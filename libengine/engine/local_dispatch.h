@@ -1,0 +1,28 @@
+#pragma once
+/// @file local_dispatch.h
+/// The dispatch of a one-thread executor.
+
+#include <memory>
+
+#include "libengine/engine/dispatch.h"
+#include "libengine/engine/errors.h"
+#include "libengine/engine/ready_heap.h"
+
+namespace actorgrad {
+
+/// Owns every node, so a gradient never leaves the thread: a node whose
+/// inputs are complete goes onto `heap`. Final, so that
+/// BasicGraphTask::run_all_here calls it without a virtual call.
+class LocalDispatch final : public Dispatch {
+public:
+  explicit LocalDispatch(ReadyHeap& heap) : heap_(heap) { owns_all_ = true; }
+  void ready(ReadyTask&& t) override { heap_.push(std::move(t)); }
+  void send(const std::shared_ptr<GraphTaskBase>&, SentGrad&&) override {
+    throw EngineError("internal: a one-thread executor owns every node, nothing is sent");
+  }
+
+private:
+  ReadyHeap& heap_;
+};
+
+} // namespace actorgrad
