@@ -47,11 +47,21 @@ Requester current_requester(caf::event_based_actor* self) {
   return {self->current_sender(), self->current_message_id(), caf::strong_actor_ptr{self->ctrl()}};
 }
 
-/// Runs `call` on a coordinator actor and answers `who` with `respond(grads)`
-/// (which may throw: an error answer) or the call's error.
-template <class Respond>
-void run_and_answer(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
-                    Requester who, Respond respond) {
+/// Answers the request being handled: builds its call with `make_call`
+/// (an error there: sec::invalid_argument), runs it on a coordinator actor
+/// and answers with `respond(gradients)` (an error in the pass or in
+/// `respond`: sec::runtime_error).
+template <class MakeCall, class Respond>
+void serve(caf::event_based_actor* self, Executor* engine, const std::shared_ptr<EngineCore>& core,
+           MakeCall make_call, Respond respond) {
+  Requester who = current_requester(self);
+  BackwardCall call;
+  try {
+    call = make_call();
+  } catch (...) {
+    who.answer(to_error(std::current_exception(), caf::sec::invalid_argument));
+    return;
+  }
   spawn_call(engine, core, std::move(call),
              [who = std::move(who), respond](std::exception_ptr error, variable_list grads) {
                if (!error) {
@@ -71,40 +81,31 @@ caf::behavior request_server(caf::event_based_actor* self, Executor* engine,
   return {
     [=](msg::BackwardRequest& req) -> caf::delegated<msg::BackwardResponse> {
       const BackwardOptions& o = req.options;
-      Requester who = current_requester(self);
-      BackwardCall call;
-      try {
-        call = make_backward_call(req.tensors, o.grad_tensors, o.retain_graph, o.create_graph,
-                                  o.inputs);
-      } catch (...) {
-        who.answer(to_error(std::current_exception(), caf::sec::invalid_argument));
-        return {};
-      }
-      run_and_answer(engine, core, std::move(call), std::move(who),
-                     [inputs = o.inputs](const variable_list&) {
-                       msg::BackwardResponse response;
-                       for (const Tensor& t : inputs)
-                         response.grads.push_back(t.grad());
-                       return response;
-                     });
+      serve(
+        self, engine, core,
+        [&] {
+          return make_backward_call(req.tensors, o.grad_tensors, o.retain_graph, o.create_graph,
+                                    o.inputs);
+        },
+        [inputs = o.inputs](const variable_list&) {
+          msg::BackwardResponse response;
+          for (const Tensor& t : inputs)
+            response.grads.push_back(t.grad());
+          return response;
+        });
       return {};
     },
     [=](msg::GradRequest& req) -> caf::delegated<msg::GradResponse> {
       const GradOptions& o = req.options;
-      Requester who = current_requester(self);
-      BackwardCall call;
-      try {
-        call = make_grad_call(req.outputs, req.inputs, o.grad_outputs, o.retain_graph,
-                              o.create_graph);
-      } catch (...) {
-        who.answer(to_error(std::current_exception(), caf::sec::invalid_argument));
-        return {};
-      }
-      run_and_answer(engine, core, std::move(call), std::move(who),
-                     [inputs = req.inputs, allow_unused = o.allow_unused](variable_list grads) {
-                       return msg::GradResponse{
-                         check_grad_results(std::move(grads), inputs, allow_unused)};
-                     });
+      serve(
+        self, engine, core,
+        [&] {
+          return make_grad_call(req.outputs, req.inputs, o.grad_outputs, o.retain_graph,
+                                o.create_graph);
+        },
+        [inputs = req.inputs, allow_unused = o.allow_unused](variable_list grads) {
+          return msg::GradResponse{check_grad_results(std::move(grads), inputs, allow_unused)};
+        });
       return {};
     },
     [=](msg::Shutdown) { self->quit(); },
