@@ -111,7 +111,11 @@ public:
   ///    .then([](msg::GradResponse& r) {...}, [](caf::error& e) {...})`.
   /// Each call runs on a coordinator actor of its own; the requester's
   /// thread is never blocked. The answer is a response message, or a
-  /// caf::error carrying the engine's message (msg::error_text).
+  /// caf::error carrying the engine's message (msg::error_text); a pass
+  /// longer than the request's timeout answers sec::request_timeout and its
+  /// late answer is dropped. Requests still queued when the engine is
+  /// destroyed are answered sec::request_receiver_down; destroy it only once
+  /// the calls already running are answered (as for backward_async).
   caf::actor request_actor() const;
 
   /// The actor system the engine's actors live in.

@@ -81,8 +81,9 @@ BOOST_AUTO_TEST_CASE(grad_with_options_and_torch_defaults) {
   Tensor unused = Tensor::ones({1}).set_requires_grad(true);
   Tensor y = mul(x, x);
   Tensor scale = Tensor::from_vector({1.0, 0.5}, {2});
-  BOOST_CHECK_EXCEPTION(ce.engine.grad({y}, {x, unused}, {.grad_outputs = {scale}, .retain_graph = true}),
-                        EngineError, message_has({"inputs[1]", "not have been used"}));
+  const GradOptions keep{.grad_outputs = {scale}, .retain_graph = true};
+  BOOST_CHECK_EXCEPTION(ce.engine.grad({y}, {x, unused}, keep), EngineError,
+                        message_has({"inputs[1]", "not have been used"}));
   variable_list r =
     ce.engine.grad({y}, {x, unused}, {.grad_outputs = {scale}, .allow_unused = true});
   BOOST_TEST(r.at(0).to_vector() == v({2.0, -2.0}), boost::test_tools::per_element());

@@ -4,24 +4,23 @@
 // Requests by message: an event-based actor of the application asks the
 // engine's request actor (Engine::request_actor) for backward and grad
 // passes and gets the results, or an error carrying the engine's message,
-// as response messages, without blocking its scheduler thread. Each case
-// runs with the engine owning its own actor system (the application's is
-// another one) and embedded in the application's system, which has 1
-// scheduler thread (Note [Requests across actor systems]).
+// as response messages. Each case runs with the engine owning its own actor
+// system (the application's is another one) and embedded in the
+// application's system, which has 1 scheduler thread (Note [Requests across
+// actor systems]). That the requester's thread stays free:
+// test_request_progress.cpp.
 
 #include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
-#include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
-#include <caf/atom.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
@@ -29,42 +28,12 @@
 
 #include "actors/engine.h"
 #include "actors/messages.h"
-#include "tests/actors/actor_test_util.h"
+#include "tests/actors/request_test_util.h"
 
 using namespace actorgrad;
 using namespace actorgrad::actors_test;
 
 namespace {
-
-const Device sim0 = Device::sim(0);
-
-using ping_atom = caf::atom_constant<caf::atom("ping")>;
-
-/// Where the engine lives relative to the application's actor system.
-enum class Placement { own_system, embedded };
-
-/// The application's actor system (1 scheduler thread) and an Engine that
-/// serves sim:0, on its own actor system or embedded in the application's.
-struct App {
-  explicit App(Placement placement) {
-    cfg.set("scheduler.max-threads", 1);
-    system = std::make_unique<caf::actor_system>(cfg);
-    engine = placement == Placement::own_system
-               ? std::make_unique<Engine>(EngineConfig{{sim0}})
-               : std::make_unique<Engine>(*system, EngineConfig{{sim0}});
-  }
-  ~App() {
-    engine.reset(); // an embedded engine goes before the system it lives in
-    system.reset();
-  }
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> system;
-  std::unique_ptr<Engine> engine;
-};
-
-const std::vector<std::pair<Placement, const char*>> kPlacements = {
-  {Placement::own_system, "engine on its own actor system"},
-  {Placement::embedded, "engine embedded in the application's actor system"}};
 
 // ---------------------------------------------------------------------------
 // 100 backward requests from an event-based actor
@@ -151,7 +120,7 @@ BOOST_AUTO_TEST_CASE(an_event_based_actor_runs_100_backward_requests) {
       App app(placement);
       std::promise<Tally> done;
       auto result = done.get_future();
-      auto actor = app.system->spawn(requester, app.engine->request_actor(), &done);
+      auto actor = app.system->spawn(requester, app.requests, &done);
       if (result.wait_for(2 * kWaitLimit) != std::future_status::ready) {
         caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
         BOOST_FAIL("the 100 requests were not all answered within 60 s");
@@ -168,40 +137,6 @@ BOOST_AUTO_TEST_CASE(an_event_based_actor_runs_100_backward_requests) {
 
 // ---------------------------------------------------------------------------
 // Error answers
-
-/// A response, or the error answered instead.
-template <class Response>
-struct Answer {
-  std::optional<Response> response;
-  caf::error error;
-};
-
-/// Sends `request` to the engine from a fresh event-based actor of the
-/// application and returns what it was answered.
-template <class Response, class Request>
-Answer<Response> ask(App& app, Request request) {
-  auto answer = std::make_shared<std::promise<Answer<Response>>>();
-  auto result = answer->get_future();
-  caf::actor engine = app.engine->request_actor();
-  auto actor = app.system->spawn([=](caf::event_based_actor* self) -> caf::behavior {
-    self->request(engine, kWaitLimit, request)
-      .then(
-        [=](Response& r) {
-          answer->set_value({std::move(r), {}});
-          self->quit();
-        },
-        [=](caf::error& e) {
-          answer->set_value({std::nullopt, std::move(e)});
-          self->quit();
-        });
-    return {[](ping_atom) {}};
-  });
-  if (result.wait_for(kWaitLimit) != std::future_status::ready) {
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-    BOOST_FAIL("no answer to the request within 30 s");
-  }
-  return result.get();
-}
 
 /// `a` is an error of `code` whose message names every one of `parts`.
 template <class Response>
@@ -226,16 +161,18 @@ BOOST_AUTO_TEST_CASE(a_bad_request_is_answered_with_an_error_naming_the_problem)
       Tensor x = Tensor::uniform({2, 2}, -1, 1, 3, DType::f64, sim0).set_requires_grad(true);
       Tensor y = tanh(x);
       Tensor wrong = Tensor::ones({3}, DType::f64, sim0);
-      check_error(ask<msg::GradResponse>(app, msg::GradRequest{{y}, {x}, {.grad_outputs = {wrong}}}),
-                  caf::sec::invalid_argument, {"shape", "[3]", "[2, 2]"});
+      check_error(
+        ask<msg::GradResponse>(app, msg::GradRequest{{y}, {x}, {.grad_outputs = {wrong}}}),
+        caf::sec::invalid_argument, {"shape", "[3]", "[2, 2]"});
 
       // A node that fails during the pass, and an unused input.
       auto [z, node] = lambda_op(x, "RequestThrower", [](variable_list&&) -> variable_list {
         throw std::runtime_error("request failure");
       });
       Tensor loss = sum(z).to(Device::cpu());
-      check_error(ask<msg::BackwardResponse>(app, msg::BackwardRequest{{loss}, {.retain_graph = true}}),
-                  caf::sec::runtime_error, {"RequestThrower", "request failure"});
+      check_error(
+        ask<msg::BackwardResponse>(app, msg::BackwardRequest{{loss}, {.retain_graph = true}}),
+        caf::sec::runtime_error, {"RequestThrower", "request failure"});
       Tensor unused = Tensor::ones({1}).set_requires_grad(true);
       Tensor ok = sum(mul(x, x)).to(Device::cpu());
       check_error(ask<msg::GradResponse>(app, msg::GradRequest{{ok}, {x, unused}}),
@@ -258,86 +195,13 @@ BOOST_AUTO_TEST_CASE(a_bad_request_is_answered_with_an_error_naming_the_problem)
   }
 }
 
-// ---------------------------------------------------------------------------
-// The requester's scheduler thread is not blocked
-
-constexpr auto kSlowNode = std::chrono::milliseconds(400);
-
-/// Counts pings, one every millisecond, on the application's scheduler.
-caf::behavior pinger(caf::event_based_actor* self, std::shared_ptr<std::atomic<int>> pings) {
-  self->send(self, ping_atom::value);
-  return {[=](ping_atom) {
-    pings->fetch_add(1);
-    self->delayed_send(self, std::chrono::milliseconds(1), ping_atom::value);
-  }};
-}
-
-/// Pings counted while one slow grad pass (a node that sleeps 400 ms) runs:
-/// asked by message (`by_request`), or (the control) called synchronously
-/// from an event-based actor, which blocks the application's only thread.
-int pings_during_a_slow_pass(App& app, bool by_request) {
-  // Written by the pinger, read by the measuring actor: both on the one
-  // scheduler thread; atomic so the test thread may read it too.
-  auto pings = std::make_shared<std::atomic<int>>(0);
-  auto ping = app.system->spawn(pinger, pings);
-  while (pings->load() < 10) // the pinger is running
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-
-  Tensor x = Tensor::uniform({4}, -1, 1, 7).set_requires_grad(true);
-  auto [y, node] = lambda_op(x, "SlowNode", [](variable_list&& g) {
-    std::this_thread::sleep_for(kSlowNode);
-    return std::move(g);
-  });
-  Tensor loss = sum(y);
-  auto counted = std::make_shared<std::promise<int>>();
-  auto result = counted->get_future();
-  caf::actor engine_actor = app.engine->request_actor();
-  Engine* engine = app.engine.get();
-  auto actor = app.system->spawn([=](caf::event_based_actor* self) -> caf::behavior {
-    const int before = pings->load();
-    if (!by_request) {
-      engine->grad({loss}, {x}); // blocks this thread for the pass
-      counted->set_value(pings->load() - before);
-      self->quit();
-      return {};
-    }
-    self->request(engine_actor, kWaitLimit, msg::GradRequest{{loss}, {x}})
-      .then(
-        [=](msg::GradResponse& r) {
-          const bool ok =
-            r.grads.size() == 1 && r.grads[0].to_vector() == std::vector<double>(4, 1.0);
-          counted->set_value(ok ? pings->load() - before : -1);
-          self->quit();
-        },
-        [=](caf::error&) {
-          counted->set_value(-2);
-          self->quit();
-        });
-    return {[](ping_atom) {}};
-  });
-  const bool ready = result.wait_for(kWaitLimit) == std::future_status::ready;
-  caf::anon_send_exit(ping, caf::exit_reason::user_shutdown);
-  if (!ready) {
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-    BOOST_FAIL("the slow pass did not end within 30 s");
-  }
-  return result.get();
-}
-
-BOOST_AUTO_TEST_CASE(other_actors_progress_while_a_request_is_in_flight) {
-  for (auto [placement, name] : kPlacements) {
-    BOOST_TEST_CONTEXT(name) {
-      App app(placement);
-      // The control: a synchronous call stops the only scheduler thread.
-      const int blocked = pings_during_a_slow_pass(app, false);
-      BOOST_TEST(blocked == 0);
-      // A request leaves it free: the pinger runs all along (about one
-      // ping per ms of the 400 ms pass; 50 leaves room for a loaded machine).
-      const int by_request = pings_during_a_slow_pass(app, true);
-      BOOST_TEST_INFO("-1: wrong gradient, -2: error answer");
-      BOOST_TEST(by_request >= 50);
-    }
-  }
+BOOST_AUTO_TEST_CASE(a_request_to_a_destroyed_engine_is_answered_receiver_down) {
+  App app(Placement::own_system);
+  app.engine.reset();
+  Tensor x = Tensor::ones({2}).set_requires_grad(true);
+  auto a = ask<msg::GradResponse>(app, msg::GradRequest{{sum(mul(x, x))}, {x}});
+  BOOST_TEST(!a.response);
+  BOOST_TEST((a.error == caf::sec::request_receiver_down));
 }
 
 } // namespace
