@@ -16,6 +16,13 @@ targets=(actors_test_concurrency actors_test_reentrant actors_test_faults actors
 # The CUDA backend is left out: without a GPU none of it runs here.
 cmake -S "$repo_root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DACTORGRAD_SANITIZE=ON \
   -DACTORGRAD_CUDA=OFF >/dev/null
+# The torch bridge's concurrent and reentrant callers, when libtorch is there
+# (libtorch itself is not instrumented; its calls into ours are checked).
+for t in torch_test_bridge_threads torch_test_bridge_reentrant; do
+  if cmake --build "$build" --target help | grep -q "\b$t\b"; then
+    targets+=("$t")
+  fi
+done
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0

@@ -88,6 +88,9 @@ public:
     return it == exec_info_.end() ? nullptr : &it->second;
   }
   bool selective() const { return !exec_info_.empty(); }
+  /// The exec info of every node that has one (the torch bridge hands it
+  /// to libtorch's GraphTask, where needs_input_grad reads it).
+  const std::unordered_map<const node*, ExecInfo>& exec_infos() const { return exec_info_; }
   /// Nodes counted by compute_dependencies (for tests and traces).
   std::size_t num_nodes() const { return state_.size(); }
   /// Per-call stream bookkeeping (leaf streams, caller streams).

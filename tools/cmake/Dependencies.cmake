@@ -17,10 +17,26 @@ find_package(CLI11 2.1 REQUIRED CONFIG)
 find_package(Boost 1.74 REQUIRED COMPONENTS unit_test_framework)
 find_package(benchmark QUIET)
 
-# libtorch is optional: only the cross-check test and the comparison benchmark use it.
+# libtorch is optional: the cross-checks, the comparison benchmark and the
+# torch bridge (ACTORGRAD_TORCH: AUTO builds the bridge when libtorch is
+# found, ON requires it, OFF never builds it).
+set(ACTORGRAD_TORCH AUTO CACHE STRING "Build the torch bridge (actorgrad_torch): AUTO, ON or OFF")
+set_property(CACHE ACTORGRAD_TORCH PROPERTY STRINGS AUTO ON OFF)
+string(TOUPPER "${ACTORGRAD_TORCH}" torch_option)
+if(NOT torch_option MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "ACTORGRAD_TORCH='${ACTORGRAD_TORCH}': use AUTO, ON or OFF")
+endif()
 find_package(Torch QUIET PATHS /usr/lib/x86_64-linux-gnu/cmake/Torch)
 if(Torch_FOUND)
   message(STATUS "libtorch found: cross-checks and the libtorch benchmark are built")
 else()
   message(STATUS "libtorch not found: its cross-check and benchmark are skipped")
+endif()
+set(ACTORGRAD_WITH_TORCH OFF)
+if(torch_option STREQUAL "ON" AND NOT Torch_FOUND)
+  message(FATAL_ERROR "ACTORGRAD_TORCH=ON but libtorch was not found (Debian package "
+                      "libtorch-dev; tools/setup.sh installs it), or set ACTORGRAD_TORCH=AUTO/OFF")
+elseif(Torch_FOUND AND NOT torch_option STREQUAL "OFF")
+  set(ACTORGRAD_WITH_TORCH ON)
+  message(STATUS "torch bridge (actorgrad_torch) is built")
 endif()

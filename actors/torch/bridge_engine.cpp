@@ -1,0 +1,215 @@
+#include "actors/torch/bridge_engine.h"
+
+#include <torch/csrc/autograd/anomaly_mode.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+#include "actors/engine.h"
+#include "libengine/autograd/grad_mode.h"
+#include "libengine/torch/torch_graph.h"
+#include "libengine/torch/validate_outputs.h"
+
+namespace actorgrad::torch_bridge {
+
+using ::torch::autograd::edge_list;
+using ::torch::autograd::GraphTask;
+using ::torch::autograd::ReadyQueue;
+using ::torch::autograd::variable_list;
+
+namespace {
+
+/// The libtorch GraphTask whose Trampoline runs on this thread now (null:
+/// none). Written and read by this thread only.
+thread_local const GraphTask* innermost = nullptr;
+
+/// This thread's libtorch ready queue for the calls it starts (libtorch's
+/// engine pops the Trampoline from the thread's local_ready_queue, which we
+/// can set but not read). Only this thread touches it.
+thread_local std::shared_ptr<ReadyQueue> thread_queue;
+
+/// The one node libtorch's engine runs for a call: its apply runs the call's
+/// real graph on the actor engine (Note [The bridge runs inside one libtorch
+/// GraphTask]).
+class Trampoline final : public ::torch::autograd::Node {
+public:
+  Trampoline(Engine& engine, std::shared_ptr<TorchGraphTask> task, ReadyTask first,
+             GraphTask& stock)
+    : Node(std::numeric_limits<std::uint64_t>::max()), engine_(engine), task_(std::move(task)),
+      first_(std::move(first)), stock_(stock) {}
+
+  std::string name() const override { return "actorgrad::TorchBridge"; }
+
+  variable_list apply(variable_list&&) override {
+    struct Innermost {
+      const GraphTask* prev = innermost;
+      explicit Innermost(const GraphTask* t) { innermost = t; }
+      ~Innermost() { innermost = prev; }
+    } scope(&stock_);
+    engine_.run(task_, std::move(first_));
+    variable_list captured = task_->finish();
+    // Capture hooks (GraphTask::ExecInfo::Capture::hooks_) are registered
+    // in the libtorch GraphTask's exec_info, maybe during the call: run them
+    // now, in order, on the captured gradient.
+    for (auto& [fn, info] : stock_.exec_info_)
+      if (info.captures_)
+        for (const auto& capture : *info.captures_)
+          for (const auto& hook : capture.hooks_)
+            captured[capture.output_idx_] = (*hook)(captured[capture.output_idx_]);
+    stock_.captured_vars_ = std::move(captured);
+    return {};
+  }
+
+private:
+  Engine& engine_;
+  std::shared_ptr<TorchGraphTask> task_;
+  ReadyTask first_;
+  GraphTask& stock_;
+};
+
+/// Copies the call's exec_info into libtorch's GraphTask, where
+/// task_should_compute_output (needs_input_grad) and checkpoint validity
+/// read it; the Trampoline itself must run.
+void copy_exec_info(const TorchGraphTask& task, GraphTask& stock, const Trampoline& trampoline) {
+  using Capture = GraphTask::ExecInfo::Capture;
+  for (const auto& [fn, info] : task.exec_infos()) {
+    auto& theirs = stock.exec_info_[const_cast<::torch::autograd::Node*>(fn)];
+    theirs.needed_ = info.needed;
+    if (info.captures.empty())
+      continue;
+    theirs.captures_ = std::make_unique<std::vector<Capture>>();
+    for (const auto& c : info.captures)
+      theirs.captures_->emplace_back(static_cast<int>(c.input_idx), static_cast<int>(c.output_idx));
+  }
+  stock.exec_info_[const_cast<Trampoline*>(&trampoline)].needed_ = true;
+}
+
+} // namespace
+
+Counters& counters() {
+  static Counters c;
+  return c;
+}
+
+std::atomic<BridgeEngine*>& all_bridge_engines() {
+  static std::atomic<BridgeEngine*> head{nullptr};
+  return head;
+}
+
+BridgeEngine::BridgeEngine(std::unique_ptr<actorgrad::Engine> engine)
+  : previous(all_bridge_engines().exchange(this)), engine_(std::move(engine)) {
+  // libtorch's check comes first in a nested call (execute_with_graph_task
+  // runs before the actor engine sees the call), so it applies the limit.
+  max_recursion_depth_ = engine_->config().max_recursion_depth;
+}
+
+BridgeEngine::~BridgeEngine() { stop(); }
+
+// Note [Bridge uses]
+// A call takes a use of the actor engine for as long as it runs (acquire,
+// release); the installation holds one until uninstall (retire). Whoever
+// drops the last use destroys the actor engine, when no call runs on it. A
+// call that fetched this libtorch Engine before uninstall but arrives after
+// the last use was dropped finds 0 and goes to libtorch's base engine; the
+// count never rises from 0 again, so the engine is destroyed once.
+bool BridgeEngine::acquire() {
+  std::int64_t n = uses_.load(std::memory_order_acquire);
+  while (n > 0)
+    if (uses_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+      return true;
+  return false;
+}
+
+void BridgeEngine::release() {
+  if (uses_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    engine_.reset();
+}
+
+void BridgeEngine::retire() { release(); }
+
+variable_list BridgeEngine::execute(const edge_list& roots, const variable_list& inputs,
+                                    bool keep_graph, bool create_graph, bool accumulate_grad,
+                                    const edge_list& outputs) {
+  if (!acquire())
+    return run_on_stock(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
+  struct Release {
+    BridgeEngine* self;
+    ~Release() { self->release(); }
+  } release{this};
+  return run(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
+}
+
+void BridgeEngine::thread_on_exception(std::shared_ptr<GraphTask> graph_task,
+                                       const std::shared_ptr<::torch::autograd::Node>& fn,
+                                       std::exception& e) {
+  const bool trampoline = dynamic_cast<const Trampoline*>(fn.get()) != nullptr;
+  Engine::thread_on_exception(std::move(graph_task), trampoline ? nullptr : fn, e);
+}
+
+variable_list BridgeEngine::run_on_stock(const edge_list& roots, const variable_list& inputs,
+                                         bool keep_graph, bool create_graph, bool accumulate_grad,
+                                         const edge_list& outputs) {
+  counters().delegated.fetch_add(1, std::memory_order_relaxed);
+  return Engine::execute(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
+}
+
+variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inputs,
+                                bool keep_graph, bool create_graph, bool accumulate_grad,
+                                const edge_list& outputs) {
+  // Inside a node of a call libtorch's engine runs (a delegated one): its
+  // reentrant calls stay there, on that call's ready queue.
+  const auto* current = ::torch::autograd::get_current_graph_task_exec_info();
+  if (current && (!innermost || current != &innermost->exec_info_))
+    return run_on_stock(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
+
+  // libtorch's argument checks, with its texts.
+  variable_list root_grads = inputs;
+  torch_bridge::validate_outputs(roots, root_grads, nullptr);
+  if (accumulate_grad && create_graph) {
+    TORCH_WARN_ONCE(
+      "Using backward() with create_graph=True will create a reference cycle between the "
+      "parameter and its gradient which can cause a memory leak. We recommend using "
+      "autograd.grad when creating the graph to avoid this. If you have to use this function, "
+      "make sure to reset the .grad fields of your parameters to None after use to break the "
+      "cycle and avoid the leak.");
+  }
+  TORCH_CHECK_VALUE(accumulate_grad || !outputs.empty(), "grad requires non-empty inputs.");
+
+  GraphTaskBase* parent = current_graph_task();
+  const int depth = parent ? parent->reentrant_depth + 1 : 0;
+  const ExecuteOptions options{keep_graph, create_graph, accumulate_grad};
+  auto [task, first] = [&] {
+    // libtorch's anomaly mode turns on the task's NaN check.
+    std::optional<DetectAnomalyGuard> anomaly;
+    if (::torch::autograd::AnomalyMode::is_enabled() &&
+        ::torch::autograd::AnomalyMode::should_check_nan())
+      anomaly.emplace();
+    return TorchGraphTask::create(roots, std::move(root_grads), options, outputs, depth);
+  }();
+  // A node on another device (CUDA): libtorch's engine runs the whole call.
+  if (!task->devices().empty())
+    return run_on_stock(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
+
+  std::shared_ptr<ReadyQueue> queue;
+  if (innermost) {
+    queue = innermost->cpu_ready_queue_; // the thread's local_ready_queue
+  } else {
+    if (!thread_queue)
+      thread_queue = std::make_shared<ReadyQueue>();
+    queue = thread_queue;
+    init_local_ready_queue(queue);
+  }
+  auto stock = std::make_shared<GraphTask>(keep_graph, create_graph, depth, queue);
+  auto trampoline = std::make_shared<Trampoline>(*engine_, task, std::move(first), *stock);
+  if (task->selective())
+    copy_exec_info(*task, *stock, *trampoline);
+  counters().calls.fetch_add(1, std::memory_order_relaxed);
+  auto future = execute_with_graph_task(stock, trampoline,
+                                        ::torch::autograd::InputBuffer(variable_list()));
+  future->wait();
+  stock->warning_handler_.replay_warnings();
+  return future->value().toTensorVector();
+}
+
+} // namespace actorgrad::torch_bridge

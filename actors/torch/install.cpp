@@ -1,0 +1,61 @@
+#include "actors/torch/install.h"
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+
+#include "actors/torch/bridge_engine.h"
+
+namespace actorgrad::torch {
+
+namespace {
+
+using torch_bridge::BridgeEngine;
+
+/// The installed bridge (null: none). Written by install/uninstall, read by
+/// every libtorch call of get_default_engine (through default_engine_stub).
+std::atomic<BridgeEngine*> installed_bridge{nullptr};
+
+::torch::autograd::Engine& default_engine_stub() {
+  if (BridgeEngine* b = installed_bridge.load(std::memory_order_acquire))
+    return *b;
+  return ::torch::autograd::Engine::get_base_engine();
+}
+
+} // namespace
+
+void install(EngineConfig config) {
+  if (installed())
+    throw std::logic_error("actorgrad::torch::install: already installed (uninstall() first)");
+  auto* bridge = new BridgeEngine(std::make_unique<actorgrad::Engine>(std::move(config)));
+  BridgeEngine* expected = nullptr;
+  if (!installed_bridge.compare_exchange_strong(expected, bridge, std::memory_order_acq_rel)) {
+    bridge->retire(); // another thread installed meanwhile; `bridge` stays in the chain
+    throw std::logic_error("actorgrad::torch::install: already installed (uninstall() first)");
+  }
+  // The stub is set once and stays: it reads installed_bridge on every call,
+  // so install/uninstall never race libtorch's read of the stub.
+  static const bool stub_set = (::torch::autograd::set_default_engine_stub(&default_engine_stub), true);
+  (void)stub_set;
+}
+
+void uninstall() {
+  if (BridgeEngine* b = installed_bridge.exchange(nullptr, std::memory_order_acq_rel))
+    b->retire();
+}
+
+bool installed() { return installed_bridge.load(std::memory_order_acquire) != nullptr; }
+
+actorgrad::Engine& engine() {
+  BridgeEngine* b = installed_bridge.load(std::memory_order_acquire);
+  if (!b)
+    throw std::logic_error("actorgrad::torch::engine: not installed (install() first)");
+  return b->engine();
+}
+
+Stats stats() {
+  auto& c = torch_bridge::counters();
+  return {c.calls.load(std::memory_order_relaxed), c.delegated.load(std::memory_order_relaxed)};
+}
+
+} // namespace actorgrad::torch

@@ -1,0 +1,60 @@
+#pragma once
+/// @file install.h
+/// Runs every libtorch backward of the process on an actorgrad actor engine.
+///
+///     actorgrad::torch::Scope actorgrad_backward;   // or install() / uninstall()
+///     loss.backward();                              // libtorch's own nodes, on actors
+///
+/// libtorch's backward(), torch::autograd::backward and torch::autograd::grad
+/// all go through libtorch's default engine; install() makes that an engine
+/// whose calls the actor engine schedules (actors/torch/bridge_engine.h).
+/// Calls whose graph reaches a non-CPU device (CUDA) are given to libtorch's
+/// stock engine whole (counted in Stats::delegated). Without code changes:
+/// LD_PRELOAD=libactorgrad_torch_preload.so (preload.cpp).
+
+#include <cstdint>
+
+#include "actors/engine.h"
+#include "actors/engine_config.h"
+
+namespace actorgrad::torch {
+
+/// Makes an actor engine with `config` libtorch's default engine (every
+/// backward/grad of the process runs on it) until uninstall(). Throws
+/// std::logic_error if already installed, std::invalid_argument naming a bad
+/// setting of `config`.
+void install(EngineConfig config = {});
+
+/// Restores libtorch's stock engine. Waits for nothing: calls in flight
+/// finish on actorgrad, and the actor engine goes when the last one ends.
+/// Does nothing when not installed.
+void uninstall();
+
+/// Whether actorgrad is libtorch's default engine now.
+bool installed();
+
+/// The installed actor engine (for recording traces, observers, stats).
+/// Throws std::logic_error if not installed.
+actorgrad::Engine& engine();
+
+/// RAII: install() in the constructor, uninstall() in the destructor.
+class Scope {
+public:
+  explicit Scope(EngineConfig config = {}) { install(std::move(config)); }
+  ~Scope() { uninstall(); }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+};
+
+/// Process-wide counters since the program started.
+struct Stats {
+  /// Backward/grad calls run on an actor engine.
+  std::uint64_t calls = 0;
+  /// Calls given to libtorch's stock engine while installed: their graph
+  /// reaches a CUDA (non-CPU) device, they were made inside a node of a
+  /// delegated call, or they reached an engine already uninstalled.
+  std::uint64_t delegated = 0;
+};
+Stats stats();
+
+} // namespace actorgrad::torch

@@ -1,0 +1,122 @@
+#pragma once
+/// @file torch_graph.h
+/// libtorch's torch::autograd::Node graphs as a graph type of the scheduler
+/// (see Note [Graph interface]): the actor engine runs libtorch's own nodes,
+/// with no mirror object per node.
+
+#include <torch/csrc/autograd/function.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "libengine/engine/basic_graph_task.h"
+#include "libengine/engine/graph_task_base.h"
+
+namespace actorgrad {
+
+/// The GraphTraits of torch::autograd::Node, Edge and Variable (CPU: a call
+/// that reaches another device is given to libtorch's engine whole; see
+/// actors/torch/bridge_engine.h).
+struct TorchGraph {
+  using node = ::torch::autograd::Node;
+  using edge = ::torch::autograd::Edge;
+  using value = at::Tensor;
+  using value_list = std::vector<at::Tensor>;
+  /// One node's inputs as they add up (libtorch's InputBuffer, whose
+  /// methods libtorch does not export: input_buffer.h).
+  using input_buffer = std::vector<at::Tensor>;
+  struct source {};
+  struct in_flight {
+    at::Tensor grad;
+  };
+  /// No streams on the CPU.
+  struct task_streams {
+    void note_leaf(const node&) {}
+    void stash(const std::vector<Device>&, const value_list&) {}
+    void sync() const {}
+  };
+  /// The guards around running a node: the current task (actorgrad's, for
+  /// reentrant calls), grad mode (on under create_graph, as libtorch's
+  /// GraphTask sets it) and what the call protocol needs of the task.
+  class run_scope {
+  public:
+    run_scope(GraphTaskBase& task, const node&)
+      : current_(&task), grad_mode_(task.options.create_graph), keep_graph_(task.options.keep_graph) {}
+
+  private:
+    /// Tells call_function whether the running node keeps its saved
+    /// variables (libtorch calls will_release_variables() otherwise).
+    class KeepGraph {
+    public:
+      explicit KeepGraph(bool keep);
+      ~KeepGraph();
+      KeepGraph(const KeepGraph&) = delete;
+      KeepGraph& operator=(const KeepGraph&) = delete;
+
+    private:
+      bool prev_;
+    };
+
+    CurrentGraphTaskGuard current_;
+    c10::AutoGradMode grad_mode_;
+    KeepGraph keep_graph_;
+  };
+
+  static node* target(const edge& e) { return e.function.get(); }
+  static const std::shared_ptr<node>& target_handle(const edge& e) { return e.function; }
+  static std::uint32_t input_nr(const edge& e) { return e.input_nr; }
+  static std::uint64_t sequence_nr(const node& n) { return n.sequence_nr(); }
+  static std::uint64_t topological_nr(const node& n) { return n.topological_nr(); }
+  static std::size_t num_outputs(const node& n) { return n.num_outputs(); }
+  static const edge& next_edge(const node& n, std::size_t i) { return n.next_edge(i); }
+  static std::size_t num_inputs(const node& n) { return n.num_inputs(); }
+  /// The CPU, unless an input of `n` lives on another device (then the
+  /// first such device, as actorgrad names it; cuda:N for any non-CPU
+  /// libtorch device, so the call is handed to libtorch's engine).
+  static Device device(const node& n) {
+    const std::uint32_t k = n.num_inputs();
+    for (std::uint32_t i = 0; i < k; ++i)
+      if (const auto& d = n.input_metadata(i).device(); !d.is_cpu()) [[unlikely]]
+        return Device::cuda(d.has_index() ? d.index() : 0);
+    return Device::cpu();
+  }
+  static NodeInfo describe(const node& n);
+
+  /// libtorch's call_function: pre-hooks -> (will_release_variables) ->
+  /// Node::operator() -> validate_outputs -> post-hooks.
+  static value_list call_function(node& fn, value_list&& inputs);
+  /// libtorch 1.13 has no tensor pre-hooks apart from the pre-hooks.
+  static void call_tensor_pre_hooks(node&, value_list&) {}
+  static void release_variables(node& fn) { fn.release_variables(); }
+  static bool has_nan(const at::Tensor& t);
+  /// libtorch's anomaly-mode text.
+  static std::string nan_message(const node& fn, std::size_t output);
+  /// Rethrows the exception being handled, of the same type, naming `fn`
+  /// (see Note [Errors keep their type]).
+  [[noreturn]] static void rethrow_in_node(const node& fn, const std::exception& e);
+
+  static value_list take_inputs(input_buffer&& b) { return std::move(b); }
+  static source local_source(const node&, const at::Tensor&) { return {}; }
+  static in_flight make_in_flight(const node&, at::Tensor&& grad) { return {std::move(grad)}; }
+  static at::Tensor& sent_value(in_flight& f) { return f.grad; }
+  static source sent_source(const in_flight&) { return {}; }
+  /// Adds `grad` into slot `pos` of `buffer` (libtorch's InputBuffer::add).
+  static void accumulate(input_buffer& buffer, const node& consumer, std::uint32_t pos,
+                         at::Tensor&& grad, const source&, bool create_graph);
+
+  /// libtorch's GraphRoot for a call with several roots.
+  static std::shared_ptr<node> make_graph_root(const std::vector<edge>& roots,
+                                               const value_list& grads);
+  static input_buffer make_root_buffer(const node& root, std::uint32_t input_nr, at::Tensor&& grad);
+  static void order_root_grads(const value_list&) {}
+};
+
+/// One backward call over a libtorch graph.
+using TorchGraphTask = BasicGraphTask<TorchGraph>;
+
+/// Instantiated once, in torch_graph.cpp.
+extern template class BasicGraphTask<TorchGraph>;
+
+} // namespace actorgrad

@@ -1,0 +1,163 @@
+/// @file test_bridge_semantics.cpp
+/// The torch bridge against libtorch's stock engine, in one process
+/// (install/uninstall): gradients bitwise equal and the same order of node
+/// execution on residual blocks with a shared weight, fan-in, hooks,
+/// retain_grad, higher order (HVP, third order), two roots,
+/// backward(inputs=) and allow_unused.
+
+#define BOOST_TEST_MODULE torch_bridge_semantics
+#include "tests/torch/bridge_compare.h" // libtorch, then Boost.Test
+
+#include <functional>
+
+namespace {
+
+using bridge_test::check_same;
+using bridge_test::grads_of;
+using bridge_test::Results;
+
+const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+
+torch::Tensor leaf(std::vector<std::int64_t> shape) {
+  return torch::randn(shape, f64).requires_grad_(true);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(chain_of_mixed_ops) {
+  check_same([] {
+    torch::manual_seed(1);
+    auto x = leaf({16});
+    auto y = x;
+    for (int i = 0; i < 100; ++i)
+      y = (i % 3 == 0) ? y.sin() + y : (i % 3 == 1 ? y * 0.9 : y.tanh() - 0.1 * y);
+    y.sum().backward();
+    return grads_of({x});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(residual_block_shared_weight_fan_in_hooks_retain_grad) {
+  check_same([] {
+    torch::manual_seed(2);
+    auto x = leaf({4, 8});
+    auto w = leaf({8, 8});
+    auto b = leaf({8});
+    auto h = torch::relu(x.mm(w) + b) + x; // residual
+    h.retain_grad();
+    auto h2 = torch::tanh(h.mm(w)) + h; // w shared
+    h2.retain_grad();
+    // Hooks: on a non-leaf (changes the gradient), on a leaf, counted.
+    auto calls = torch::zeros({2}, f64);
+    h2.register_hook([&](torch::Tensor g) {
+      calls[0] += 1;
+      return g * 0.5;
+    });
+    w.register_hook([&](torch::Tensor g) {
+      calls[1] += 1;
+      return g + 1.0;
+    });
+    // 5-way fan-in into h2.
+    auto s = h2 * 1.5 + h2.sin() + h2.exp() + h2.pow(2) + h2.mm(w);
+    s.sum().backward();
+    Results r = grads_of({x, w, b, h, h2});
+    r.push_back(calls);
+    return r;
+  });
+}
+
+BOOST_AUTO_TEST_CASE(nodes_run_in_the_stock_order) {
+  // Tensor hooks run when their node runs: the order of their calls is the
+  // order of the nodes (depth, then sequence_nr), here on a graph with two
+  // branches of different lengths joined twice.
+  check_same([] {
+    torch::manual_seed(3);
+    auto x = leaf({3});
+    std::vector<double> order;
+    auto tag = [&](torch::Tensor t, double id) {
+      t.register_hook([&order, id](torch::Tensor g) {
+        order.push_back(id);
+        return g;
+      });
+      return t;
+    };
+    auto a = tag(x.sin(), 1);
+    auto b = tag(x.cos(), 2);
+    auto c = tag(a * b, 3);
+    auto d = tag(b.exp(), 4);
+    auto e = tag(c + d, 5);
+    auto f = tag(a.tanh() * e, 6);
+    (f.sum() + e.sum()).backward();
+    return Results{grads_of({x})[0], torch::tensor(order, f64)};
+  });
+}
+
+BOOST_AUTO_TEST_CASE(hessian_vector_product_and_third_order) {
+  check_same([] {
+    torch::manual_seed(4);
+    auto x = leaf({5});
+    auto v = torch::randn({5}, f64);
+    auto y = (x.pow(3) * x.sin()).sum();
+    auto g = torch::autograd::grad({y}, {x}, {}, true, true)[0];
+    auto hv = torch::autograd::grad({(g * v).sum()}, {x}, {}, true, true)[0];
+    auto third = torch::autograd::grad({hv.sum()}, {x})[0];
+    return Results{g.detach(), hv.detach(), third};
+  });
+}
+
+BOOST_AUTO_TEST_CASE(backward_with_create_graph_then_grad_of_grad) {
+  check_same([] {
+    torch::manual_seed(5);
+    auto x = leaf({4});
+    auto y = (x.exp() * x).sum();
+    y.backward({}, /*retain_graph=*/true, /*create_graph=*/true);
+    auto gx = x.grad();
+    BOOST_CHECK(gx.requires_grad());
+    auto second = torch::autograd::grad({gx.sum()}, {x})[0];
+    return Results{gx.detach().clone(), second};
+  });
+}
+
+BOOST_AUTO_TEST_CASE(two_roots) {
+  check_same([] {
+    torch::manual_seed(6);
+    auto x = leaf({3, 3});
+    auto a = x.mm(x).sum();
+    auto b = (x * 2).tanh();
+    torch::autograd::backward({a, b}, {torch::tensor(2.0, f64), torch::ones({3, 3}, f64)});
+    return grads_of({x});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(backward_inputs_accumulates_only_into_them) {
+  check_same([] {
+    torch::manual_seed(7);
+    auto x = leaf({4});
+    auto w = leaf({4});
+    auto loss = (x * w).sin().sum();
+    loss.backward({}, false, false, {w});
+    BOOST_CHECK(!x.grad().defined());
+    return grads_of({x, w});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(grad_inputs_of_intermediates_and_leaves) {
+  check_same([] {
+    torch::manual_seed(8);
+    auto x = leaf({4});
+    auto h = x.exp();
+    auto y = (h * x).sum();
+    return torch::autograd::grad({y}, {h, x});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(allow_unused) {
+  check_same([] {
+    torch::manual_seed(9);
+    auto x = leaf({3});
+    auto unused = leaf({3});
+    auto y = x.pow(2).sum();
+    auto r = torch::autograd::grad({y}, {x, unused}, {}, false, false, /*allow_unused=*/true);
+    BOOST_CHECK(!r[1].defined());
+    return r;
+  });
+}
