@@ -132,7 +132,7 @@ variable_list BridgeEngine::execute(const edge_list& roots, const variable_list&
                                     bool keep_graph, bool create_graph, bool accumulate_grad,
                                     const edge_list& outputs) {
   if (!acquire())
-    return delegate(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
+    return run_on_stock(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
   struct Release {
     BridgeEngine* self;
     ~Release() { self->release(); }
@@ -147,9 +147,9 @@ void BridgeEngine::thread_on_exception(std::shared_ptr<GraphTask> graph_task,
   Engine::thread_on_exception(std::move(graph_task), trampoline ? nullptr : fn, e);
 }
 
-variable_list BridgeEngine::delegate(const edge_list& roots, const variable_list& inputs,
-                                     bool keep_graph, bool create_graph, bool accumulate_grad,
-                                     const edge_list& outputs) {
+variable_list BridgeEngine::run_on_stock(const edge_list& roots, const variable_list& inputs,
+                                         bool keep_graph, bool create_graph, bool accumulate_grad,
+                                         const edge_list& outputs) {
   counters().delegated.fetch_add(1, std::memory_order_relaxed);
   return Engine::execute(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
 }
@@ -161,7 +161,7 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
   // reentrant calls stay there, on that call's ready queue.
   const auto* current = ::torch::autograd::get_current_graph_task_exec_info();
   if (current && (!innermost || current != &innermost->exec_info_))
-    return delegate(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
+    return run_on_stock(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
 
   // libtorch's argument checks, with its texts.
   variable_list root_grads = inputs;
@@ -189,7 +189,7 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
   }();
   // A node on another device (CUDA): libtorch's engine runs the whole call.
   if (!task->devices().empty())
-    return delegate(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
+    return run_on_stock(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
 
   std::shared_ptr<ReadyQueue> queue;
   if (innermost) {

@@ -84,10 +84,12 @@ private:
   /// Takes a use of engine_ unless it was retired (see Note [Bridge uses]).
   bool acquire();
   void release();
+  /// Gives the call to libtorch's stock engine (counted as delegated).
   ::torch::autograd::variable_list
-  delegate(const ::torch::autograd::edge_list& roots, const ::torch::autograd::variable_list& inputs,
-           bool keep_graph, bool create_graph, bool accumulate_grad,
-           const ::torch::autograd::edge_list& outputs);
+  run_on_stock(const ::torch::autograd::edge_list& roots,
+               const ::torch::autograd::variable_list& inputs, bool keep_graph, bool create_graph,
+               bool accumulate_grad, const ::torch::autograd::edge_list& outputs);
+  /// Runs the call on the actor engine inside one libtorch GraphTask.
   ::torch::autograd::variable_list
   run(const ::torch::autograd::edge_list& roots, const ::torch::autograd::variable_list& inputs,
       bool keep_graph, bool create_graph, bool accumulate_grad,
