@@ -9,6 +9,7 @@
 #include "actors/detail/foreign_thread.h"
 #include "actors/detail/post.h"
 #include "actors/detail/reentrant_pool.h"
+#include "actors/detail/request_server.h"
 #include "actors/detail/runner.h"
 #include "actors/trace/recorder.h"
 #include "libengine/engine/call_args.h"
@@ -66,6 +67,7 @@ void Engine::spawn_actors() {
     core_->replace_worker(core_->workers[i], nullptr);
   detail::ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
   core_->pool = core_->system.spawn<detail::ReentrantPool>(core_);
+  core_->requests = detail::spawn_request_server(this, core_);
 }
 
 Engine::~Engine() {
@@ -79,13 +81,15 @@ Engine::~Engine() {
       self->wait_for(w);
     }
     detail::post<caf::message_priority::high>(core_->pool, msg::Shutdown{});
-    self->wait_for(core_->pool);
+    detail::post<caf::message_priority::high>(core_->requests, msg::Shutdown{});
+    self->wait_for(core_->pool, core_->requests);
   }
   // The actors hold the core and the core holds their handles: drop the
   // handles now, while the actor system that owns them still exists.
   for (std::size_t i = 0; i < core_->num_workers; ++i)
     core_->workers[i].handle.store(nullptr);
   core_->pool = caf::actor{};
+  core_->requests = caf::actor{};
   core_.reset();
   own_system_.reset(); // waits for every actor it still runs
 }
@@ -121,26 +125,34 @@ std::future<variable_list> Engine::execute_async(edge_list roots, variable_list 
                                           [](variable_list v) { return v; });
 }
 
+void Engine::backward(const variable_list& tensors, const BackwardOptions& options) {
+  actorgrad::backward(tensors, options, *this);
+}
+
+variable_list Engine::grad(const variable_list& outputs, const variable_list& inputs,
+                           const GradOptions& options) {
+  return actorgrad::grad(outputs, inputs, options, *this);
+}
+
 std::future<void> Engine::backward_async(const variable_list& tensors,
-                                         const variable_list& grad_tensors,
-                                         std::optional<bool> retain_graph, bool create_graph,
-                                         const variable_list& inputs) {
-  auto call = make_backward_call(tensors, grad_tensors, retain_graph, create_graph, inputs);
+                                         const BackwardOptions& options) {
+  auto call = make_backward_call(tensors, options.grad_tensors, options.retain_graph,
+                                 options.create_graph, options.inputs);
   return detail::run_async<void>(this, core_, std::move(call), [](const variable_list&) {});
 }
 
 std::future<variable_list> Engine::grad_async(const variable_list& outputs,
                                               const variable_list& inputs,
-                                              const variable_list& grad_outputs,
-                                              std::optional<bool> retain_graph, bool create_graph,
-                                              bool allow_unused) {
-  auto call = make_grad_call(outputs, inputs, grad_outputs, retain_graph, create_graph);
-  return detail::run_async<variable_list>(this, core_, std::move(call),
-                                          [inputs, allow_unused](variable_list v) {
-                                            return check_grad_results(std::move(v), inputs,
-                                                                      allow_unused);
-                                          });
+                                              const GradOptions& options) {
+  auto call = make_grad_call(outputs, inputs, options.grad_outputs, options.retain_graph,
+                             options.create_graph);
+  return detail::run_async<variable_list>(
+    this, core_, std::move(call), [inputs, allow_unused = options.allow_unused](variable_list v) {
+      return check_grad_results(std::move(v), inputs, allow_unused);
+    });
 }
+
+caf::actor Engine::request_actor() const { return core_->requests; }
 
 caf::actor_system& Engine::system() { return core_->system; }
 const EngineConfig& Engine::config() const { return core_->config; }

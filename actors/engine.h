@@ -10,6 +10,7 @@
 #include "actors/engine_config.h"
 #include "actors/observer.h"
 #include "actors/trace/event.h"
+#include "libengine/autograd.h"
 #include "libengine/engine/executor.h"
 
 namespace caf {
@@ -44,8 +45,11 @@ struct EngineStats {
 ///   CPU nodes, as in PyTorch. It gets a mailbox (a CAF scoped actor) only
 ///   when the graph crosses to a device.
 /// - Each configured device has one DeviceWorker actor shared by all calls.
+/// - backward / grad: the public API's calls on this engine.
 /// - backward_async / grad_async / execute_async spawn a coordinator actor
 ///   and return a future.
+/// - request_actor() answers backward and grad requests sent by message
+///   (for event-based actors, which must not block).
 ///
 /// Recording: `start_recording()` ... `stop_recording()` returns the
 /// message flow (trace::Trace) of every backward call started in between,
@@ -81,18 +85,38 @@ public:
   std::future<variable_list> execute_async(edge_list roots, variable_list root_grads,
                                            ExecuteOptions options, edge_list outputs);
 
-  /// `actorgrad::backward` on a spawned coordinator actor. Argument errors
-  /// are thrown here; errors of nodes arrive through the future.
-  std::future<void> backward_async(const variable_list& tensors,
-                                   const variable_list& grad_tensors = {},
-                                   std::optional<bool> retain_graph = {}, bool create_graph = false,
-                                   const variable_list& inputs = {});
+  /// `actorgrad::backward(tensors, options, *this)`: accumulates the
+  /// gradients of `tensors` into the leaves' `.grad` (only `options.inputs`'
+  /// when given), e.g. `engine.backward({loss}, {.retain_graph = true})`.
+  void backward(const variable_list& tensors, const BackwardOptions& options = {});
 
-  /// `actorgrad::grad` on a spawned coordinator actor.
+  /// `actorgrad::grad(outputs, inputs, options, *this)`: the gradients of
+  /// `outputs` with respect to `inputs`, e.g. `engine.grad({y}, {x})`.
+  variable_list grad(const variable_list& outputs, const variable_list& inputs,
+                     const GradOptions& options = {});
+
+  /// `backward` on a spawned coordinator actor. Argument errors are thrown
+  /// here; errors of nodes arrive through the future.
+  std::future<void> backward_async(const variable_list& tensors,
+                                   const BackwardOptions& options = {});
+
+  /// `grad` on a spawned coordinator actor (errors as backward_async).
   std::future<variable_list> grad_async(const variable_list& outputs, const variable_list& inputs,
-                                        const variable_list& grad_outputs = {},
-                                        std::optional<bool> retain_graph = {},
-                                        bool create_graph = false, bool allow_unused = false);
+                                        const GradOptions& options = {});
+
+  /// The actor that answers backward and grad requests sent by message
+  /// (msg::BackwardRequest / msg::GradRequest in actors/messages.h), from
+  /// any actor, event-based included, of this or another actor system:
+  /// `self->request(engine.request_actor(), timeout, msg::GradRequest{{y}, {x}})
+  ///    .then([](msg::GradResponse& r) {...}, [](caf::error& e) {...})`.
+  /// Each call runs on a coordinator actor of its own; the requester's
+  /// thread is never blocked. The answer is a response message, or a
+  /// caf::error carrying the engine's message (msg::error_text); a pass
+  /// longer than the request's timeout answers sec::request_timeout and its
+  /// late answer is dropped. Requests still queued when the engine is
+  /// destroyed are answered sec::request_receiver_down; destroy it only once
+  /// the calls already running are answered (as for backward_async).
+  caf::actor request_actor() const;
 
   /// The actor system the engine's actors live in.
   caf::actor_system& system();

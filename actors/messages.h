@@ -10,14 +10,28 @@
 /// | Task      | runner.cpp: Runner::coordinate, Runner::handle (fwd)  | DeviceWorker of the root's device | runner.cpp: Runner::handle |
 /// | WakeUp    | runner.cpp: Runner::finish_one                        | the task's coordinator | runner.cpp: Runner::handle (a no-op: the loop re-checks) |
 /// | Job       | engine.cpp: Engine::post                              | a DeviceWorker | runner.cpp: Runner::handle |
-/// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; reentrant_pool.cpp: ReentrantPool::act | DeviceWorker, ReentrantPool, PoolWorker | runner.cpp: Runner::handle; reentrant_pool.cpp: ReentrantPool::act, PoolWorker::act |
+/// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; reentrant_pool.cpp: ReentrantPool::act | DeviceWorker, ReentrantPool, PoolWorker, the request actor | runner.cpp: Runner::handle; reentrant_pool.cpp: ReentrantPool::act, PoolWorker::act; request_server.cpp: request_server |
 /// | Handoff   | handoff.cpp: hand_off; reentrant_pool.cpp: ReentrantPool::act (to an idle worker) | ReentrantPool, then a PoolWorker | reentrant_pool.cpp: ReentrantPool::act; handoff.cpp: serve_handoff |
 /// | Serving   | handoff.cpp: serve_handoff                            | the requester | handoff.cpp: hand_off |
 /// | HandBack  | handoff.cpp: serve_handoff                            | the requester | handoff.cpp: hand_off |
 /// | Idle      | reentrant_pool.cpp: PoolWorker::act                   | ReentrantPool | reentrant_pool.cpp: ReentrantPool::act |
+/// | BackwardRequest | the application: any actor, `request(engine.request_actor(), timeout, msg::BackwardRequest{...})` | the request actor | request_server.cpp: request_server |
+/// | GradRequest | the application, as BackwardRequest                     | the request actor | request_server.cpp: request_server |
+/// | BackwardResponse | request_server.cpp: answer (on the call's coordinator, through detail::respond) | the requester | the requester's response handler (`.then`, `.receive`) |
+/// | GradResponse | request_server.cpp: answer, as BackwardResponse          | the requester | the requester's response handler |
 ///
 /// Every engine message is sent through detail::post (actors/detail/post.h),
-/// which accepts only the types listed in `engine_messages` below.
+/// which accepts only the types listed in `engine_messages` below; the
+/// answers to requests through detail::respond there.
+///
+/// Requests (the application's actors ask the engine): a BackwardRequest or
+/// GradRequest sent with CAF's `request` to Engine::request_actor() is
+/// answered by a BackwardResponse or GradResponse, or by a `caf::error`
+/// (category `sec`; `sec::invalid_argument`: the request's arguments are
+/// wrong; `sec::runtime_error`: the pass failed) whose context holds the
+/// engine's message (msg::error_text). The requester is never blocked: the
+/// call runs on a coordinator actor of its own (Note [Requests across actor
+/// systems] in actors/detail/request_server.h).
 ///
 /// CAF system messages the engine handles: `down_msg` (a monitored
 /// DeviceWorker died; runner.cpp: Runner::handle) and `exit_msg` (a worker
@@ -37,12 +51,17 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <type_traits>
 
 #include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
 
+#include <caf/error.hpp>
+#include <caf/message.hpp>
+
 #include "actors/detail/ready_queue.h"
+#include "libengine/autograd.h"
 #include "libengine/engine/graph_task_base.h"
 
 namespace actorgrad::msg {
@@ -114,12 +133,56 @@ struct Idle {
   caf::actor worker;
 };
 
+/// Asks the engine for `actorgrad::backward(tensors, options)`: sent by any
+/// actor (event-based included) with `request` to Engine::request_actor().
+/// Answered by a BackwardResponse once the pass is over, or a caf::error.
+struct BackwardRequest {
+  variable_list tensors{};
+  BackwardOptions options{};
+};
+
+/// Asks the engine for `actorgrad::grad(outputs, inputs, options)`.
+/// Answered by a GradResponse, or a caf::error.
+struct GradRequest {
+  variable_list outputs{};
+  variable_list inputs{};
+  GradOptions options{};
+};
+
+/// The answer to a BackwardRequest: the gradients are in the leaves'
+/// `.grad`; `grads` holds the `.grad` of each of the request's
+/// `options.inputs`, in order, read when the pass ended (empty when the
+/// request named no inputs).
+struct BackwardResponse {
+  variable_list grads{};
+};
+
+/// The answer to a GradRequest: one gradient per input (undefined for an
+/// unused input when `options.allow_unused`).
+struct GradResponse {
+  variable_list grads{};
+};
+
+/// The engine's message in an error answer to a request (empty when `error`
+/// carries none, e.g. a request timeout, or is no error).
+inline std::string error_text(const caf::error& error) {
+  if (!error)
+    return {};
+  const caf::message& context = error.context();
+  for (std::size_t i = 0; i < context.size(); ++i)
+    if (context.match_element<std::string>(i))
+      return context.get_as<std::string>(i);
+  return {};
+}
+
 /// Whether `M` is one of the engine's messages above.
 template <class M>
 inline constexpr bool is_engine_message =
   std::is_same_v<M, Grad> || std::is_same_v<M, Task> || std::is_same_v<M, WakeUp> ||
   std::is_same_v<M, Job> || std::is_same_v<M, Shutdown> || std::is_same_v<M, Handoff> ||
-  std::is_same_v<M, Serving> || std::is_same_v<M, HandBack> || std::is_same_v<M, Idle>;
+  std::is_same_v<M, Serving> || std::is_same_v<M, HandBack> || std::is_same_v<M, Idle> ||
+  std::is_same_v<M, BackwardRequest> || std::is_same_v<M, GradRequest> ||
+  std::is_same_v<M, BackwardResponse> || std::is_same_v<M, GradResponse>;
 
 } // namespace actorgrad::msg
 
@@ -132,3 +195,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Handoff)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Serving)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::HandBack)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Idle)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::BackwardRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::GradRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::BackwardResponse)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::GradResponse)

@@ -1,13 +1,16 @@
 /// bench_chain_driver ENGINE CASE N [ITERS] [--mem]
 ///
 /// Builds one graph (CASE: chain_passthrough, chain_mul, fan, mlp,
-/// random_dag, or reentrant: N = depth, see bench/common/reentrant.h), runs
+/// random_dag, transformer (libtorch engines only), or reentrant: N = depth,
+/// see bench/common/reentrant.h), runs
 /// its backward once to warm up, then ITERS more times
 /// (default 10) between CALLGRIND_START_INSTRUMENTATION and
 /// CALLGRIND_STOP_INSTRUMENTATION, so `valgrind --tool=callgrind
 /// --instr-atstart=no` counts the backward passes only. ENGINE: actor,
 /// baseline, reference, sequential (lower bound), torch, torch_seq (libtorch
-/// nodes called directly). Prints one line: engine case n nodes iters
+/// nodes called directly), torch_actor (libtorch's nodes on the actor engine
+/// through the torch bridge); the libtorch engines run with one intra-op
+/// thread. Prints one line: engine case n nodes iters
 /// ns_per_node peak_rss_graph_bytes peak_rss_after_bytes peak_rss_start_bytes
 /// (the peak resident set after building the graph, after the backward
 /// passes, and at start, before the graph: libraries and the started,
@@ -54,6 +57,10 @@ int main(int argc, char** argv) {
     engine(eng);
   const std::size_t rss_start = peak_rss_bytes();
   std::unique_ptr<SingleCase> bench_case;
+#if ACTORGRAD_BENCH_HAVE_TORCH
+  if (eng.rfind("torch", 0) == 0)
+    torchb::single_intra_op_thread();
+#endif
   try {
     bench_case = std::make_unique<SingleCase>(eng, kind, n);
   } catch (const std::runtime_error& e) { // a torch engine without libtorch

@@ -44,6 +44,8 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   std::atomic<bool> shutting_down{false};
   /// The ReentrantPool (serves reentrant calls past max_recursion_depth).
   caf::actor pool;
+  /// The request actor (Engine::request_actor; actors/detail/request_server.h).
+  caf::actor requests;
   /// The observer GraphTasks started now keep: the installed observer
   /// (EngineConfig::observer, Engine::set_observer), the recorder of
   /// Engine::start_recording, both (ObserverPair), or null. Written by the

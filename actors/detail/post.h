@@ -4,13 +4,17 @@
 
 #include <utility>
 
+#include <caf/actor_control_block.hpp>
+#include <caf/error.hpp>
+#include <caf/make_message.hpp>
+#include <caf/message_id.hpp>
 #include <caf/send.hpp>
 
 #include "actors/messages.h"
 
 namespace actorgrad::detail {
 
-/// Sends `m` to `to` without a sender (the engine's actors never reply).
+/// Sends `m` to `to` without a sender (the engine's own actors never reply).
 /// Accepts only the messages of actors/messages.h, so the map there stays
 /// complete; `high` messages (Shutdown) overtake normal ones.
 template <caf::message_priority P = caf::message_priority::normal, class M>
@@ -18,6 +22,21 @@ void post(const caf::actor& to, M&& m) {
   static_assert(msg::is_engine_message<std::decay_t<M>>,
                 "an engine message must be declared in actors/messages.h");
   caf::anon_send<P>(to, std::forward<M>(m));
+}
+
+/// Answers the request `mid` of `to` with `m` (a response of
+/// actors/messages.h, or a caf::error), sent as from `from`. Sent with no
+/// execution unit, so the requester is scheduled by its own actor system,
+/// which may not be the engine's (Note [Requests across actor systems] in
+/// actors/detail/request_server.h). A requester that is gone drops it.
+template <class M>
+void respond(const caf::strong_actor_ptr& to, caf::message_id mid,
+             const caf::strong_actor_ptr& from, M&& m) {
+  static_assert(msg::is_engine_message<std::decay_t<M>> ||
+                  std::is_same_v<std::decay_t<M>, caf::error>,
+                "a response must be declared in actors/messages.h");
+  if (to)
+    to->enqueue(from, mid.response_id(), caf::make_message(std::forward<M>(m)), nullptr);
 }
 
 } // namespace actorgrad::detail

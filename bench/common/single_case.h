@@ -35,7 +35,9 @@ inline Graph build_case(const std::string& kind, int n) {
 }
 
 /// A case on an engine: sequential (the lower bound), reference, baseline,
-/// actor, or (with libtorch) torch_seq and torch. Kind "reentrant" (n = the
+/// actor, or (with libtorch) torch_seq, torch and torch_actor (libtorch's
+/// nodes on the actor engine through the bridge, installed for the rest of
+/// the process). Kind "reentrant" (n = the
 /// depth, see ReentrantCase) has no torch variant. Not movable: run()
 /// refers to the members.
 class SingleCase {
@@ -52,11 +54,13 @@ public:
       run_ = [this] { reentrant_->run(); };
       return;
     }
-    if (engine_name == "torch" || engine_name == "torch_seq") {
+    if (engine_name == "torch" || engine_name == "torch_seq" || engine_name == "torch_actor") {
 #if ACTORGRAD_BENCH_HAVE_TORCH
+      if (engine_name == "torch_actor")
+        torchb::install_bridge();
       torch_ = torchb::make(kind, n);
       nodes_ = torchb::nodes(*torch_);
-      if (engine_name == "torch")
+      if (engine_name != "torch_seq")
         run_ = [this] { torchb::backward(*torch_); };
       else
         run_ = [this] { torchb::sequential(*torch_); };

@@ -9,26 +9,29 @@
 #include <torch/torch.h>
 
 #include "bench/common/ready_order.h"
+#if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
+#include "actors/torch/install.h"
+#endif
 
 namespace actorgrad::bench::torchb {
 
-using torch::autograd::Node;
-using torch::autograd::variable_list;
+using ::torch::autograd::Node;
+using ::torch::autograd::variable_list;
 
 struct TorchGraph {
-  std::vector<torch::Tensor> keep;
-  torch::Tensor root;
-  torch::Tensor root_grad;
+  std::vector<::torch::Tensor> keep;
+  ::torch::Tensor root;
+  ::torch::Tensor root_grad;
   std::vector<PlannedStep<Node>> order;
   std::vector<variable_list> buffers;
 };
 
 namespace {
 
-torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kFloat64); }
+::torch::TensorOptions f64() { return ::torch::TensorOptions().dtype(::torch::kFloat64); }
 
-torch::Tensor leaf(std::vector<std::int64_t> shape) {
-  return torch::randn(shape, f64()).requires_grad_(true);
+::torch::Tensor leaf(std::vector<std::int64_t> shape) {
+  return ::torch::randn(shape, f64()).requires_grad_(true);
 }
 
 void plan(TorchGraph& g) {
@@ -40,36 +43,44 @@ void plan(TorchGraph& g) {
 
 std::shared_ptr<TorchGraph> make(const std::string& kind, int n) {
   auto g = std::make_shared<TorchGraph>();
-  torch::manual_seed(1);
-  torch::Tensor y;
+  ::torch::manual_seed(1);
+  ::torch::Tensor y;
   if (kind == "chain_passthrough" || kind == "chain_mul") {
-    torch::Tensor x = leaf({1});
+    ::torch::Tensor x = leaf({1});
     g->keep.push_back(x);
     y = x;
     for (int i = 0; i < n; ++i)
       y = kind == "chain_mul" ? y * 1.0001 : y + 1.0;
   } else if (kind == "fan") {
-    torch::Tensor x = leaf({1});
+    ::torch::Tensor x = leaf({1});
     g->keep.push_back(x);
-    torch::Tensor h = x + 1.0;
+    ::torch::Tensor h = x + 1.0;
     for (int i = 0; i < n; ++i) {
-      torch::Tensor b = h * (1.0 + 1e-3 * i);
+      ::torch::Tensor b = h * (1.0 + 1e-3 * i);
       y = i == 0 ? b : y + b;
     }
   } else if (kind == "mlp") {
     const int layers = 4, batch = 32, width = 64;
-    torch::Tensor h = torch::randn({batch, width}, f64());
+    ::torch::Tensor h = ::torch::randn({batch, width}, f64());
     for (int l = 0; l < layers; ++l) {
-      torch::Tensor w = (torch::randn({width, width}, f64()) / width).requires_grad_(true);
-      torch::Tensor b = leaf({width});
+      ::torch::Tensor w = (::torch::randn({width, width}, f64()) / width).requires_grad_(true);
+      ::torch::Tensor b = leaf({width});
       g->keep.push_back(w);
       g->keep.push_back(b);
-      h = torch::tanh(torch::matmul(h, w) + b);
+      h = ::torch::tanh(::torch::matmul(h, w) + b);
     }
     y = h.sum();
+  } else if (kind == "transformer") {
+    // One encoder layer (d_model 64, 4 heads, feed-forward 128, no dropout)
+    // on 16 tokens x 4 sequences; n is unused.
+    ::torch::nn::TransformerEncoderLayer layer(
+      ::torch::nn::TransformerEncoderLayerOptions(64, 4).dim_feedforward(128).dropout(0.0));
+    for (const auto& p : layer->parameters())
+      g->keep.push_back(p);
+    y = layer(::torch::randn({16, 4, 64})).sum();
   } else if (kind == "random_dag") {
     std::mt19937_64 rng(42);
-    std::vector<torch::Tensor> pool{leaf({1})};
+    std::vector<::torch::Tensor> pool{leaf({1})};
     g->keep.push_back(pool[0]);
     auto pick = [&] {
       std::size_t lo = pool.size() > 8 ? pool.size() - 8 : 0;
@@ -87,7 +98,7 @@ std::shared_ptr<TorchGraph> make(const std::string& kind, int n) {
     throw std::invalid_argument("unknown torch graph " + kind);
   }
   g->root = y;
-  g->root_grad = torch::ones_like(y);
+  g->root_grad = ::torch::ones_like(y);
   g->keep.push_back(y);
   plan(*g);
   return g;
@@ -96,13 +107,24 @@ std::shared_ptr<TorchGraph> make(const std::string& kind, int n) {
 std::size_t nodes(const TorchGraph& g) { return g.order.size(); }
 
 void backward(TorchGraph& g) {
-  torch::autograd::backward({g.root}, {g.root_grad}, /*retain_graph=*/true);
+  ::torch::autograd::backward({g.root}, {g.root_grad}, /*retain_graph=*/true);
+}
+
+void single_intra_op_thread() { at::set_num_threads(1); }
+
+void install_bridge() {
+#if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
+  if (!actorgrad::torch::installed())
+    actorgrad::torch::install();
+#else
+  throw std::runtime_error("built without the torch bridge (actorgrad_torch)");
+#endif
 }
 
 void sequential(TorchGraph& g) {
-  torch::NoGradGuard no_grad;
+  ::torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < g.order.size(); ++i)
-    g.buffers[i].assign(g.order[i].num_inputs, torch::Tensor());
+    g.buffers[i].assign(g.order[i].num_inputs, ::torch::Tensor());
   g.buffers[0][g.root.output_nr()] = g.root_grad;
   for (std::size_t i = 0; i < g.order.size(); ++i) {
     const auto& s = g.order[i];
@@ -114,7 +136,7 @@ void sequential(TorchGraph& g) {
       const auto& meta = s.fn->next_edge(k).function->input_metadata(s.targets[k].second);
       if (!meta.is_same_shape(out[k]))
         out[k] = meta.reduce_grad(out[k]);
-      torch::Tensor& slot = g.buffers[s.targets[k].first][s.targets[k].second];
+      ::torch::Tensor& slot = g.buffers[s.targets[k].first][s.targets[k].second];
       slot = slot.defined() ? slot + out[k] : std::move(out[k]);
     }
   }

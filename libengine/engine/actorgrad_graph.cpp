@@ -34,17 +34,13 @@ bool shared_on(const Tensor& t, Stream s) {
 } // namespace
 
 variable_list ActorgradGraph::call_function(Node& fn, variable_list&& inputs) {
-  const std::optional<Stream>& stream = fn.stream();
-  const auto shared = [&](const Tensor& t) { return shared_on(t, *stream); };
-  if (!stream || std::none_of(inputs.begin(), inputs.end(), shared))
-    return call_node(fn, std::move(inputs));
-  // Note [Pending reads]: the node's kernels read those inputs on its stream.
-  variable_list kept; // alive until recorded, so no holder adds in place before
-  std::copy_if(inputs.begin(), inputs.end(), std::back_inserter(kept), shared);
-  variable_list outputs = call_node(fn, std::move(inputs));
-  for (const Tensor& t : kept)
-    record_async_read(t, *stream);
-  return outputs;
+  // Note [Pending reads]: the node's kernels read these inputs on its stream;
+  // recorded while the node still holds them, before any holder can add in place.
+  if (const std::optional<Stream>& stream = fn.stream())
+    for (const Tensor& t : inputs)
+      if (shared_on(t, *stream))
+        record_async_read(t, *stream);
+  return call_node(fn, std::move(inputs));
 }
 
 void ActorgradGraph::call_tensor_pre_hooks(Node& fn, variable_list& inputs) {

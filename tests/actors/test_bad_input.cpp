@@ -84,7 +84,8 @@ BOOST_AUTO_TEST_CASE(grad_tensor_on_the_wrong_device) {
                {"device", "grad_tensors[0]", "cpu", "sim:0"});
   expect_error("grad", [&] { grad({y}, {x}, {.grad_outputs = {Tensor::ones({2, 2})}}, engine()); },
                {"device", "cpu", "sim:0"});
-  expect_error("backward_async", [&] { engine().backward_async({y}, {Tensor::ones({2, 2})}).get(); },
+  expect_error("backward_async",
+               [&] { engine().backward_async({y}, {.grad_tensors = {Tensor::ones({2, 2})}}).get(); },
                {"device", "cpu", "sim:0"});
 }
 
@@ -98,7 +99,10 @@ BOOST_AUTO_TEST_CASE(grad_tensor_of_the_wrong_shape) {
                },
                {"shape", "[3]", "[2, 2]"});
   expect_error("grad_async",
-               [&] { engine().grad_async({y}, {x}, {Tensor::ones({4, 1}, DType::f64, Device::sim(0))}).get(); },
+               [&] {
+                 Tensor wrong = Tensor::ones({4, 1}, DType::f64, Device::sim(0));
+                 engine().grad_async({y}, {x}, {.grad_outputs = {wrong}}).get();
+               },
                {"shape", "[4, 1]", "[2, 2]"});
   // Several roots: the count of grad_tensors must match.
   expect_error("count",
@@ -155,7 +159,8 @@ BOOST_AUTO_TEST_CASE(node_on_a_device_the_engine_does_not_serve) {
   expect_error("backward", [&] { backward({loss}, {.retain_graph = true}, engine()); },
                {"sim:3", "serves only", "cpu, sim:0"});
   expect_error("grad", [&] { grad({loss}, {x}, {.retain_graph = true}, engine()); }, {"sim:3"});
-  expect_error("grad_async", [&] { engine().grad_async({loss}, {x}, {}, true).get(); }, {"sim:3"});
+  expect_error(
+    "grad_async", [&] { engine().grad_async({loss}, {x}, {.retain_graph = true}).get(); }, {"sim:3"});
   // Reached through sim:0 in the middle of the graph.
   Tensor y = Tensor::from_vector({1, 2}, {2}, DType::f64, Device::sim(0)).set_requires_grad(true);
   Tensor mixed = add(sum(mul(y, y)).to(Device::cpu()), loss);

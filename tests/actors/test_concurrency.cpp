@@ -228,7 +228,7 @@ BOOST_AUTO_TEST_CASE(sync_and_async_calls_mixed) {
     for (int i = 0; i < kIterations / 4; ++i) {
       variable_list r;
       if ((t + i) % 2) {
-        auto f = eng.grad_async({g.loss}, {g.x}, {}, true);
+        auto f = eng.grad_async({g.loss}, {g.x}, {.retain_graph = true});
         if (f.wait_for(kWaitLimit) != std::future_status::ready) {
           std::cerr << "FATAL: grad_async did not complete" << std::endl;
           std::_Exit(3);

@@ -4,7 +4,7 @@
 // Runs tools/examples/embed_in_actor_system.cpp (built as
 // <build>/tools/example_embed_in_actor_system; found relative to this test
 // binary, <build>/tests/<this>) and checks that it exits 0 and prints a
-// decreasing loss.
+// decreasing loss, the error answer to its bad request and its plain call.
 
 #include <sys/wait.h>
 
@@ -60,4 +60,9 @@ BOOST_AUTO_TEST_CASE(example_trains_and_exits_zero) {
       BOOST_TEST(losses[i] < losses[i - 1], "step " << i);
   }
   BOOST_TEST(output.find("loss decreased") != std::string::npos, output);
+  // The bad request was answered with the engine's message, and the plain
+  // call on the engine ran.
+  BOOST_TEST(output.find("bad request answered with an error: ") != std::string::npos, output);
+  BOOST_TEST(output.find("does not require grad") != std::string::npos, output);
+  BOOST_TEST(output.find("plain call engine.grad: dloss/dw = (") != std::string::npos, output);
 }

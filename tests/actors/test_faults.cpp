@@ -267,7 +267,7 @@ BOOST_AUTO_TEST_CASE(backward_async_and_grad_async_return_results) {
                .set_requires_grad(true);
   Tensor loss = sum(mul(x.to(Device::sim(0)), w)).to(Device::cpu());
 
-  auto g = eng.grad_async({loss}, {x, w}, {}, true);
+  auto g = eng.grad_async({loss}, {x, w}, {.retain_graph = true});
   BOOST_REQUIRE(g.wait_for(kWaitLimit) == std::future_status::ready);
   auto r = g.get();
   BOOST_REQUIRE_EQUAL(r.size(), 2u);
@@ -276,7 +276,7 @@ BOOST_AUTO_TEST_CASE(backward_async_and_grad_async_return_results) {
   BOOST_TEST((r[1].device() == Device::sim(0)));
   BOOST_TEST(!x.grad().defined());
 
-  auto b = eng.backward_async({loss}, {}, false);
+  auto b = eng.backward_async({loss}, {.retain_graph = false});
   BOOST_REQUIRE(b.wait_for(kWaitLimit) == std::future_status::ready);
   b.get();
   BOOST_TEST(x.grad().to_vector() == w.to_vector(), boost::test_tools::per_element());
@@ -307,18 +307,18 @@ BOOST_AUTO_TEST_CASE(async_errors_arrive_through_the_future) {
       });
       Tensor loss = sum(y).to(Device::cpu());
 
-      auto b = eng.backward_async({loss}, {}, true);
+      auto b = eng.backward_async({loss}, {.retain_graph = true});
       BOOST_REQUIRE(b.wait_for(kWaitLimit) == std::future_status::ready);
       BOOST_CHECK_EXCEPTION(b.get(), EngineError, message_has({"AsyncThrower", "async failure"}));
 
-      auto g = eng.grad_async({loss}, {x}, {}, true);
+      auto g = eng.grad_async({loss}, {x}, {.retain_graph = true});
       BOOST_REQUIRE(g.wait_for(kWaitLimit) == std::future_status::ready);
       BOOST_CHECK_EXCEPTION(g.get(), EngineError, message_has({"AsyncThrower", "async failure"}));
 
       // An unused input is reported through the future too.
       Tensor unused = Tensor::ones({1}).set_requires_grad(true);
       Tensor ok = sum(mul(x, x)).to(Device::cpu());
-      auto u = eng.grad_async({ok}, {x, unused}, {}, true);
+      auto u = eng.grad_async({ok}, {x, unused}, {.retain_graph = true});
       BOOST_REQUIRE(u.wait_for(kWaitLimit) == std::future_status::ready);
       BOOST_CHECK_EXCEPTION(u.get(), EngineError, message_has({"inputs[1]", "not have been used"}));
     }

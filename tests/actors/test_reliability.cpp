@@ -22,7 +22,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "actors/default_engine.h"
 #include "actors/engine.h"
@@ -170,6 +173,31 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_refused_by_name) {
   Tensor w = Tensor::ones({2}).set_requires_grad(true);
   backward({sum(w.to(sim0)).to(Device::cpu())}, {}, ok);
   BOOST_TEST(w.grad().to_vector() == (std::vector<double>{1.0, 1.0}));
+}
+
+// Malformed ACTORGRAD_DEVICES values (and, without the CUDA backend,
+// cuda:0): the default engine's first use throws naming the value, and the
+// process goes on (the next use tries again). Runs before the case below,
+// whose good value creates the default engine for good.
+BOOST_AUTO_TEST_CASE(default_engine_refuses_malformed_devices) {
+  const std::vector<std::pair<const char*, std::vector<std::string>>> cases = {
+    {"sim:x", {"unknown device 'sim:x'", "expected cpu, sim:N or cuda:N"}},
+    {"gpu:0", {"unknown device 'gpu:0'"}},
+    {"sim:0,cuda", {"unknown device 'cuda'"}},
+    {"sim:0,sim:-1", {"unknown device 'sim:-1'"}},
+#ifndef ACTORGRAD_WITH_CUDA
+    {"cuda:0", {"cuda:0", "cannot be served", "no CUDA backend"}},
+#endif
+  };
+  for (const auto& [value, parts] : cases) {
+    ::setenv("ACTORGRAD_DEVICES", value, 1);
+    try {
+      default_engine();
+      BOOST_ERROR("the default engine accepted ACTORGRAD_DEVICES=" << value);
+    } catch (const std::invalid_argument& e) {
+      BOOST_TEST(contains_all(e.what(), parts), value << ": " << e.what());
+    }
+  }
 }
 
 // ACTORGRAD_DEVICES naming a device that cannot be served: the default

@@ -11,22 +11,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <set>
 #include <sstream>
 
-#include <boost/property_tree/json_parser.hpp>
-#include <boost/property_tree/ptree.hpp>
-
 #include "tests/actors/trace_test_util.h"
+#include "tests/support/chrome_trace_check.h"
 #include "tools/trace/chrome_json.h"
 #include "tools/trace/summary.h"
 #include "tools/trace/timeline.h"
 
 using namespace actorgrad;
 using namespace actorgrad::actors_test;
+using actorgrad::test::check_chrome_structure;
 using namespace std::chrono_literals;
-namespace pt = boost::property_tree;
 
 namespace {
 
@@ -49,85 +45,6 @@ Recorded record_cross_device() {
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("actorgrad_" + std::to_string(::getpid()) + "_" + name)).string();
-}
-
-/// Checks the Chrome trace structure of `json`; returns its node slice count.
-std::size_t check_chrome_structure(const std::string& json, const trace::Timeline& tl) {
-  pt::ptree root;
-  std::istringstream in(json);
-  BOOST_REQUIRE_NO_THROW(pt::read_json(in, root));
-  BOOST_TEST(root.get<std::string>("displayTimeUnit") == "ns");
-  const pt::ptree& events = root.get_child("traceEvents");
-
-  std::map<int, std::string> thread_names;
-  std::map<int, double> last_ts;
-  struct FlowEnd {
-    int tid;
-    double ts;
-    std::string cat, name, bp;
-  };
-  std::map<std::string, std::vector<FlowEnd>> starts, finishes; // by id
-  std::map<int, std::vector<std::pair<double, double>>> slices; // tid -> [ts, ts+dur]
-  std::size_t node_slices = 0;
-  for (const auto& [key, e] : events) {
-    BOOST_TEST(key.empty(), "traceEvents is an array");
-    const std::string ph = e.get<std::string>("ph");
-    BOOST_TEST(e.get<int>("pid") == 1);
-    const int tid = e.get<int>("tid");
-    if (ph == "M") {
-      if (e.get<std::string>("name") == "thread_name")
-        thread_names[tid] = e.get<std::string>("args.name");
-      continue;
-    }
-    BOOST_TEST_REQUIRE(thread_names.count(tid) == 1u, "tid " << tid << " named before use");
-    const double ts = e.get<double>("ts");
-    BOOST_TEST(ts >= last_ts[tid], "timestamps monotonic on track " << thread_names[tid]);
-    last_ts[tid] = ts;
-    if (ph == "X") {
-      const double dur = e.get<double>("dur");
-      BOOST_TEST(dur >= 0);
-      slices[tid].push_back({ts, ts + dur});
-      if (e.get<std::string>("cat") == "node") {
-        ++node_slices;
-        for (const char* field : {"graph_task", "sequence_nr", "depth", "device", "stream", "actor"})
-          BOOST_TEST(e.get_child_optional(std::string("args.") + field).has_value(),
-                     "node slice args have " << field);
-        BOOST_TEST(e.get<std::string>("args.actor") == thread_names[tid]);
-        BOOST_TEST(e.get<std::string>("args.stream") == "default");
-      }
-    } else if (ph == "s" || ph == "f") {
-      auto& side = ph == "s" ? starts : finishes;
-      side[e.get<std::string>("id")].push_back(
-        {tid, ts, e.get<std::string>("cat"), e.get<std::string>("name"), e.get<std::string>("bp")});
-    } else {
-      BOOST_FAIL("unexpected phase " << ph);
-    }
-  }
-  BOOST_TEST(thread_names.size() == tl.actors.size(), "one track per actor");
-  BOOST_TEST(starts.size() == finishes.size());
-  for (const auto& [id, s] : starts) {
-    BOOST_TEST_CONTEXT("flow " << id) {
-      BOOST_TEST_REQUIRE(s.size() == 1u);
-      BOOST_TEST_REQUIRE(finishes.count(id) == 1u, "every flow arrow has both ends");
-      const FlowEnd& f = finishes.at(id).front();
-      BOOST_TEST(finishes.at(id).size() == 1u);
-      BOOST_TEST(s[0].cat == f.cat);
-      BOOST_TEST(s[0].name == f.name);
-      BOOST_TEST((s[0].bp == "e" && f.bp == "e"));
-      BOOST_TEST(s[0].ts <= f.ts);
-      for (const FlowEnd* end : {&s[0], &f}) {
-        const auto& on_track = slices[end->tid];
-        BOOST_TEST(std::any_of(on_track.begin(), on_track.end(),
-                               [&](const auto& sl) { return sl.first <= end->ts && end->ts <= sl.second; }),
-                   "a flow end lies in a slice it binds to");
-      }
-    }
-  }
-  std::size_t received = 0;
-  for (const auto& m : tl.messages)
-    received += m.received();
-  BOOST_TEST(starts.size() == received, "one arrow per received message");
-  return node_slices;
 }
 
 } // namespace

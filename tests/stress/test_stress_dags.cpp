@@ -107,7 +107,9 @@ void check_graph(std::uint64_t seed, bool async, Engine& eng, ReferenceExecutor&
         act1 = grad(g.roots, g.leaves, {g.root_grads, true, true, true}, eng);
         return;
       }
-      auto f = eng.grad_async(g.roots, g.leaves, g.root_grads, true, true, true);
+      auto f = eng.grad_async(g.roots, g.leaves,
+                              {.grad_outputs = g.root_grads, .retain_graph = true,
+                               .create_graph = true, .allow_unused = true});
       if (!ready_within(f, kCallLimit)) {
         hung() = true;
         throw std::runtime_error("HANG: grad_async did not complete");

@@ -1,0 +1,108 @@
+#define BOOST_TEST_MODULE actors_engine_calls
+#include <boost/test/unit_test.hpp>
+
+// Plain calls on an owned engine: engine.backward(tensors, BackwardOptions)
+// and engine.grad(outputs, inputs, GradOptions), and their async twins,
+// with torch's defaults, run on that engine (its observer sees the nodes)
+// and give the gradients of a hand computation.
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "actors/engine.h"
+#include "libengine/autograd.h"
+#include "libengine/engine/errors.h"
+#include "tests/actors/actor_test_util.h"
+
+using namespace actorgrad;
+using namespace actorgrad::actors_test;
+
+namespace {
+
+const Device sim0 = Device::sim(0);
+
+/// An engine serving sim:0 that counts the nodes it starts.
+struct CountingEngine {
+  // Written by the engine's actors and callers (node starts), read by the test.
+  std::shared_ptr<std::atomic<int>> nodes = std::make_shared<std::atomic<int>>(0);
+  Engine engine{EngineConfig{.devices = {sim0}, .observer = on_node_start(
+                                                  [n = nodes](Device, const GraphTaskBase&,
+                                                              const NodeInfo&) { ++*n; })}};
+};
+
+std::vector<double> v(std::initializer_list<double> xs) { return xs; }
+
+} // namespace
+
+// loss = sum(x^2 * w) over sim:0: dloss/dx = 2 x w, dloss/dw = x^2.
+BOOST_AUTO_TEST_CASE(backward_with_options_and_torch_defaults) {
+  CountingEngine ce;
+  Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
+  Tensor w = Tensor::from_vector({3.0, 0.5}, {2}).set_requires_grad(true);
+  Tensor loss = sum(mul(mul(x.to(sim0), x.to(sim0)), w.to(sim0))).to(Device::cpu());
+
+  // Only the named input accumulates; the graph is kept when asked.
+  ce.engine.backward({loss}, {.retain_graph = true, .inputs = {w}});
+  BOOST_TEST(ce.nodes->load() > 0); // ran on this engine
+  BOOST_TEST(w.grad().to_vector() == v({1.0, 4.0}), boost::test_tools::per_element());
+  BOOST_TEST(!x.grad().defined());
+
+  // Defaults: every leaf, graph freed afterwards, so a second pass fails.
+  ce.engine.backward({loss});
+  BOOST_TEST(x.grad().to_vector() == v({6.0, -2.0}), boost::test_tools::per_element());
+  BOOST_TEST(w.grad().to_vector() == v({2.0, 8.0}), boost::test_tools::per_element());
+  BOOST_CHECK_EXCEPTION(ce.engine.backward({loss}), EngineError,
+                        message_has({"backward through the graph a second time"}));
+
+  // grad_tensors scale the root gradient.
+  Tensor y = mul(x.to(sim0), w.to(sim0));
+  ce.engine.backward({y}, {.grad_tensors = {Tensor::from_vector({1.0, 10.0}, {2}).to(sim0)},
+                           .inputs = {x}});
+  BOOST_TEST(x.grad().to_vector() == v({6.0 + 3.0, -2.0 + 5.0}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(grad_with_options_and_torch_defaults) {
+  CountingEngine ce;
+  Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
+  Tensor cube = sum(pow(x.to(sim0), 3.0)).to(Device::cpu());
+
+  // create_graph: the gradient 3 x^2 is differentiable again (6 x).
+  variable_list g = ce.engine.grad({cube}, {x}, {.create_graph = true});
+  BOOST_TEST(g.at(0).to_vector() == v({3.0, 12.0}), boost::test_tools::per_element());
+  BOOST_TEST(!x.grad().defined()); // grad never touches .grad
+  variable_list gg = ce.engine.grad({sum(g[0])}, {x});
+  BOOST_TEST(gg.at(0).to_vector() == v({6.0, -12.0}), boost::test_tools::per_element());
+  BOOST_TEST(ce.nodes->load() > 0);
+
+  // grad_outputs; an unused input: an error, or undefined with allow_unused.
+  Tensor unused = Tensor::ones({1}).set_requires_grad(true);
+  Tensor y = mul(x, x);
+  Tensor scale = Tensor::from_vector({1.0, 0.5}, {2});
+  const GradOptions keep{.grad_outputs = {scale}, .retain_graph = true};
+  BOOST_CHECK_EXCEPTION(ce.engine.grad({y}, {x, unused}, keep), EngineError,
+                        message_has({"inputs[1]", "not have been used"}));
+  variable_list r =
+    ce.engine.grad({y}, {x, unused}, {.grad_outputs = {scale}, .allow_unused = true});
+  BOOST_TEST(r.at(0).to_vector() == v({2.0, -2.0}), boost::test_tools::per_element());
+  BOOST_TEST(!r.at(1).defined());
+}
+
+BOOST_AUTO_TEST_CASE(async_calls_take_the_same_options) {
+  CountingEngine ce;
+  Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
+  Tensor w = Tensor::from_vector({3.0, 0.5}, {2}).set_requires_grad(true);
+  Tensor loss = sum(mul(x.to(sim0), w.to(sim0))).to(Device::cpu());
+
+  auto g = ce.engine.grad_async({loss}, {x}, {.retain_graph = true});
+  BOOST_REQUIRE(g.wait_for(kWaitLimit) == std::future_status::ready);
+  BOOST_TEST(g.get().at(0).to_vector() == v({3.0, 0.5}), boost::test_tools::per_element());
+
+  auto b = ce.engine.backward_async({loss}, {.inputs = {x}});
+  BOOST_REQUIRE(b.wait_for(kWaitLimit) == std::future_status::ready);
+  b.get();
+  BOOST_TEST(x.grad().to_vector() == v({3.0, 0.5}), boost::test_tools::per_element());
+  BOOST_TEST(!w.grad().defined());
+}

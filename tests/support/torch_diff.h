@@ -1,0 +1,144 @@
+#pragma once
+/// @file torch_diff.h
+/// Differential runs of a libtorch program: the same lambda run once on
+/// libtorch's stock engine and once on actorgrad's (actorgrad::torch::Scope),
+/// each from the same seed, and the named tensors they return (gradients,
+/// parameters, losses) compared bitwise. Header-only: only the torch tests
+/// include it (they link libtorch and actorgrad_torch).
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/torch/install.h"
+
+namespace actorgrad::test {
+
+/// The tensors a program run returns, by name, in a fixed order.
+using NamedTensors = std::vector<std::pair<std::string, ::torch::Tensor>>;
+
+/// A program: builds its model from the global seed, runs backward passes,
+/// returns what to compare.
+using TorchProgram = std::function<NamedTensors()>;
+
+/// Both runs of one program.
+struct DiffRuns {
+  NamedTensors stock;
+  NamedTensors actor;
+  /// Backward calls the actor run made through the bridge, and how many of
+  /// them it delegated to the stock engine (actorgrad::torch::stats).
+  std::uint64_t actor_calls = 0;
+  std::uint64_t actor_delegated = 0;
+};
+
+/// Appends every parameter's value and gradient ("<name>", "<name>.grad") of
+/// `module`, detached and cloned (later steps must not change them).
+inline void add_parameters(NamedTensors& out, const ::torch::nn::Module& module,
+                           const std::string& prefix = "") {
+  for (const auto& p : module.named_parameters()) {
+    out.emplace_back(prefix + p.key(), p.value().detach().clone());
+    out.emplace_back(prefix + p.key() + ".grad",
+                     p.value().grad().defined() ? p.value().grad().detach().clone() : ::torch::Tensor());
+  }
+}
+
+/// Runs `program` on the stock engine, then under an actorgrad::torch::Scope,
+/// each after ::torch::manual_seed(seed). Throws std::logic_error when the
+/// bridge is installed already (the stock run would not be stock) or when
+/// the actor run made no backward call on actorgrad (the comparison could
+/// not fail).
+inline DiffRuns run_both(const TorchProgram& program, std::uint64_t seed = 0) {
+  if (actorgrad::torch::installed())
+    throw std::logic_error("run_both: the torch bridge is installed already; the stock run would not be stock");
+  DiffRuns runs;
+  ::torch::manual_seed(seed);
+  runs.stock = program();
+  {
+    actorgrad::torch::Scope scope;
+    const auto before = actorgrad::torch::stats();
+    ::torch::manual_seed(seed);
+    runs.actor = program();
+    const auto after = actorgrad::torch::stats();
+    runs.actor_calls = after.calls - before.calls;
+    runs.actor_delegated = after.delegated - before.delegated;
+  }
+  if (runs.actor_calls == runs.actor_delegated)
+    throw std::logic_error("run_both: the program made no backward call on actorgrad");
+  return runs;
+}
+
+/// Compares two runs' tensors: same names in the same order, each pair
+/// either both undefined or of the same dtype and shape with
+/// max |stock - actor| <= tolerance (0: bitwise, ::torch::equal). Returns ""
+/// when they agree, else the first mismatch by name with its max abs diff.
+inline std::string compare(const NamedTensors& stock, const NamedTensors& actor, double tolerance = 0) {
+  std::ostringstream msg;
+  if (stock.size() != actor.size()) {
+    msg << "stock returned " << stock.size() << " tensors, actorgrad " << actor.size();
+    return msg.str();
+  }
+  for (std::size_t i = 0; i < stock.size(); ++i) {
+    const auto& [name, s] = stock[i];
+    const auto& [aname, a] = actor[i];
+    if (name != aname) {
+      msg << "tensor " << i << ": stock names it '" << name << "', actorgrad '" << aname << "'";
+      return msg.str();
+    }
+    if (s.defined() != a.defined()) {
+      msg << name << ": defined on " << (s.defined() ? "stock" : "actorgrad") << " only";
+      return msg.str();
+    }
+    if (!s.defined())
+      continue;
+    if (s.scalar_type() != a.scalar_type() || s.sizes() != a.sizes()) {
+      msg << name << ": stock " << s.scalar_type() << s.sizes() << ", actorgrad " << a.scalar_type()
+          << a.sizes();
+      return msg.str();
+    }
+    if (tolerance == 0 && ::torch::equal(s, a))
+      continue;
+    const double diff = s.numel() == 0 ? 0.0 : (s.to(::torch::kDouble) - a.to(::torch::kDouble)).abs().max().item<double>();
+    if (tolerance > 0 && diff <= tolerance)
+      continue;
+    msg << name << ": max abs diff " << diff << (tolerance > 0 ? " > tolerance " : " (bitwise compare)")
+        << (tolerance > 0 ? std::to_string(tolerance) : "");
+    return msg.str();
+  }
+  return "";
+}
+
+/// The names of `runs`' tensors that are undefined on both (no gradient):
+/// a program whose gradients are all undefined compares equal but tests
+/// nothing, so tests check this is empty where every parameter trains.
+inline std::vector<std::string> undefined_names(const NamedTensors& t) {
+  std::vector<std::string> out;
+  for (const auto& [name, x] : t)
+    if (!x.defined())
+      out.push_back(name);
+  return out;
+}
+
+/// run_both, then every check of a differential model test: the actor run
+/// made `calls` backward calls on actorgrad and delegated none, the stock
+/// run's tensors are all defined, and compare() finds none that differ.
+/// Returns "" or what failed.
+inline std::string differential_check(const TorchProgram& program, std::uint64_t calls,
+                                      double tolerance = 0, std::uint64_t seed = 0) {
+  const DiffRuns runs = run_both(program, seed);
+  std::ostringstream msg;
+  if (runs.actor_calls != calls || runs.actor_delegated != 0)
+    msg << "expected " << calls << " backward calls on actorgrad, got " << runs.actor_calls << " ("
+        << runs.actor_delegated << " delegated to the stock engine); ";
+  for (const auto& name : undefined_names(runs.stock))
+    msg << name << " is undefined (no gradient); ";
+  msg << compare(runs.stock, runs.actor, tolerance);
+  return msg.str();
+}
+
+} // namespace actorgrad::test
