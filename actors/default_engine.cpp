@@ -8,13 +8,7 @@
 
 namespace actorgrad {
 
-namespace {
-
-// ACTORGRAD_DEVICES: "sim:2" serves sim:0 and sim:1; "sim:0,sim:3" serves
-// those two. Unset: sim:0..sim:3 (idle workers only wait on their mailbox).
-std::vector<Device> devices_from_env() {
-  const char* env = std::getenv("ACTORGRAD_DEVICES");
-  std::string text = env ? env : "sim:4";
+std::vector<Device> parse_devices(const std::string& text) {
   std::vector<Device> devices;
   if (text.find(',') == std::string::npos && text.rfind("sim:", 0) == 0) {
     int n = Device::parse(text).index;
@@ -27,6 +21,15 @@ std::vector<Device> devices_from_env() {
     if (!item.empty() && item != "cpu")
       devices.push_back(Device::parse(item));
   return devices;
+}
+
+namespace {
+
+// ACTORGRAD_DEVICES (parse_devices). Unset: sim:0..sim:3 (idle workers only
+// wait on their mailbox).
+std::vector<Device> devices_from_env() {
+  const char* env = std::getenv("ACTORGRAD_DEVICES");
+  return parse_devices(env ? env : "sim:4");
 }
 
 // Installed as the default executor when the program links the actor

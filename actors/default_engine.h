@@ -3,10 +3,19 @@
 /// The process-wide actor engine behind the public API.
 
 #include <memory>
+#include <string>
+#include <vector>
+
+#include "device/device.h"
 
 namespace actorgrad {
 
 class Engine;
+
+/// The devices an ACTORGRAD_DEVICES value names: "sim:2" is sim:0 and sim:1;
+/// a comma-separated list names each ("sim:0,cuda:0"; "cpu" is skipped).
+/// Throws std::invalid_argument naming an item that is not a device.
+std::vector<Device> parse_devices(const std::string& text);
 
 /// The process-wide Engine, created on first use. It serves the devices
 /// named by ACTORGRAD_DEVICES ("sim:2" serves sim:0 and sim:1; "sim:0,cuda:0"

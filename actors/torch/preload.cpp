@@ -3,8 +3,10 @@
 /// (LD_PRELOAD), its initializer installs the actor engine as libtorch's
 /// default engine (install.h), configured by the environment:
 ///
-///   ACTORGRAD_DEVICES  devices to serve besides the CPU ("sim:0,sim:1";
-///                      libtorch's CPU nodes need none). Default: none.
+///   ACTORGRAD_DEVICES  devices to serve besides the CPU, as for the default
+///                      engine ("sim:2", "sim:0,sim:3"; parse_devices in
+///                      actors/default_engine.h); libtorch's CPU nodes need
+///                      none. Default: none.
 ///   ACTORGRAD_TRACE    path.json (Chrome trace) or path.html (report): records
 ///                      every backward pass and writes the file at exit;
 ///                      "path.html:N" keeps the last N passes only.
@@ -16,9 +18,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
-#include <sstream>
 #include <string>
 
+#include "actors/default_engine.h"
 #include "actors/torch/install.h"
 #include "tools/trace/report_files.h"
 
@@ -86,16 +88,6 @@ void write_trace_at_exit() {
   }
 }
 
-std::vector<Device> devices_from_env() {
-  std::vector<Device> devices;
-  const char* env = std::getenv("ACTORGRAD_DEVICES");
-  std::stringstream ss(env ? env : "");
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty() && item != "cpu")
-      devices.push_back(Device::parse(item));
-  return devices;
-}
-
 __attribute__((constructor)) void install_from_environment() {
   try {
     TraceRequest request;
@@ -103,7 +95,8 @@ __attribute__((constructor)) void install_from_environment() {
     if (trace_env && *trace_env)
       request = trace_request(trace_env);
     EngineConfig config;
-    config.devices = devices_from_env();
+    const char* devices = std::getenv("ACTORGRAD_DEVICES");
+    config.devices = parse_devices(devices ? devices : "");
     install(std::move(config));
     if (trace_env && *trace_env) {
       pending_trace = new TraceRequest(std::move(request)); // lives until exit
