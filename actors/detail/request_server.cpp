@@ -6,7 +6,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/delegated.hpp>
-#include <caf/event_based_actor.hpp>
+#include <caf/blocking_actor.hpp>
 #include <caf/sec.hpp>
 
 #include "actors/detail/async_call.h"
@@ -43,7 +43,7 @@ struct Requester {
   }
 };
 
-Requester current_requester(caf::event_based_actor* self) {
+Requester current_requester(caf::local_actor* self) {
   return {self->current_sender(), self->current_message_id(), caf::strong_actor_ptr{self->ctrl()}};
 }
 
@@ -52,7 +52,7 @@ Requester current_requester(caf::event_based_actor* self) {
 /// and answers with `respond(gradients)` (an error in the pass or in
 /// `respond`: sec::runtime_error).
 template <class MakeCall, class Respond>
-void serve(caf::event_based_actor* self, Executor* engine, const std::shared_ptr<EngineCore>& core,
+void serve(caf::local_actor* self, Executor* engine, const std::shared_ptr<EngineCore>& core,
            MakeCall make_call, Respond respond) {
   Requester who = current_requester(self);
   BackwardCall call;
@@ -76,10 +76,11 @@ void serve(caf::event_based_actor* self, Executor* engine, const std::shared_ptr
              });
 }
 
-caf::behavior request_server(caf::event_based_actor* self, Executor* engine,
-                             std::shared_ptr<EngineCore> core) {
-  return {
-    [=](msg::BackwardRequest& req) -> caf::delegated<msg::BackwardResponse> {
+void request_server(caf::blocking_actor* self, Executor* engine,
+                    const std::shared_ptr<EngineCore>& core) {
+  bool running = true;
+  self->receive_while(running)(
+    [&](msg::BackwardRequest& req) -> caf::delegated<msg::BackwardResponse> {
       const BackwardOptions& o = req.options;
       serve(
         self, engine, core,
@@ -95,7 +96,7 @@ caf::behavior request_server(caf::event_based_actor* self, Executor* engine,
         });
       return {};
     },
-    [=](msg::GradRequest& req) -> caf::delegated<msg::GradResponse> {
+    [&](msg::GradRequest& req) -> caf::delegated<msg::GradResponse> {
       const GradOptions& o = req.options;
       serve(
         self, engine, core,
@@ -108,15 +109,14 @@ caf::behavior request_server(caf::event_based_actor* self, Executor* engine,
         });
       return {};
     },
-    [=](msg::Shutdown) { self->quit(); },
-  };
+    [&](msg::Shutdown) { running = false; });
 }
 
 } // namespace
 
 caf::actor spawn_request_server(Executor* engine, const std::shared_ptr<EngineCore>& core) {
   ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
-  return core->system.spawn<caf::detached>(request_server, engine, core);
+  return core->system.spawn(request_server, engine, core);
 }
 
 } // namespace actorgrad::detail

@@ -23,8 +23,13 @@ struct EngineCore;
 // usual way (a handler's return value, a response_promise) from the
 // engine's side would make the engine's scheduler run the application's
 // actor. Hence:
-// - the request actor is detached (its own thread): a request wakes it
-//   there, whoever sent it, and never runs it on the requester's scheduler;
+// - the request actor is a blocking actor (its own thread): a request
+//   wakes it there, whoever sent it, and never runs it on the requester's
+//   scheduler. Not a detached event-based actor: CAF's private thread of
+//   one waits until the actor object is gone, i.e. until the application
+//   drops its last handle, and ~actor_system waits for that thread, so an
+//   Engine owning its system would hang in its destructor while the
+//   application still holds request_actor() (test_requests checks it);
 // - it only checks the arguments and spawns a coordinator actor for the
 //   call (actors/detail/async_call.h), so it takes the next request at once
 //   and no requester waits on another's pass;
@@ -36,8 +41,8 @@ struct EngineCore;
 // `send` instead of `request` is answered like CAF answers any handler's
 // result: as an ordinary message to the sender.
 
-/// Spawns the request actor (detached) in `core`'s actor system; calls run
-/// on `engine`. It stops on msg::Shutdown.
+/// Spawns the request actor (a blocking actor, see the Note) in `core`'s
+/// actor system; calls run on `engine`. It stops on msg::Shutdown.
 caf::actor spawn_request_server(Executor* engine, const std::shared_ptr<EngineCore>& core);
 
 } // namespace actorgrad::detail
