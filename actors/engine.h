@@ -113,11 +113,9 @@ public:
   /// thread is never blocked. The answer is a response message, or a
   /// caf::error carrying the engine's message (msg::error_text); a pass
   /// longer than the request's timeout answers sec::request_timeout and its
-  /// late answer is dropped. Destroy the engine only once the calls already
-  /// running are answered (as for backward_async) and every handle to this
-  /// actor is gone: it is a detached actor (Note [Requests across actor
-  /// systems]), CAF 0.17.6 ends its thread only when the actor itself is
-  /// destroyed, and ~Engine waits for that thread.
+  /// late answer is dropped. Requests still queued when the engine is
+  /// destroyed are answered sec::request_receiver_down; destroy it only once
+  /// the calls already running are answered (as for backward_async).
   caf::actor request_actor() const;
 
   /// The actor system the engine's actors live in.

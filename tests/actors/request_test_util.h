@@ -46,8 +46,7 @@ struct App {
     requests = engine->request_actor();
   }
   ~App() {
-    requests = caf::actor{}; // a handle kept would hold ~Engine (Engine::request_actor)
-    engine.reset();          // an embedded engine goes before the system it lives in
+    engine.reset(); // an embedded engine goes before the system it lives in
     system.reset();
   }
   caf::actor_system_config cfg;

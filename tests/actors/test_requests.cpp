@@ -195,4 +195,13 @@ BOOST_AUTO_TEST_CASE(a_bad_request_is_answered_with_an_error_naming_the_problem)
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_request_to_a_destroyed_engine_is_answered_receiver_down) {
+  App app(Placement::own_system);
+  app.engine.reset();
+  Tensor x = Tensor::ones({2}).set_requires_grad(true);
+  auto a = ask<msg::GradResponse>(app, msg::GradRequest{{sum(mul(x, x))}, {x}});
+  BOOST_TEST(!a.response);
+  BOOST_TEST((a.error == caf::sec::request_receiver_down));
+}
+
 } // namespace
