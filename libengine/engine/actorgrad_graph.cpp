@@ -1,7 +1,6 @@
 #include "libengine/engine/actorgrad_graph.h"
 
 #include <algorithm>
-#include <iterator>
 
 #include "libengine/autograd/graph_root.h"
 #include "libengine/engine/basic_graph_task_impl.h"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "device/event.h"
 #include "libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {

@@ -6,10 +6,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <utility>
 #include <vector>
 
-#include "device/event.h"
+#include "device/stream.h"
 
 namespace actorgrad {
 
