@@ -1,10 +1,10 @@
-#include "actors/default_engine.h"
+#include "actorgrad/actors/default_engine.h"
 
 #include <cstdlib>
 #include <sstream>
 
-#include "actors/engine.h"
-#include "libengine/engine/reference_executor.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
 
 namespace actorgrad {
 

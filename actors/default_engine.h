@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "device/device.h"
+#include "actorgrad/device/device.h"
 
 namespace actorgrad {
 

@@ -1,19 +1,19 @@
-#include "actors/engine.h"
+#include "actorgrad/actors/engine.h"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "actors/detail/async_call.h"
-#include "actors/detail/engine_core.h"
-#include "actors/detail/foreign_thread.h"
-#include "actors/detail/post.h"
-#include "actors/detail/reentrant_pool.h"
-#include "actors/detail/request_server.h"
-#include "actors/detail/runner.h"
-#include "actors/trace/recorder.h"
-#include "libengine/engine/call_args.h"
-#include "libengine/engine/graph_task.h"
+#include "actorgrad/actors/detail/async_call.h"
+#include "actorgrad/actors/detail/engine_core.h"
+#include "actorgrad/actors/detail/foreign_thread.h"
+#include "actorgrad/actors/detail/post.h"
+#include "actorgrad/actors/detail/reentrant_pool.h"
+#include "actorgrad/actors/detail/request_server.h"
+#include "actorgrad/actors/detail/runner.h"
+#include "actorgrad/actors/trace/recorder.h"
+#include "actorgrad/libengine/engine/call_args.h"
+#include "actorgrad/libengine/engine/graph_task.h"
 
 namespace actorgrad {
 

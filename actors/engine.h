@@ -7,11 +7,11 @@
 #include <memory>
 #include <optional>
 
-#include "actors/engine_config.h"
-#include "actors/observer.h"
-#include "actors/trace/event.h"
-#include "libengine/autograd.h"
-#include "libengine/engine/executor.h"
+#include "actorgrad/actors/engine_config.h"
+#include "actorgrad/actors/observer.h"
+#include "actorgrad/actors/trace/event.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/executor.h"
 
 namespace caf {
 class actor;

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "device/device.h"
+#include "actorgrad/device/device.h"
 
 namespace actorgrad {
 

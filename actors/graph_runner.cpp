@@ -1,4 +1,4 @@
-#include "actors/graph_runner.h"
+#include "actorgrad/actors/graph_runner.h"
 
 #include <atomic>
 #include <cstdint>
@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/graph/graph.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/graph/graph.h"
 
 namespace actorgrad {
 

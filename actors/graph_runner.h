@@ -2,7 +2,7 @@
 /// @file graph_runner.h
 /// Parallel re-forward of a define-once graph on the actor engine.
 
-#include "libengine/graph/forward_executor.h"
+#include "actorgrad/libengine/graph/forward_executor.h"
 
 namespace actorgrad {
 

@@ -60,9 +60,9 @@
 #include <caf/error.hpp>
 #include <caf/message.hpp>
 
-#include "actors/detail/ready_queue.h"
-#include "libengine/autograd.h"
-#include "libengine/engine/graph_task_base.h"
+#include "actorgrad/actors/detail/ready_queue.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad::msg {
 

@@ -1,4 +1,4 @@
-#include "actors/observer.h"
+#include "actorgrad/actors/observer.h"
 
 #include <unistd.h>
 

@@ -6,9 +6,9 @@
 #include <exception>
 #include <string>
 
-#include "actors/trace/event.h"
-#include "device/device.h"
-#include "libengine/engine/graph_task_base.h"
+#include "actorgrad/actors/trace/event.h"
+#include "actorgrad/device/device.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad {
 

@@ -14,13 +14,13 @@
 #include <string>
 #include <utility>
 
-#include "actors/engine.h"
-#include "actors/graph_runner.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/graph/graph.h"
-#include "libengine/graph/graph_ops.h"
-#include "libengine/graph/random_graph.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/graph_runner.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/graph/graph.h"
+#include "actorgrad/libengine/graph/graph_ops.h"
+#include "actorgrad/libengine/graph/random_graph.h"
+#include "actorgrad/libengine/ops.h"
 
 using namespace actorgrad;
 namespace d1 = actorgrad::define_once;

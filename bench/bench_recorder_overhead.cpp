@@ -24,7 +24,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "actors/engine.h"
+#include "actorgrad/actors/engine.h"
 #include "bench/common/workloads.h"
 
 using namespace actorgrad;

@@ -27,8 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "actors/remote/dist_context.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/remote/dist_context.h"
+#include "actorgrad/libengine/ops.h"
 
 using namespace actorgrad;
 

@@ -17,7 +17,7 @@
 #include <string>
 
 #if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
-#include "actors/torch/install.h"
+#include "actorgrad/actors/torch/install.h"
 #include "bench/torch/torch_cases.h"
 
 namespace {

@@ -1,7 +1,7 @@
-#include "device/availability.h"
+#include "actorgrad/device/availability.h"
 
 #ifdef ACTORGRAD_WITH_CUDA
-#include "device/cuda/cuda_backend.h"
+#include "actorgrad/device/cuda/cuda_backend.h"
 #endif
 
 namespace actorgrad {

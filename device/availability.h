@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "device/device.h"
+#include "actorgrad/device/device.h"
 
 namespace actorgrad {
 

@@ -1,4 +1,4 @@
-#include "device/device.h"
+#include "actorgrad/device/device.h"
 
 #include <charconv>
 #include <stdexcept>

@@ -5,7 +5,7 @@
 #include <memory>
 #include <optional>
 
-#include "device/stream.h"
+#include "actorgrad/device/stream.h"
 
 namespace actorgrad {
 

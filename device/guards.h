@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <optional>
 
-#include "device/stream.h"
+#include "actorgrad/device/stream.h"
 
 namespace actorgrad {
 

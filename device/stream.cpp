@@ -1,16 +1,16 @@
-#include "device/stream.h"
+#include "actorgrad/device/stream.h"
 
 #include <array>
 #include <atomic>
 #include <ostream>
 #include <stdexcept>
 
-#include "device/event.h"
-#include "device/guards.h"
-#include "device/sim/sim_backend.h"
-#include "device/stream_backend.h"
+#include "actorgrad/device/event.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/device/sim/sim_backend.h"
+#include "actorgrad/device/stream_backend.h"
 #ifdef ACTORGRAD_WITH_CUDA
-#include "device/cuda/cuda_backend.h"
+#include "actorgrad/device/cuda/cuda_backend.h"
 #endif
 
 namespace actorgrad {

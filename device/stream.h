@@ -7,7 +7,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "device/device.h"
+#include "actorgrad/device/device.h"
 
 namespace actorgrad {
 

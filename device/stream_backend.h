@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "device/stream.h"
+#include "actorgrad/device/stream.h"
 
 namespace actorgrad {
 

@@ -1,10 +1,10 @@
-#include "libengine/autograd.h"
+#include "actorgrad/libengine/autograd.h"
 
-#include "libengine/autograd/graph_builder.h"
-#include "libengine/autograd/node.h"
-#include "libengine/engine/call_args.h"
-#include "libengine/engine/errors.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/engine/call_args.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad {
 

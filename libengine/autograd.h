@@ -4,8 +4,8 @@
 
 #include <optional>
 
-#include "libengine/engine/executor.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/engine/executor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 

@@ -11,11 +11,11 @@
 
 #include <caf/blocking_actor.hpp>
 
-#include "actors/detail/engine_core.h"
-#include "actors/detail/foreign_thread.h"
-#include "actors/detail/runner.h"
-#include "libengine/engine/call_args.h"
-#include "libengine/engine/graph_task.h"
+#include "actorgrad/actors/detail/engine_core.h"
+#include "actorgrad/actors/detail/foreign_thread.h"
+#include "actorgrad/actors/detail/runner.h"
+#include "actorgrad/libengine/engine/call_args.h"
+#include "actorgrad/libengine/engine/graph_task.h"
 
 namespace actorgrad::detail {
 

@@ -1,7 +1,7 @@
-#include "actors/detail/device_worker.h"
+#include "actorgrad/actors/detail/device_worker.h"
 
-#include "actors/detail/runner.h"
-#include "device/guards.h"
+#include "actorgrad/actors/detail/runner.h"
+#include "actorgrad/device/guards.h"
 
 namespace actorgrad::detail {
 

@@ -1,13 +1,13 @@
-#include "actors/detail/engine_core.h"
+#include "actorgrad/actors/detail/engine_core.h"
 
 #include <stdexcept>
 
-#include "actors/detail/device_worker.h"
-#include "actors/detail/foreign_thread.h"
-#include "actors/detail/observer_pair.h"
-#include "actors/detail/post.h"
-#include "device/availability.h"
-#include "libengine/engine/errors.h"
+#include "actorgrad/actors/detail/device_worker.h"
+#include "actorgrad/actors/detail/foreign_thread.h"
+#include "actorgrad/actors/detail/observer_pair.h"
+#include "actorgrad/actors/detail/post.h"
+#include "actorgrad/device/availability.h"
+#include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad::detail {
 

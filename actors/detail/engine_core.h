@@ -10,8 +10,8 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
-#include "actors/engine_config.h"
-#include "actors/observer.h"
+#include "actorgrad/actors/engine_config.h"
+#include "actorgrad/actors/observer.h"
 
 namespace actorgrad::detail {
 

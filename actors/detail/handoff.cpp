@@ -1,10 +1,10 @@
-#include "actors/detail/handoff.h"
+#include "actorgrad/actors/detail/handoff.h"
 
 #include <vector>
 
 #include <caf/system_messages.hpp>
 
-#include "actors/detail/post.h"
+#include "actorgrad/actors/detail/post.h"
 
 namespace actorgrad::detail {
 

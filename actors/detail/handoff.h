@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "actors/detail/runner.h"
+#include "actorgrad/actors/detail/runner.h"
 
 namespace actorgrad::detail {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <utility>
 
-#include "actors/observer.h"
+#include "actorgrad/actors/observer.h"
 
 namespace actorgrad::detail {
 

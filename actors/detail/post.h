@@ -10,7 +10,7 @@
 #include <caf/message_id.hpp>
 #include <caf/send.hpp>
 
-#include "actors/messages.h"
+#include "actorgrad/actors/messages.h"
 
 namespace actorgrad::detail {
 

@@ -2,9 +2,9 @@
 /// @file ready_queue.h
 /// The ready queue of one engine actor, as a value that can move between actors. Internal.
 
-#include "device/device.h"
-#include "libengine/engine/dispatch.h"
-#include "libengine/engine/ready_heap.h"
+#include "actorgrad/device/device.h"
+#include "actorgrad/libengine/engine/dispatch.h"
+#include "actorgrad/libengine/engine/ready_heap.h"
 
 namespace actorgrad::detail {
 

@@ -1,9 +1,9 @@
-#include "actors/detail/reentrant_pool.h"
+#include "actorgrad/actors/detail/reentrant_pool.h"
 
 #include <vector>
 
-#include "actors/detail/handoff.h"
-#include "actors/detail/post.h"
+#include "actorgrad/actors/detail/handoff.h"
+#include "actorgrad/actors/detail/post.h"
 
 namespace actorgrad::detail {
 

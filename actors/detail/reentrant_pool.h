@@ -6,7 +6,7 @@
 
 #include <caf/blocking_actor.hpp>
 
-#include "actors/detail/engine_core.h"
+#include "actorgrad/actors/detail/engine_core.h"
 
 namespace actorgrad::detail {
 

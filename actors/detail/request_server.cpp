@@ -1,4 +1,4 @@
-#include "actors/detail/request_server.h"
+#include "actorgrad/actors/detail/request_server.h"
 
 #include <exception>
 #include <string>
@@ -9,12 +9,12 @@
 #include <caf/blocking_actor.hpp>
 #include <caf/sec.hpp>
 
-#include "actors/detail/async_call.h"
-#include "actors/detail/engine_core.h"
-#include "actors/detail/foreign_thread.h"
-#include "actors/detail/post.h"
-#include "actors/messages.h"
-#include "libengine/engine/call_args.h"
+#include "actorgrad/actors/detail/async_call.h"
+#include "actorgrad/actors/detail/engine_core.h"
+#include "actorgrad/actors/detail/foreign_thread.h"
+#include "actorgrad/actors/detail/post.h"
+#include "actorgrad/actors/messages.h"
+#include "actorgrad/libengine/engine/call_args.h"
 
 namespace actorgrad::detail {
 

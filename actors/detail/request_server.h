@@ -8,7 +8,7 @@
 
 #include <caf/actor.hpp>
 
-#include "libengine/engine/executor.h"
+#include "actorgrad/libengine/engine/executor.h"
 
 namespace actorgrad::detail {
 

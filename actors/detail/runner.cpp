@@ -2,15 +2,15 @@
 // message it drains and the Notes on completion, errors and monitors that
 // explain both are one unit; split, a reader would lose the invariants
 // (Note [Completion without a lock]) that tie them together.
-#include "actors/detail/runner.h"
+#include "actorgrad/actors/detail/runner.h"
 
 #include <caf/system_messages.hpp>
 
-#include "actors/detail/foreign_thread.h"
-#include "actors/detail/handoff.h"
-#include "actors/detail/post.h"
-#include "actors/detail/stack_guard.h"
-#include "libengine/engine/errors.h"
+#include "actorgrad/actors/detail/foreign_thread.h"
+#include "actorgrad/actors/detail/handoff.h"
+#include "actorgrad/actors/detail/post.h"
+#include "actorgrad/actors/detail/stack_guard.h"
+#include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad::detail {
 

@@ -12,11 +12,11 @@
 #include <caf/mailbox_element.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "actors/detail/engine_core.h"
-#include "actors/detail/ready_queue.h"
-#include "actors/detail/task_context.h"
-#include "actors/messages.h"
-#include "actors/observer.h"
+#include "actorgrad/actors/detail/engine_core.h"
+#include "actorgrad/actors/detail/ready_queue.h"
+#include "actorgrad/actors/detail/task_context.h"
+#include "actorgrad/actors/messages.h"
+#include "actorgrad/actors/observer.h"
 
 namespace actorgrad::detail {
 

@@ -1,4 +1,4 @@
-#include "actors/detail/stack_guard.h"
+#include "actorgrad/actors/detail/stack_guard.h"
 
 #include <pthread.h>
 

@@ -8,9 +8,9 @@
 
 #include <caf/actor.hpp>
 
-#include "actors/observer.h"
-#include "device/device.h"
-#include "libengine/engine/graph_task_base.h"
+#include "actorgrad/actors/observer.h"
+#include "actorgrad/device/device.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad::detail {
 

@@ -1,4 +1,4 @@
-#include "actors/remote/agent.h"
+#include "actorgrad/actors/remote/agent.h"
 
 #include <utility>
 #include <vector>
@@ -7,11 +7,11 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/system_messages.hpp>
 
-#include "actors/remote/detail/agent_state.h"
-#include "actors/remote/errors.h"
-#include "actors/remote/local_messages.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/remote/detail/agent_state.h"
+#include "actorgrad/actors/remote/errors.h"
+#include "actorgrad/actors/remote/local_messages.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/ops.h"
 #include "actorgrad/version.h"
 
 // Note [Distributed backward]

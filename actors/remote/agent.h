@@ -8,7 +8,7 @@
 
 #include <caf/actor.hpp>
 
-#include "actors/remote/log.h"
+#include "actorgrad/actors/remote/log.h"
 
 namespace caf {
 class actor_system;

@@ -1,11 +1,11 @@
-#include "actors/remote/detail/agent_state.h"
+#include "actorgrad/actors/remote/detail/agent_state.h"
 
 #include <exception>
 
-#include "actors/remote/remote_ops.h"
-#include "libengine/autograd/graph_builder.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/actors/remote/remote_ops.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad::remote::detail {
 

@@ -1,16 +1,16 @@
-#include "actors/remote/dist_context.h"
+#include "actorgrad/actors/remote/dist_context.h"
 
 #include <algorithm>
 
 #include <caf/send.hpp>
 
-#include "actors/engine.h"
-#include "actors/remote/dist_nodes.h"
-#include "actors/remote/local_messages.h"
-#include "actors/remote/local_step.h"
-#include "libengine/autograd/graph_builder.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/engine/call_args.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/remote/dist_nodes.h"
+#include "actorgrad/actors/remote/local_messages.h"
+#include "actorgrad/actors/remote/local_step.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/call_args.h"
 
 namespace actorgrad::remote {
 

@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "actors/remote/remote_ops.h"
-#include "actors/remote/runtime.h"
+#include "actorgrad/actors/remote/remote_ops.h"
+#include "actorgrad/actors/remote/runtime.h"
 
 namespace actorgrad::remote {
 

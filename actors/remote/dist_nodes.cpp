@@ -1,9 +1,9 @@
-#include "actors/remote/dist_nodes.h"
+#include "actorgrad/actors/remote/dist_nodes.h"
 
 #include <utility>
 
-#include "libengine/autograd/graph_builder.h"
-#include "libengine/engine/errors.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad::remote {
 

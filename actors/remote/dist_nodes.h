@@ -9,7 +9,7 @@
 
 #include <caf/actor.hpp>
 
-#include "libengine/autograd/node.h"
+#include "actorgrad/libengine/autograd/node.h"
 
 namespace actorgrad::remote {
 

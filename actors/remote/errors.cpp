@@ -1,4 +1,4 @@
-#include "actors/remote/errors.h"
+#include "actorgrad/actors/remote/errors.h"
 
 #include <cerrno>
 #include <cstring>

@@ -13,8 +13,8 @@
 #include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
 
-#include "actors/remote/dist_nodes.h"
-#include "actors/remote/local_step.h"
+#include "actorgrad/actors/remote/dist_nodes.h"
+#include "actorgrad/actors/remote/local_step.h"
 
 namespace actorgrad::remote {
 

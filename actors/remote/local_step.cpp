@@ -1,10 +1,10 @@
-#include "actors/remote/local_step.h"
+#include "actorgrad/actors/remote/local_step.h"
 
 #include <unordered_set>
 #include <utility>
 
-#include "libengine/autograd/accumulate_grad.h"
-#include "libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/accumulate_grad.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
 
 namespace actorgrad::remote {
 

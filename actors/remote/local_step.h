@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "actors/remote/dist_nodes.h"
-#include "libengine/engine/executor.h"
+#include "actorgrad/actors/remote/dist_nodes.h"
+#include "actorgrad/libengine/engine/executor.h"
 
 namespace actorgrad::remote {
 

@@ -1,4 +1,4 @@
-#include "actors/remote/protocol.h"
+#include "actorgrad/actors/remote/protocol.h"
 
 #include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>

@@ -34,7 +34,7 @@
 #include <caf/actor.hpp>
 #include <caf/meta/type_name.hpp>
 
-#include "actors/remote/wire_tensor.h"
+#include "actorgrad/actors/remote/wire_tensor.h"
 
 namespace caf {
 class actor_system_config;

@@ -1,4 +1,4 @@
-#include "actors/remote/remote_ops.h"
+#include "actorgrad/actors/remote/remote_ops.h"
 
 #include <chrono>
 #include <cmath>
@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "libengine/autograd/custom_function.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd/custom_function.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::remote {
 

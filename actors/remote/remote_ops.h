@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::remote {
 

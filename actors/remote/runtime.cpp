@@ -1,4 +1,4 @@
-#include "actors/remote/runtime.h"
+#include "actorgrad/actors/remote/runtime.h"
 
 #include <chrono>
 #include <cstdio>
@@ -17,10 +17,10 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
-#include "actors/engine.h"
-#include "actors/remote/agent.h"
-#include "actors/remote/errors.h"
-#include "actors/remote/local_messages.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/remote/agent.h"
+#include "actorgrad/actors/remote/errors.h"
+#include "actorgrad/actors/remote/local_messages.h"
 #include "actorgrad/version.h"
 
 namespace actorgrad::remote {

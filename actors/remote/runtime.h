@@ -12,10 +12,10 @@
 
 #include <caf/actor.hpp>
 
-#include "actors/engine_config.h"
-#include "actors/remote/log.h"
-#include "actors/remote/protocol.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/actors/engine_config.h"
+#include "actorgrad/actors/remote/log.h"
+#include "actorgrad/actors/remote/protocol.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace caf {
 class actor_system;
@@ -165,4 +165,4 @@ private:
 
 } // namespace actorgrad::remote
 
-#include "actors/remote/runtime_ask.h"
+#include "actorgrad/actors/remote/runtime_ask.h"

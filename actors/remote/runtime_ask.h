@@ -7,8 +7,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "actors/remote/errors.h"
-#include "actors/remote/runtime.h"
+#include "actorgrad/actors/remote/errors.h"
+#include "actorgrad/actors/remote/runtime.h"
 
 namespace actorgrad::remote {
 

@@ -1,10 +1,10 @@
-#include "actors/remote/wire_tensor.h"
+#include "actorgrad/actors/remote/wire_tensor.h"
 
 #include <limits>
 
 #include <caf/sec.hpp>
 
-#include "libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
 
 namespace actorgrad::remote {
 

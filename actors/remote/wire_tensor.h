@@ -12,7 +12,7 @@
 #include <caf/meta/type_name.hpp>
 #include <caf/serializer.hpp>
 
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::remote {
 

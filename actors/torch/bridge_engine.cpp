@@ -1,4 +1,4 @@
-#include "actors/torch/bridge_engine.h"
+#include "actorgrad/actors/torch/bridge_engine.h"
 
 #include <torch/csrc/autograd/anomaly_mode.h>
 
@@ -6,10 +6,10 @@
 #include <limits>
 #include <optional>
 
-#include "actors/engine.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/torch/torch_graph.h"
-#include "libengine/torch/validate_outputs.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/torch/torch_graph.h"
+#include "actorgrad/libengine/torch/validate_outputs.h"
 
 namespace actorgrad::torch_bridge {
 

@@ -1,10 +1,10 @@
-#include "actors/torch/install.h"
+#include "actorgrad/actors/torch/install.h"
 
 #include <atomic>
 #include <memory>
 #include <stdexcept>
 
-#include "actors/torch/bridge_engine.h"
+#include "actorgrad/actors/torch/bridge_engine.h"
 
 namespace actorgrad::torch {
 

@@ -14,8 +14,8 @@
 
 #include <cstdint>
 
-#include "actors/engine.h"
-#include "actors/engine_config.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/engine_config.h"
 
 namespace actorgrad::torch {
 

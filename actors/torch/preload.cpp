@@ -20,9 +20,9 @@
 #include <set>
 #include <string>
 
-#include "actors/default_engine.h"
-#include "actors/torch/install.h"
-#include "tools/trace/report_files.h"
+#include "actorgrad/actors/default_engine.h"
+#include "actorgrad/actors/torch/install.h"
+#include "actorgrad/tools/trace/report_files.h"
 
 namespace actorgrad::torch {
 

@@ -1,4 +1,4 @@
-#include "actors/trace/event.h"
+#include "actorgrad/actors/trace/event.h"
 
 namespace actorgrad::trace {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "device/device.h"
+#include "actorgrad/device/device.h"
 
 namespace actorgrad::trace {
 

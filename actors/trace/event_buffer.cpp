@@ -1,4 +1,4 @@
-#include "actors/trace/event_buffer.h"
+#include "actorgrad/actors/trace/event_buffer.h"
 
 namespace actorgrad::trace {
 

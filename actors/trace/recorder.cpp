@@ -1,4 +1,4 @@
-#include "actors/trace/recorder.h"
+#include "actorgrad/actors/trace/recorder.h"
 
 #include <algorithm>
 

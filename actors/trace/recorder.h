@@ -25,9 +25,9 @@
 #include <cstdint>
 #include <string>
 
-#include "actors/observer.h"
-#include "actors/trace/event.h"
-#include "actors/trace/event_buffer.h"
+#include "actorgrad/actors/observer.h"
+#include "actorgrad/actors/trace/event.h"
+#include "actorgrad/actors/trace/event_buffer.h"
 
 namespace actorgrad::trace {
 

@@ -3,8 +3,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "device/guards.h"
-#include "libengine/engine/graph_task.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/libengine/engine/graph_task.h"
 
 namespace actorgrad::bench {
 

@@ -30,9 +30,9 @@
 #include <thread>
 #include <vector>
 
-#include "device/device.h"
-#include "libengine/engine/executor.h"
-#include "libengine/engine/graph_task.h"
+#include "actorgrad/device/device.h"
+#include "actorgrad/libengine/engine/executor.h"
+#include "actorgrad/libengine/engine/graph_task.h"
 
 namespace actorgrad::bench {
 

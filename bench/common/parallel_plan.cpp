@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
 
 namespace actorgrad::bench {
 

@@ -3,12 +3,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "libengine/autograd.h"
-#include "libengine/autograd/custom_function.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/autograd/graph_builder.h"
-#include "libengine/autograd/node.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/custom_function.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::bench {
 

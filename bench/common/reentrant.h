@@ -8,8 +8,8 @@
 #include <functional>
 #include <memory>
 
-#include "libengine/engine/executor.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/engine/executor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::bench {
 

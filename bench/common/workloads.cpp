@@ -8,13 +8,13 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "actors/engine.h"
+#include "actorgrad/actors/engine.h"
 #include "bench/baseline/baseline_engine.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/autograd/graph_builder.h"
-#include "libengine/engine/graph_task.h"
-#include "libengine/engine/reference_executor.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::bench {
 

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "bench/common/ready_order.h"
-#include "libengine/autograd/node.h"
-#include "libengine/engine/executor.h"
-#include "libengine/engine/input_buffer.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/engine/executor.h"
+#include "actorgrad/libengine/engine/input_buffer.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::bench {
 

@@ -10,7 +10,7 @@
 
 #include "bench/common/ready_order.h"
 #if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
-#include "actors/torch/install.h"
+#include "actorgrad/actors/torch/install.h"
 #endif
 
 namespace actorgrad::bench::torchb {

@@ -1,4 +1,4 @@
-#include "device/cuda/caching_allocator.h"
+#include "actorgrad/device/cuda/caching_allocator.h"
 
 #include <algorithm>
 #include <map>
@@ -8,9 +8,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "device/cuda/cuda_backend.h"
-#include "device/cuda/cuda_error.h"
-#include "device/cuda/device_scope.h"
+#include "actorgrad/device/cuda/cuda_backend.h"
+#include "actorgrad/device/cuda/cuda_error.h"
+#include "actorgrad/device/cuda/device_scope.h"
 
 namespace actorgrad::cuda {
 

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "device/stream.h"
+#include "actorgrad/device/stream.h"
 
 namespace actorgrad::cuda {
 

@@ -1,4 +1,4 @@
-#include "device/cuda/cuda_backend.h"
+#include "actorgrad/device/cuda/cuda_backend.h"
 
 #include <array>
 #include <memory>
@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "device/cuda/cuda_error.h"
-#include "device/cuda/device_scope.h"
+#include "actorgrad/device/cuda/cuda_error.h"
+#include "actorgrad/device/cuda/device_scope.h"
 
 namespace actorgrad::cuda {
 

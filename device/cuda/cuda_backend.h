@@ -12,7 +12,7 @@
 ///
 /// This header needs no CUDA header.
 
-#include "device/stream_backend.h"
+#include "actorgrad/device/stream_backend.h"
 
 struct CUstream_st;
 /// The CUDA runtime's stream handle, declared as in its driver_types.h.

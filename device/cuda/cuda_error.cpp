@@ -1,4 +1,4 @@
-#include "device/cuda/cuda_error.h"
+#include "actorgrad/device/cuda/cuda_error.h"
 
 #include <stdexcept>
 #include <string>

@@ -6,7 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "device/device.h"
+#include "actorgrad/device/device.h"
 
 namespace actorgrad::cuda {
 

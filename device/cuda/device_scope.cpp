@@ -1,6 +1,6 @@
-#include "device/cuda/device_scope.h"
+#include "actorgrad/device/cuda/device_scope.h"
 
-#include "device/cuda/cuda_error.h"
+#include "actorgrad/device/cuda/cuda_error.h"
 
 namespace actorgrad::cuda {
 

@@ -2,7 +2,7 @@
 /// @file device_scope.h
 /// The CUDA device current on the calling thread, set for a scope.
 
-#include "device/device.h"
+#include "actorgrad/device/device.h"
 
 namespace actorgrad::cuda {
 

@@ -1,4 +1,4 @@
-#include "device/sim/race_detector_state.h"
+#include "actorgrad/device/sim/race_detector_state.h"
 
 #include <algorithm>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "device/sim/race_detector.h"
+#include "actorgrad/device/sim/race_detector.h"
 
 namespace actorgrad::sim::detail {
 

@@ -1,4 +1,4 @@
-#include "device/sim/sim_backend.h"
+#include "actorgrad/device/sim/sim_backend.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -6,8 +6,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "device/sim/race_detector_state.h"
-#include "device/sim/sim_stream.h"
+#include "actorgrad/device/sim/race_detector_state.h"
+#include "actorgrad/device/sim/sim_stream.h"
 
 namespace actorgrad::sim {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "device/sim/race_detector.h"
-#include "device/sim/sim_config.h"
-#include "device/stream_backend.h"
+#include "actorgrad/device/sim/race_detector.h"
+#include "actorgrad/device/sim/sim_config.h"
+#include "actorgrad/device/stream_backend.h"
 
 namespace actorgrad::sim {
 

@@ -1,4 +1,4 @@
-#include "device/sim/sim_stream.h"
+#include "actorgrad/device/sim/sim_stream.h"
 
 namespace actorgrad::sim::detail {
 

@@ -13,7 +13,7 @@
 #include <random>
 #include <thread>
 
-#include "device/stream.h"
+#include "actorgrad/device/stream.h"
 
 namespace actorgrad::sim::detail {
 

@@ -1,10 +1,10 @@
-#include "libengine/autograd/accumulate_grad.h"
+#include "actorgrad/libengine/autograd/accumulate_grad.h"
 
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/ops.h"
-#include "libengine/tensor/kernels.h"
-#include "libengine/tensor/pending_reads.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/pending_reads.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 

@@ -2,7 +2,7 @@
 /// @file accumulate_grad.h
 /// The terminal node of a leaf.
 
-#include "libengine/autograd/node.h"
+#include "actorgrad/libengine/autograd/node.h"
 
 namespace actorgrad {
 

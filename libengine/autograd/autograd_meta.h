@@ -7,8 +7,8 @@
 #include <memory>
 #include <mutex>
 
-#include "libengine/autograd/hook_list.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/autograd/hook_list.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 

@@ -1,11 +1,11 @@
-#include "libengine/autograd/custom_function.h"
+#include "actorgrad/libengine/autograd/custom_function.h"
 
-#include "libengine/autograd.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/autograd/graph_builder.h"
-#include "libengine/autograd/node.h"
-#include "libengine/engine/errors.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 

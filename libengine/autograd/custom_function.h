@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "libengine/autograd/saved_variable.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/autograd/saved_variable.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 

@@ -1,8 +1,8 @@
-#include "libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
 
-#include "libengine/autograd/accumulate_grad.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/libengine/autograd/accumulate_grad.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 

@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "libengine/autograd/edge.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/autograd/edge.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 

@@ -1,4 +1,4 @@
-#include "libengine/autograd/graph_root.h"
+#include "actorgrad/libengine/autograd/graph_root.h"
 
 namespace actorgrad {
 

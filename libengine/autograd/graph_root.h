@@ -2,7 +2,7 @@
 /// @file graph_root.h
 /// The dummy root of a backward call with several roots.
 
-#include "libengine/autograd/node.h"
+#include "actorgrad/libengine/autograd/node.h"
 
 namespace actorgrad {
 

@@ -1,4 +1,4 @@
-#include "libengine/autograd/hook_handle.h"
+#include "actorgrad/libengine/autograd/hook_handle.h"
 
 #include <atomic>
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "libengine/autograd/hook_handle.h"
+#include "actorgrad/libengine/autograd/hook_handle.h"
 
 namespace actorgrad {
 

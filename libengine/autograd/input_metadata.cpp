@@ -1,6 +1,6 @@
-#include "libengine/autograd/input_metadata.h"
+#include "actorgrad/libengine/autograd/input_metadata.h"
 
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 

@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
-#include "device/stream.h"
-#include "libengine/tensor/dtype.h"
-#include "libengine/tensor/shape.h"
+#include "actorgrad/device/stream.h"
+#include "actorgrad/libengine/tensor/dtype.h"
+#include "actorgrad/libengine/tensor/shape.h"
 
 namespace actorgrad {
 

@@ -1,10 +1,10 @@
-#include "libengine/autograd/node.h"
+#include "actorgrad/libengine/autograd/node.h"
 
 #include <atomic>
 #include <stdexcept>
 #include <vector>
 
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 

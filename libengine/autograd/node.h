@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
-#include "libengine/autograd/autograd_meta.h"
-#include "libengine/autograd/edge.h"
-#include "libengine/autograd/hook_list.h"
-#include "libengine/autograd/input_metadata.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/autograd/autograd_meta.h"
+#include "actorgrad/libengine/autograd/edge.h"
+#include "actorgrad/libengine/autograd/hook_list.h"
+#include "actorgrad/libengine/autograd/input_metadata.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 

@@ -1,8 +1,8 @@
-#include "libengine/autograd/saved_variable.h"
+#include "actorgrad/libengine/autograd/saved_variable.h"
 
-#include "libengine/autograd/node.h"
-#include "libengine/engine/errors.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 

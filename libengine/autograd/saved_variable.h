@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 

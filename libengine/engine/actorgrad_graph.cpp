@@ -1,16 +1,16 @@
-#include "libengine/engine/actorgrad_graph.h"
+#include "actorgrad/libengine/engine/actorgrad_graph.h"
 
 #include <algorithm>
 
-#include "libengine/autograd/graph_root.h"
-#include "libengine/engine/basic_graph_task_impl.h"
-#include "libengine/engine/call_hooks.h"
-#include "libengine/engine/errors.h"
-#include "libengine/engine/evaluate.h"
-#include "libengine/engine/stream_sync.h"
-#include "libengine/tensor/kernels.h"
-#include "libengine/tensor/pending_reads.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/libengine/autograd/graph_root.h"
+#include "actorgrad/libengine/engine/basic_graph_task_impl.h"
+#include "actorgrad/libengine/engine/call_hooks.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/evaluate.h"
+#include "actorgrad/libengine/engine/stream_sync.h"
+#include "actorgrad/libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/pending_reads.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "device/event.h"
-#include "device/guards.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/autograd/node.h"
-#include "libengine/engine/graph_task_base.h"
-#include "libengine/engine/input_buffer.h"
+#include "actorgrad/device/event.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
+#include "actorgrad/libengine/engine/input_buffer.h"
 
 namespace actorgrad {
 

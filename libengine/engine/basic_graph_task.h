@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "libengine/engine/exec_info.h"
-#include "libengine/engine/graph_interface.h"
+#include "actorgrad/libengine/engine/exec_info.h"
+#include "actorgrad/libengine/engine/graph_interface.h"
 
 namespace actorgrad {
 

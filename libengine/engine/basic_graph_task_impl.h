@@ -13,9 +13,9 @@
 #include <string>
 #include <unordered_set>
 
-#include "libengine/engine/basic_graph_task.h"
-#include "libengine/engine/errors.h"
-#include "libengine/engine/local_dispatch.h"
+#include "actorgrad/libengine/engine/basic_graph_task.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/local_dispatch.h"
 
 namespace actorgrad {
 

@@ -4,7 +4,7 @@
 
 #include <optional>
 
-#include "libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/graph_task.h"
 
 namespace actorgrad {
 

@@ -1,8 +1,8 @@
-#include "libengine/engine/call_hooks.h"
+#include "actorgrad/libengine/engine/call_hooks.h"
 
 #include <string>
 
-#include "libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad {
 

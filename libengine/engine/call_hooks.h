@@ -2,7 +2,7 @@
 /// @file call_hooks.h
 /// Running a node's hooks for the engine and checking what they return.
 
-#include "libengine/autograd/node.h"
+#include "actorgrad/libengine/autograd/node.h"
 
 namespace actorgrad {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "device/device.h"
-#include "libengine/engine/ready_task.h"
-#include "libengine/engine/sent_value.h"
+#include "actorgrad/device/device.h"
+#include "actorgrad/libengine/engine/ready_task.h"
+#include "actorgrad/libengine/engine/sent_value.h"
 
 namespace actorgrad {
 

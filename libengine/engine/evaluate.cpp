@@ -1,11 +1,11 @@
-#include "libengine/engine/evaluate.h"
+#include "actorgrad/libengine/engine/evaluate.h"
 
-#include "device/guards.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/engine/call_hooks.h"
-#include "libengine/engine/errors.h"
-#include "libengine/ops.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/call_hooks.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad {
 

@@ -2,7 +2,7 @@
 /// @file evaluate.h
 /// The call protocol of one of actorgrad's nodes (PyTorch's call_function).
 
-#include "libengine/autograd/node.h"
+#include "actorgrad/libengine/autograd/node.h"
 
 namespace actorgrad {
 

@@ -1,10 +1,10 @@
-#include "libengine/engine/executor.h"
+#include "actorgrad/libengine/engine/executor.h"
 
 #include <atomic>
 #include <mutex>
 #include <vector>
 
-#include "libengine/engine/reference_executor.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
 
 namespace actorgrad {
 

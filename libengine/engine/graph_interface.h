@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "device/device.h"
-#include "libengine/engine/graph_task_base.h"
+#include "actorgrad/device/device.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad {
 

@@ -1,9 +1,9 @@
-#include "libengine/engine/graph_task_base.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 #include <algorithm>
 
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/engine/errors.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad {
 

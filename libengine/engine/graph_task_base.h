@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "device/device.h"
-#include "libengine/engine/dispatch.h"
-#include "libengine/engine/ready_task.h"
+#include "actorgrad/device/device.h"
+#include "actorgrad/libengine/engine/dispatch.h"
+#include "actorgrad/libengine/engine/ready_task.h"
 
 namespace actorgrad {
 

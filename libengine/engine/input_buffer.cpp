@@ -1,12 +1,12 @@
-#include "libengine/engine/input_buffer.h"
+#include "actorgrad/libengine/engine/input_buffer.h"
 
-#include "device/guards.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/engine/stream_sync.h"
-#include "libengine/ops.h"
-#include "libengine/tensor/kernels.h"
-#include "libengine/tensor/pending_reads.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/stream_sync.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/pending_reads.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 

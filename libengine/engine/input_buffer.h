@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <optional>
 
-#include "device/event.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/device/event.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 

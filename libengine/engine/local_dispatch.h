@@ -4,9 +4,9 @@
 
 #include <memory>
 
-#include "libengine/engine/dispatch.h"
-#include "libengine/engine/errors.h"
-#include "libengine/engine/ready_heap.h"
+#include "actorgrad/libengine/engine/dispatch.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/ready_heap.h"
 
 namespace actorgrad {
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "libengine/engine/ready_task.h"
+#include "actorgrad/libengine/engine/ready_task.h"
 
 namespace actorgrad {
 

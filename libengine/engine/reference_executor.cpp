@@ -1,6 +1,6 @@
-#include "libengine/engine/reference_executor.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
 
-#include "libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/graph_task.h"
 
 namespace actorgrad {
 

@@ -2,7 +2,7 @@
 /// @file reference_executor.h
 /// The sequential reference: one thread, one ready heap.
 
-#include "libengine/engine/executor.h"
+#include "actorgrad/libengine/engine/executor.h"
 
 namespace actorgrad {
 

@@ -2,7 +2,7 @@
 /// @file stream_sync.h
 /// How the engine orders one stream after another, and the test-only switch that stops it.
 
-#include "device/event.h"
+#include "actorgrad/device/event.h"
 
 namespace actorgrad {
 

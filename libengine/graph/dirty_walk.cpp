@@ -1,10 +1,10 @@
-#include "libengine/graph/dirty_walk.h"
+#include "actorgrad/libengine/graph/dirty_walk.h"
 
 #include <limits>
 #include <string>
 
-#include "libengine/graph/graph.h"
-#include "libengine/graph/graph_error.h"
+#include "actorgrad/libengine/graph/graph.h"
+#include "actorgrad/libengine/graph/graph_error.h"
 
 namespace actorgrad::define_once {
 

@@ -7,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-#include "libengine/graph/node_id.h"
+#include "actorgrad/libengine/graph/node_id.h"
 
 namespace actorgrad::define_once {
 

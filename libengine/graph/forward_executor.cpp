@@ -1,6 +1,6 @@
-#include "libengine/graph/forward_executor.h"
+#include "actorgrad/libengine/graph/forward_executor.h"
 
-#include "libengine/graph/graph.h"
+#include "actorgrad/libengine/graph/graph.h"
 
 namespace actorgrad::define_once {
 

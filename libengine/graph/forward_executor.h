@@ -2,7 +2,7 @@
 /// @file forward_executor.h
 /// What runs the dirty nodes of a define-once request.
 
-#include "libengine/graph/dirty_walk.h"
+#include "actorgrad/libengine/graph/dirty_walk.h"
 
 namespace actorgrad::define_once {
 

@@ -1,13 +1,13 @@
-#include "libengine/graph/graph.h"
+#include "actorgrad/libengine/graph/graph.h"
 
 #include <utility>
 
-#include "libengine/autograd.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/graph/dirty_walk.h"
-#include "libengine/graph/forward_executor.h"
-#include "libengine/graph/graph_error.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/graph/dirty_walk.h"
+#include "actorgrad/libengine/graph/forward_executor.h"
+#include "actorgrad/libengine/graph/graph_error.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::define_once {
 

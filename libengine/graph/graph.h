@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "libengine/graph/graph_node.h"
-#include "libengine/graph/node_id.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/graph/graph_node.h"
+#include "actorgrad/libengine/graph/node_id.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 class Executor;

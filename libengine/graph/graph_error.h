@@ -2,7 +2,7 @@
 /// @file graph_error.h
 /// The exception a define-once Graph reports with.
 
-#include "libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad::define_once {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "libengine/graph/node_id.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/graph/node_id.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::define_once {
 

@@ -1,8 +1,8 @@
-#include "libengine/graph/graph_ops.h"
+#include "actorgrad/libengine/graph/graph_ops.h"
 
 #include <utility>
 
-#include "libengine/ops.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::define_once {
 

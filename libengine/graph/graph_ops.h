@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "libengine/graph/graph.h"
+#include "actorgrad/libengine/graph/graph.h"
 
 namespace actorgrad::define_once {
 

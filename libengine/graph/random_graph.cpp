@@ -1,10 +1,10 @@
-#include "libengine/graph/random_graph.h"
+#include "actorgrad/libengine/graph/random_graph.h"
 
 #include <random>
 #include <string>
 
-#include "libengine/graph/graph_ops.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/graph/graph_ops.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::define_once {
 

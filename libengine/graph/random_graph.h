@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "libengine/graph/graph.h"
-#include "libengine/tensor/shape.h"
+#include "actorgrad/libengine/graph/graph.h"
+#include "actorgrad/libengine/tensor/shape.h"
 
 namespace actorgrad::define_once {
 

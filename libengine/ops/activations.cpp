@@ -2,9 +2,9 @@
 /// Differentiable activations: tanh, sigmoid, relu, softmax and log_softmax.
 /// Each saves its own output, from which its gradient follows.
 
-#include "libengine/ops.h"
-#include "libengine/ops/detail/function_node.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/ops/detail/function_node.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad {
 

@@ -1,9 +1,9 @@
 /// @file conversions.cpp
 /// Differentiable device moves and dtype casts: the gradient goes back.
 
-#include "libengine/ops.h"
-#include "libengine/ops/detail/function_node.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/ops/detail/function_node.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad {
 

@@ -2,10 +2,10 @@
 /// Differentiable row selection (index_select, narrow) and their scatter
 /// backwards, each the other's gradient.
 
-#include "libengine/ops.h"
-#include "libengine/ops/detail/function_node.h"
-#include "libengine/ops/detail/scatter.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/ops/detail/function_node.h"
+#include "actorgrad/libengine/ops/detail/scatter.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad {
 

@@ -1,10 +1,10 @@
 /// @file linear_algebra.cpp
 /// Differentiable matrix product.
 
-#include "libengine/ops.h"
-#include "libengine/ops/detail/function_node.h"
-#include "libengine/ops/detail/grad_shapes.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/ops/detail/function_node.h"
+#include "actorgrad/libengine/ops/detail/grad_shapes.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad {
 

@@ -3,9 +3,9 @@
 
 #include <stdexcept>
 
-#include "libengine/ops.h"
-#include "libengine/ops/detail/function_node.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/ops/detail/function_node.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad {
 

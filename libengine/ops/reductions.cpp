@@ -1,10 +1,10 @@
 /// @file reductions.cpp
 /// Differentiable sums and means, and sum_to (the inverse of broadcasting).
 
-#include "libengine/ops.h"
-#include "libengine/ops/detail/function_node.h"
-#include "libengine/ops/detail/grad_shapes.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/ops/detail/function_node.h"
+#include "actorgrad/libengine/ops/detail/grad_shapes.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad {
 

@@ -2,10 +2,10 @@
 /// Differentiable shape changes: reshape/view, transpose, expand, clone,
 /// cat and stack.
 
-#include "libengine/ops.h"
-#include "libengine/ops/detail/function_node.h"
-#include "libengine/ops/detail/grad_shapes.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/ops/detail/function_node.h"
+#include "actorgrad/libengine/ops/detail/grad_shapes.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad {
 

@@ -1,9 +1,9 @@
-#include "libengine/tensor/detail/kernel_support.h"
+#include "actorgrad/libengine/tensor/detail/kernel_support.h"
 
 #include <stdexcept>
 
-#include "device/guards.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad::kernels::detail {
 

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "libengine/tensor/detail/cuda_dispatch.h"
-#include "libengine/tensor/detail/kernel_checks.h"
-#include "libengine/tensor/detail/kernel_support.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/detail/cuda_dispatch.h"
+#include "actorgrad/libengine/tensor/detail/kernel_checks.h"
+#include "actorgrad/libengine/tensor/detail/kernel_support.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad::kernels {
 

@@ -7,13 +7,13 @@
 #include <stdexcept>
 #include <utility>
 
-#include "device/event.h"
-#include "libengine/tensor/detail/cuda_dispatch.h"
-#include "libengine/tensor/detail/kernel_checks.h"
-#include "libengine/tensor/detail/kernel_support.h"
-#include "libengine/tensor/kernels.h"
-#include "libengine/tensor/pending_reads.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/device/event.h"
+#include "actorgrad/libengine/tensor/detail/cuda_dispatch.h"
+#include "actorgrad/libengine/tensor/detail/kernel_checks.h"
+#include "actorgrad/libengine/tensor/detail/kernel_support.h"
+#include "actorgrad/libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/pending_reads.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad::kernels {
 

@@ -1,9 +1,9 @@
-#include "libengine/tensor/pending_reads.h"
+#include "actorgrad/libengine/tensor/pending_reads.h"
 
 #include <algorithm>
 
-#include "device/event.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/device/event.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "device/stream.h"
+#include "actorgrad/device/stream.h"
 
 namespace actorgrad {
 

@@ -1,4 +1,4 @@
-#include "libengine/tensor/shape.h"
+#include "actorgrad/libengine/tensor/shape.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,7 +1,7 @@
-#include "libengine/tensor/storage.h"
+#include "actorgrad/libengine/tensor/storage.h"
 
 #ifdef ACTORGRAD_WITH_CUDA
-#include "device/cuda/caching_allocator.h"
+#include "actorgrad/device/cuda/caching_allocator.h"
 #endif
 
 #include <cstdlib>

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "device/device.h"
-#include "device/sim/race_detector.h"
-#include "libengine/tensor/pending_reads.h"
+#include "actorgrad/device/device.h"
+#include "actorgrad/device/sim/race_detector.h"
+#include "actorgrad/libengine/tensor/pending_reads.h"
 
 namespace actorgrad {
 

@@ -1,14 +1,14 @@
 // The autograd members of Tensor (data and factories: tensor_data.cpp).
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 #include <stdexcept>
 
-#include "libengine/autograd.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/autograd/node.h"
-#include "libengine/ops.h"
-#include "libengine/tensor/kernels.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 

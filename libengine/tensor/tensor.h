@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "device/device.h"
-#include "libengine/autograd/hook_handle.h"
-#include "libengine/tensor/dtype.h"
-#include "libengine/tensor/shape.h"
+#include "actorgrad/device/device.h"
+#include "actorgrad/libengine/autograd/hook_handle.h"
+#include "actorgrad/libengine/tensor/dtype.h"
+#include "actorgrad/libengine/tensor/shape.h"
 
 namespace actorgrad {
 

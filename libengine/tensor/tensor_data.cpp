@@ -5,10 +5,10 @@
 #include <random>
 #include <stdexcept>
 
-#include "device/sim/sim_backend.h"
-#include "libengine/tensor/kernels.h"
-#include "libengine/tensor/tensor.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/device/sim/sim_backend.h"
+#include "actorgrad/libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 

@@ -4,9 +4,9 @@
 
 #include <memory>
 
-#include "libengine/autograd/autograd_meta.h"
-#include "libengine/tensor/storage.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/autograd/autograd_meta.h"
+#include "actorgrad/libengine/tensor/storage.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 

@@ -1,4 +1,4 @@
-#include "libengine/torch/torch_graph.h"
+#include "actorgrad/libengine/torch/torch_graph.h"
 
 #include <ATen/ATen.h>
 #include <ATen/TensorSubclassLikeUtils.h>
@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <typeinfo>
 
-#include "libengine/engine/basic_graph_task_impl.h"
-#include "libengine/torch/validate_outputs.h"
+#include "actorgrad/libengine/engine/basic_graph_task_impl.h"
+#include "actorgrad/libengine/torch/validate_outputs.h"
 
 namespace actorgrad {
 

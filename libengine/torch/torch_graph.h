@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "libengine/engine/basic_graph_task.h"
-#include "libengine/engine/graph_task_base.h"
+#include "actorgrad/libengine/engine/basic_graph_task.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad {
 

@@ -1,4 +1,4 @@
-#include "libengine/torch/validate_outputs.h"
+#include "actorgrad/libengine/torch/validate_outputs.h"
 
 #include <torch/csrc/autograd/function.h>
 

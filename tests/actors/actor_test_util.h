@@ -16,12 +16,12 @@
 #include <utility>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/autograd/graph_builder.h"
-#include "libengine/autograd/node.h"
-#include "libengine/ops.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 #include "tests/support/lambda_node.h"
 
 namespace actorgrad::actors_test {

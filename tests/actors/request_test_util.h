@@ -20,8 +20,8 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
-#include "actors/engine.h"
-#include "actors/messages.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/messages.h"
 #include "tests/actors/actor_test_util.h"
 
 namespace actorgrad::actors_test {

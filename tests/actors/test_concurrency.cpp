@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/autograd.h"
-#include "libengine/engine/reference_executor.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
 #include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;

@@ -23,10 +23,10 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
-#include "actors/engine.h"
-#include "libengine/autograd.h"
-#include "libengine/engine/errors.h"
-#include "libengine/engine/graph_task.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/graph_task.h"
 #include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/engine/reference_executor.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
 #include "tests/support/toy_graph.h"
 
 using namespace actorgrad;

@@ -13,12 +13,12 @@
 #include <thread>
 #include <vector>
 
-#include "actors/engine.h"
-#include "actors/graph_runner.h"
-#include "device/sim/sim_config.h"
-#include "libengine/graph/graph.h"
-#include "libengine/graph/graph_error.h"
-#include "libengine/graph/graph_ops.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/graph_runner.h"
+#include "actorgrad/device/sim/sim_config.h"
+#include "actorgrad/libengine/graph/graph.h"
+#include "actorgrad/libengine/graph/graph_error.h"
+#include "actorgrad/libengine/graph/graph_ops.h"
 #include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;

@@ -22,9 +22,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/autograd.h"
-#include "libengine/engine/graph_task.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/graph_task.h"
 #include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;

@@ -10,8 +10,8 @@
 #include <set>
 #include <thread>
 
-#include "actors/trace/event_buffer.h"
-#include "libengine/autograd/grad_mode.h"
+#include "actorgrad/actors/trace/event_buffer.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
 #include "tests/actors/trace_test_util.h"
 
 using namespace actorgrad;

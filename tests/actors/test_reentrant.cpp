@@ -8,15 +8,15 @@
 #include <thread>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/autograd.h"
-#include "libengine/autograd/custom_function.h"
-#include "libengine/autograd/grad_mode.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/custom_function.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
 #include "tests/actors/actor_test_util.h"
-#include "libengine/engine/errors.h"
-#include "libengine/engine/graph_task.h"
-#include "libengine/ops.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 using namespace actorgrad;
 

@@ -27,10 +27,10 @@
 #include <utility>
 #include <vector>
 
-#include "actors/default_engine.h"
-#include "actors/engine.h"
-#include "libengine/autograd.h"
-#include "libengine/engine/errors.h"
+#include "actorgrad/actors/default_engine.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/errors.h"
 #include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;

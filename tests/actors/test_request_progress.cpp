@@ -22,8 +22,8 @@
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "actors/engine.h"
-#include "actors/messages.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/messages.h"
 #include "tests/actors/request_test_util.h"
 
 using namespace actorgrad;

@@ -15,9 +15,9 @@
 
 #include "tests/actors/trace_test_util.h"
 #include "tests/support/chrome_trace_check.h"
-#include "tools/trace/chrome_json.h"
-#include "tools/trace/summary.h"
-#include "tools/trace/timeline.h"
+#include "actorgrad/tools/trace/chrome_json.h"
+#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/timeline.h"
 
 using namespace actorgrad;
 using namespace actorgrad::actors_test;

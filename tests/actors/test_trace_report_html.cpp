@@ -17,9 +17,9 @@
 #include <sstream>
 
 #include "tests/actors/trace_test_util.h"
-#include "tools/trace/html_report.h"
-#include "tools/trace/summary.h"
-#include "tools/trace/timeline.h"
+#include "actorgrad/tools/trace/html_report.h"
+#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/timeline.h"
 
 using namespace actorgrad;
 using namespace actorgrad::actors_test;

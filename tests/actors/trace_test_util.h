@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/autograd.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
 #include "tests/actors/actor_test_util.h"
 
 namespace actorgrad::actors_test {

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <string>
 
-#include "libengine/tensor/cuda/kernels_cuda.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/cuda/kernels_cuda.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::cuda_test {
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "device/cuda/cuda_backend.h"
+#include "actorgrad/device/cuda/cuda_backend.h"
 
 namespace actorgrad::cuda_test {
 

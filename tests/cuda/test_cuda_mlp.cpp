@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/autograd.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/require_gpu.h"
 #include "tools/cli/mlp.h"

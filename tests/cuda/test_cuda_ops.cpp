@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "device/cuda/caching_allocator.h"
-#include "device/event.h"
-#include "device/guards.h"
-#include "libengine/tensor/kernels.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/device/cuda/caching_allocator.h"
+#include "actorgrad/device/event.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/require_gpu.h"
 

@@ -17,10 +17,10 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "actors/remote/runtime.h"
-#include "actors/remote/dist_context.h"
-#include "libengine/autograd.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/remote/runtime.h"
+#include "actorgrad/actors/remote/dist_context.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::dist_test {
 

@@ -27,7 +27,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/send.hpp>
 
-#include "actors/remote/runtime.h"
+#include "actorgrad/actors/remote/runtime.h"
 #include "actorgrad/version.h"
 #include "tests/distributed/dist_test_util.h"
 #include "tests/support/child_process.h"

@@ -16,10 +16,10 @@
 #include <string>
 #include <thread>
 
-#include "actors/remote/dist_context.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/engine/errors.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/remote/dist_context.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/distributed/dist_test_util.h"
 #include "tests/distributed/worker_process.h"
 

@@ -9,8 +9,8 @@
 
 #include <string>
 
-#include "actors/remote/dist_context.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/remote/dist_context.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/distributed/dist_test_util.h"
 #include "tests/distributed/worker_process.h"
 

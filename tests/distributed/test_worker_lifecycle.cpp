@@ -19,9 +19,9 @@
 #include <string>
 #include <thread>
 
-#include "actors/remote/dist_context.h"
+#include "actorgrad/actors/remote/dist_context.h"
 #include "actorgrad/version.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/distributed/dist_test_util.h"
 #include "tests/distributed/worker_process.h"
 

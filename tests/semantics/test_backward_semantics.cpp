@@ -12,14 +12,14 @@
 #include <utility>
 #include <vector>
 
-#include "libengine/autograd.h"
-#include "libengine/autograd/graph_builder.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/autograd/node.h"
-#include "libengine/engine/errors.h"
-#include "libengine/engine/executor.h"
-#include "libengine/engine/graph_task.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/executor.h"
+#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/support/executor_fixture.h"
 #include "tests/support/lambda_node.h"
 

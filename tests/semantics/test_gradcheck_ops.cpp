@@ -3,11 +3,11 @@
 
 #include <cmath>
 
-#include "libengine/autograd.h"
-#include "libengine/autograd/graph_builder.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/autograd/node.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/support/executor_fixture.h"
 #include "tests/support/gradcheck.h"
 

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "libengine/autograd.h"
-#include "libengine/autograd/node.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/support/executor_fixture.h"
 #include "tests/support/hook_test_util.h"
 #include "tests/support/lambda_node.h"

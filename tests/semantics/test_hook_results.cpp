@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/autograd.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/autograd/graph_builder.h"
-#include "libengine/autograd/node.h"
-#include "libengine/engine/errors.h"
-#include "libengine/engine/reference_executor.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/streams/sim_test_util.h"
 #include "tests/support/executor_fixture.h"
 #include "tests/support/hook_test_util.h"

@@ -4,8 +4,8 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "device/sim/race_detector.h"
-#include "device/sim/sim_config.h"
+#include "actorgrad/device/sim/race_detector.h"
+#include "actorgrad/device/sim/sim_config.h"
 
 namespace actorgrad::test {
 

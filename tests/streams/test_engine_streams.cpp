@@ -9,11 +9,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include "tests/actors/actor_test_util.h"
-#include "device/event.h"
-#include "device/guards.h"
-#include "libengine/autograd.h"
-#include "libengine/engine/stream_sync.h"
-#include "libengine/ops.h"
+#include "actorgrad/device/event.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/stream_sync.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/streams/sim_test_util.h"
 
 using namespace actorgrad;

@@ -6,10 +6,10 @@
 #define BOOST_TEST_MODULE streams_input_buffer_streams
 #include <boost/test/unit_test.hpp>
 
-#include "device/guards.h"
-#include "libengine/engine/input_buffer.h"
-#include "libengine/engine/stream_sync.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/libengine/engine/input_buffer.h"
+#include "actorgrad/libengine/engine/stream_sync.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 #include "tests/streams/sim_test_util.h"
 
 using namespace actorgrad;

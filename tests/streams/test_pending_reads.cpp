@@ -12,16 +12,16 @@
 #include <thread>
 #include <tuple>
 
-#include "device/guards.h"
-#include "libengine/autograd.h"
-#include "libengine/autograd/accumulate_grad.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/engine/actorgrad_graph.h"
-#include "libengine/engine/input_buffer.h"
-#include "libengine/ops.h"
-#include "libengine/tensor/kernels.h"
-#include "libengine/tensor/pending_reads.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/accumulate_grad.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/actorgrad_graph.h"
+#include "actorgrad/libengine/engine/input_buffer.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/pending_reads.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 #include "tests/streams/sim_test_util.h"
 
 using namespace actorgrad;

@@ -20,12 +20,12 @@
 #include <random>
 #include <sstream>
 
-#include "device/event.h"
-#include "device/guards.h"
-#include "device/sim/sim_backend.h"
-#include "libengine/autograd.h"
-#include "libengine/engine/reference_executor.h"
-#include "libengine/ops.h"
+#include "actorgrad/device/event.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/device/sim/sim_backend.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/actors/actor_test_util.h"
 #include "tests/streams/sim_test_util.h"
 

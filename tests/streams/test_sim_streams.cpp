@@ -8,11 +8,11 @@
 #include <atomic>
 #include <thread>
 
-#include "device/event.h"
-#include "device/guards.h"
-#include "device/sim/sim_backend.h"
-#include "libengine/ops.h"
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/device/event.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/device/sim/sim_backend.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 #include "tests/streams/sim_test_util.h"
 
 using namespace actorgrad;

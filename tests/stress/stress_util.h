@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::stress {
 

@@ -17,11 +17,11 @@
 #include <thread>
 #include <vector>
 
-#include "actors/engine.h"
-#include "device/guards.h"
-#include "libengine/autograd.h"
-#include "libengine/engine/reference_executor.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/device/guards.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/actors/actor_test_util.h"
 #include "tests/streams/sim_test_util.h"
 #include "tests/stress/stress_util.h"

@@ -23,12 +23,12 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
-#include "actors/engine.h"
-#include "libengine/autograd.h"
-#include "libengine/autograd/custom_function.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/engine/errors.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/custom_function.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/stress/stress_util.h"
 
 using namespace actorgrad;

@@ -16,7 +16,7 @@
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
-#include "tools/trace/timeline.h"
+#include "actorgrad/tools/trace/timeline.h"
 
 namespace actorgrad::test {
 

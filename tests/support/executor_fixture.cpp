@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "actors/default_engine.h"
+#include "actorgrad/actors/default_engine.h"
 
 namespace actorgrad::testing {
 

@@ -5,9 +5,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "libengine/autograd.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::testing {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::testing {
 

@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "libengine/autograd.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::testing {
 

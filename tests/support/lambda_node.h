@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "libengine/autograd/node.h"
+#include "actorgrad/libengine/autograd/node.h"
 
 namespace actorgrad::testing {
 

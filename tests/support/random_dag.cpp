@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "libengine/ops.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::testing {
 

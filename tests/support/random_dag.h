@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "device/device.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/device/device.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::testing {
 

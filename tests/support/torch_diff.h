@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "actors/torch/install.h"
+#include "actorgrad/actors/torch/install.h"
 
 namespace actorgrad::test {
 

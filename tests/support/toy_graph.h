@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "libengine/engine/basic_graph_task.h"
-#include "libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/basic_graph_task.h"
+#include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad::toy {
 

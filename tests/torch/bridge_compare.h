@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/torch/install.h"
+#include "actorgrad/actors/torch/install.h"
 
 namespace bridge_test {
 

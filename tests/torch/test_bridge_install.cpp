@@ -12,7 +12,7 @@
 
 #include <set>
 
-#include "actors/trace/event.h"
+#include "actorgrad/actors/trace/event.h"
 
 namespace {
 

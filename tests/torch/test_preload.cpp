@@ -30,7 +30,7 @@
 
 #include "tests/support/child_process.h"
 #include "tests/support/chrome_trace_check.h"
-#include "tools/trace/chrome_json.h"
+#include "actorgrad/tools/trace/chrome_json.h"
 
 using namespace actorgrad;
 using namespace std::chrono_literals;

@@ -22,13 +22,13 @@
 #include <utility>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/autograd.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/engine/errors.h"
-#include "libengine/engine/reference_executor.h"
-#include "libengine/ops.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace ag = actorgrad;
 

@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "libengine/autograd.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/graph/graph.h"
-#include "libengine/graph/graph_error.h"
-#include "libengine/graph/graph_ops.h"
-#include "libengine/graph/random_graph.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/graph/graph.h"
+#include "actorgrad/libengine/graph/graph_error.h"
+#include "actorgrad/libengine/graph/graph_ops.h"
+#include "actorgrad/libengine/graph/random_graph.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/support/executor_fixture.h"
 
 using namespace actorgrad;

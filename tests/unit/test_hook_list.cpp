@@ -14,11 +14,11 @@
 #include <thread>
 #include <vector>
 
-#include "libengine/autograd.h"
-#include "libengine/autograd/hook_list.h"
-#include "libengine/autograd/node.h"
-#include "libengine/engine/reference_executor.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/hook_list.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
+#include "actorgrad/libengine/ops.h"
 
 using namespace actorgrad;
 

@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/autograd/node.h"
-#include "libengine/autograd/saved_variable.h"
-#include "libengine/engine/errors.h"
-#include "libengine/engine/input_buffer.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/autograd/saved_variable.h"
+#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/input_buffer.h"
+#include "actorgrad/libengine/ops.h"
 #include "tests/support/message_has.h"
 
 using namespace actorgrad;

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "libengine/autograd/node.h"
+#include "actorgrad/libengine/autograd/node.h"
 
 using namespace actorgrad;
 

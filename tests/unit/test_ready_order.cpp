@@ -6,8 +6,8 @@
 #include <tuple>
 #include <vector>
 
-#include "libengine/autograd/node.h"
-#include "libengine/engine/ready_heap.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/engine/ready_heap.h"
 
 using namespace actorgrad;
 

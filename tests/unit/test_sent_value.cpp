@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "libengine/engine/sent_value.h"
+#include "actorgrad/libengine/engine/sent_value.h"
 
 using actorgrad::SentValue;
 

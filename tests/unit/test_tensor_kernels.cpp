@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "libengine/ops.h"
-#include "libengine/tensor/kernels.h"
-#include "libengine/tensor/shape.h"
+#include "actorgrad/libengine/ops.h"
+#include "actorgrad/libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/shape.h"
 #include "tests/support/message_has.h"
 
 using namespace actorgrad;

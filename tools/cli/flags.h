@@ -17,7 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "device/device.h"
+#include "actorgrad/device/device.h"
 
 namespace actorgrad::cli {
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/ops.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::cli {
 

@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/autograd.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/ops.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/mlp.h"
 #include "tools/cli/spirals.h"
-#include "tools/trace/chrome_json.h"
-#include "tools/trace/report_files.h"
+#include "actorgrad/tools/trace/chrome_json.h"
+#include "actorgrad/tools/trace/report_files.h"
 
 namespace actorgrad::cli {
 namespace {

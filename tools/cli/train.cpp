@@ -13,17 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "actors/engine.h"
-#include "libengine/autograd.h"
-#include "libengine/engine/reference_executor.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/ops.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/mlp.h"
 #include "tools/cli/format.h"
 #include "tools/cli/progress.h"
 #include "tools/cli/spirals.h"
-#include "tools/trace/report_files.h"
+#include "actorgrad/tools/trace/report_files.h"
 
 namespace actorgrad::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "actors/remote/runtime.h"
+#include "actorgrad/actors/remote/runtime.h"
 #include "actorgrad/version.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/format.h"

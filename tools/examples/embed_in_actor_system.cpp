@@ -28,11 +28,11 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "actors/engine.h"
-#include "actors/messages.h"
-#include "libengine/autograd.h"
-#include "libengine/autograd/grad_mode.h"
-#include "libengine/ops.h"
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/messages.h"
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/ops.h"
 
 using namespace actorgrad;
 

@@ -1,4 +1,4 @@
-#include "tools/trace/chrome_json.h"
+#include "actorgrad/tools/trace/chrome_json.h"
 
 #include <algorithm>
 #include <cmath>

@@ -18,7 +18,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "tools/trace/timeline.h"
+#include "actorgrad/tools/trace/timeline.h"
 
 namespace actorgrad::trace {
 

@@ -1,4 +1,4 @@
-#include "tools/trace/html_report.h"
+#include "actorgrad/tools/trace/html_report.h"
 
 #include <algorithm>
 #include <cstdio>

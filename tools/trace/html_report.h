@@ -5,8 +5,8 @@
 
 #include <iosfwd>
 
-#include "tools/trace/summary.h"
-#include "tools/trace/timeline.h"
+#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/timeline.h"
 
 namespace actorgrad::trace {
 

@@ -1,13 +1,13 @@
-#include "tools/trace/report_files.h"
+#include "actorgrad/tools/trace/report_files.h"
 
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <stdexcept>
 
-#include "tools/trace/chrome_json.h"
-#include "tools/trace/html_report.h"
-#include "tools/trace/summary.h"
+#include "actorgrad/tools/trace/chrome_json.h"
+#include "actorgrad/tools/trace/html_report.h"
+#include "actorgrad/tools/trace/summary.h"
 
 namespace actorgrad::trace {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "tools/trace/timeline.h"
+#include "actorgrad/tools/trace/timeline.h"
 
 namespace actorgrad::trace {
 

@@ -1,4 +1,4 @@
-#include "tools/trace/summary.h"
+#include "actorgrad/tools/trace/summary.h"
 
 #include <algorithm>
 #include <cstdio>

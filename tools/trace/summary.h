@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/trace/timeline.h"
+#include "actorgrad/tools/trace/timeline.h"
 
 namespace actorgrad::trace {
 

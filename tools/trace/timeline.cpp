@@ -1,4 +1,4 @@
-#include "tools/trace/timeline.h"
+#include "actorgrad/tools/trace/timeline.h"
 
 #include <algorithm>
 #include <map>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/trace/event.h"
+#include "actorgrad/actors/trace/event.h"
 
 namespace actorgrad::trace {
 

@@ -16,10 +16,10 @@
 #include <caf/result.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "actors/remote/agent.h"
-#include "actors/remote/dist_nodes.h"
-#include "actors/remote/local_step.h"
-#include "actors/remote/protocol.h"
+#include "actorgrad/actors/remote/agent.h"
+#include "actorgrad/actors/remote/dist_nodes.h"
+#include "actorgrad/actors/remote/local_step.h"
+#include "actorgrad/actors/remote/protocol.h"
 
 namespace actorgrad::remote::detail {
 

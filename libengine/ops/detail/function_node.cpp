@@ -1,8 +1,8 @@
-#include "libengine/ops/detail/function_node.h"
+#include "actorgrad/libengine/ops/detail/function_node.h"
 
 #include <stdexcept>
 
-#include "libengine/autograd/graph_builder.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
 
 namespace actorgrad::detail {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "libengine/autograd/node.h"
-#include "libengine/autograd/saved_variable.h"
+#include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/autograd/saved_variable.h"
 
 namespace actorgrad::detail {
 

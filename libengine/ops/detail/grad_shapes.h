@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "libengine/ops.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace actorgrad::detail {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::detail {
 

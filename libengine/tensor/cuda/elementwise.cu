@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "libengine/tensor/cuda/detail/launch_support.cuh"
+#include "actorgrad/libengine/tensor/cuda/detail/launch_support.cuh"
 
 namespace actorgrad::kernels::cuda::detail {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad::kernels::cuda {
 

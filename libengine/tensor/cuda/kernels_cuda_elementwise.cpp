@@ -1,10 +1,10 @@
 /// @file kernels_cuda_elementwise.cpp
 /// Elementwise CUDA kernels: broadcasting binary ops, unary maps and the in-place kernels.
 
-#include "libengine/tensor/cuda/kernels_cuda.h"
+#include "actorgrad/libengine/tensor/cuda/kernels_cuda.h"
 
-#include "libengine/tensor/cuda/detail/cuda_support.h"
-#include "libengine/tensor/detail/kernel_checks.h"
+#include "actorgrad/libengine/tensor/cuda/detail/cuda_support.h"
+#include "actorgrad/libengine/tensor/detail/kernel_checks.h"
 
 namespace actorgrad::kernels::cuda {
 

@@ -1,7 +1,7 @@
 /// @file kernels_cuda_linalg.cpp
 /// Matrix products through cuBLAS.
 
-#include "libengine/tensor/cuda/kernels_cuda.h"
+#include "actorgrad/libengine/tensor/cuda/kernels_cuda.h"
 
 #include <array>
 #include <stdexcept>
@@ -10,9 +10,9 @@
 
 #include <cublas_v2.h>
 
-#include "device/cuda/cuda_error.h"
-#include "libengine/tensor/cuda/detail/cuda_support.h"
-#include "libengine/tensor/detail/kernel_checks.h"
+#include "actorgrad/device/cuda/cuda_error.h"
+#include "actorgrad/libengine/tensor/cuda/detail/cuda_support.h"
+#include "actorgrad/libengine/tensor/detail/kernel_checks.h"
 
 namespace actorgrad::kernels::cuda {
 

@@ -1,14 +1,14 @@
 /// @file kernels_cuda_reduce.cpp
 /// CUDA reductions and the softmax family (reductions along one dim).
 
-#include "libengine/tensor/cuda/kernels_cuda.h"
+#include "actorgrad/libengine/tensor/cuda/kernels_cuda.h"
 
 #include <utility>
 
-#include "device/cuda/caching_allocator.h"
-#include "device/cuda/cuda_error.h"
-#include "libengine/tensor/cuda/detail/cuda_support.h"
-#include "libengine/tensor/detail/kernel_checks.h"
+#include "actorgrad/device/cuda/caching_allocator.h"
+#include "actorgrad/device/cuda/cuda_error.h"
+#include "actorgrad/libengine/tensor/cuda/detail/cuda_support.h"
+#include "actorgrad/libengine/tensor/detail/kernel_checks.h"
 
 namespace actorgrad::kernels::cuda {
 

@@ -2,16 +2,16 @@
 /// CUDA shape changes and data movement: expand, transpose, row selection
 /// and scatter, cat, copies, casts and device moves.
 
-#include "libengine/tensor/cuda/kernels_cuda.h"
+#include "actorgrad/libengine/tensor/cuda/kernels_cuda.h"
 
 #include <optional>
 #include <utility>
 
-#include "device/cuda/cuda_error.h"
-#include "device/event.h"
-#include "libengine/tensor/cuda/detail/cuda_support.h"
-#include "libengine/tensor/detail/kernel_checks.h"
-#include "libengine/tensor/pending_reads.h"
+#include "actorgrad/device/cuda/cuda_error.h"
+#include "actorgrad/device/event.h"
+#include "actorgrad/libengine/tensor/cuda/detail/cuda_support.h"
+#include "actorgrad/libengine/tensor/detail/kernel_checks.h"
+#include "actorgrad/libengine/tensor/pending_reads.h"
 
 namespace actorgrad::kernels::cuda {
 

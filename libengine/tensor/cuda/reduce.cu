@@ -5,8 +5,8 @@
 #include <cmath>
 #include <memory>
 
-#include "device/cuda/caching_allocator.h"
-#include "libengine/tensor/cuda/detail/launch_support.cuh"
+#include "actorgrad/device/cuda/caching_allocator.h"
+#include "actorgrad/libengine/tensor/cuda/detail/launch_support.cuh"
 
 namespace actorgrad::kernels::cuda::detail {
 

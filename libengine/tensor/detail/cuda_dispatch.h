@@ -2,9 +2,9 @@
 /// @file cuda_dispatch.h
 /// Routes a host kernel's call to its CUDA version (cuda/kernels_cuda.h).
 
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 #ifdef ACTORGRAD_WITH_CUDA
-#include "libengine/tensor/cuda/kernels_cuda.h"
+#include "actorgrad/libengine/tensor/cuda/kernels_cuda.h"
 #endif
 
 namespace actorgrad::kernels::detail {

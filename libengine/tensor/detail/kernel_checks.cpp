@@ -1,4 +1,4 @@
-#include "libengine/tensor/detail/kernel_checks.h"
+#include "actorgrad/libengine/tensor/detail/kernel_checks.h"
 
 #include <numeric>
 #include <stdexcept>

@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "libengine/tensor/detail/kernel_support.h"
+#include "actorgrad/libengine/tensor/detail/kernel_support.h"
 
 namespace actorgrad::kernels::detail {
 

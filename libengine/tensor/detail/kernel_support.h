@@ -13,8 +13,8 @@
 
 #include <Eigen/Dense>
 
-#include "device/sim/sim_backend.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/device/sim/sim_backend.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::kernels::detail {
 

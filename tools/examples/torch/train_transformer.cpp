@@ -23,8 +23,8 @@
 #include <torch/torch.h>
 
 #ifndef ACTORGRAD_EXAMPLE_PLAIN
-#include "actors/torch/install.h"
-#include "tools/trace/report_files.h"
+#include "actorgrad/actors/torch/install.h"
+#include "actorgrad/tools/trace/report_files.h"
 #endif
 
 namespace {

@@ -1,11 +1,11 @@
-#include "libengine/tensor/cuda/detail/cuda_support.h"
+#include "actorgrad/libengine/tensor/cuda/detail/cuda_support.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "device/cuda/caching_allocator.h"
-#include "device/cuda/cuda_error.h"
-#include "libengine/tensor/tensor_impl.h"
+#include "actorgrad/device/cuda/caching_allocator.h"
+#include "actorgrad/device/cuda/cuda_error.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad::kernels::cuda::detail {
 

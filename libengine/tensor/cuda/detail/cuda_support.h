@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "device/cuda/device_scope.h"
-#include "libengine/tensor/cuda/detail/launch.h"
-#include "libengine/tensor/tensor.h"
+#include "actorgrad/device/cuda/device_scope.h"
+#include "actorgrad/libengine/tensor/cuda/detail/launch.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::kernels::cuda::detail {
 

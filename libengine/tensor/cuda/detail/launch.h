@@ -10,8 +10,8 @@
 
 #include <cstdint>
 
-#include "device/cuda/cuda_backend.h"
-#include "libengine/tensor/dtype.h"
+#include "actorgrad/device/cuda/cuda_backend.h"
+#include "actorgrad/libengine/tensor/dtype.h"
 
 namespace actorgrad::kernels::cuda::detail {
 

@@ -7,8 +7,8 @@
 
 #include <cuda_runtime.h>
 
-#include "device/cuda/cuda_error.h"
-#include "libengine/tensor/cuda/detail/launch.h"
+#include "actorgrad/device/cuda/cuda_error.h"
+#include "actorgrad/libengine/tensor/cuda/detail/launch.h"
 
 namespace actorgrad::kernels::cuda::detail {
 
