@@ -47,7 +47,10 @@ public:
       explicit Innermost(const GraphTask* t) { innermost = t; }
       ~Innermost() { innermost = prev; }
     } scope(&stock_);
-    engine_.run(task_, std::move(first_));
+    {
+      TorchGraph::call_scope state; // Note [Per-thread call state]
+      engine_.run(task_, std::move(first_));
+    }
     variable_list captured = task_->finish();
     // Capture hooks (GraphTask::ExecInfo::Capture::hooks_) are registered
     // in the libtorch GraphTask's exec_info, maybe during the call: run them

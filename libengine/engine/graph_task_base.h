@@ -145,6 +145,10 @@ private:
 /// a node), for queue_callback and for reentrant calls.
 GraphTaskBase* current_graph_task();
 
+/// Sets current_graph_task() (for graph types that restore it themselves,
+/// see Note [Per-thread call state] in libengine/torch/torch_graph.cpp).
+void set_current_graph_task(GraphTaskBase* t);
+
 /// Sets current_graph_task() for a scope.
 class CurrentGraphTaskGuard {
 public:

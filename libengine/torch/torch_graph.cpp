@@ -1,14 +1,18 @@
 #include "actorgrad/libengine/torch/torch_graph.h"
 
 #include <ATen/ATen.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/TensorSubclassLikeUtils.h>
 #include <torch/csrc/autograd/anomaly_mode.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
+
+#include <Eigen/Core>
 
 #include <stdexcept>
 #include <typeinfo>
 
 #include "actorgrad/libengine/engine/basic_graph_task_impl.h"
+#include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/torch/validate_outputs.h"
 
 namespace actorgrad {
@@ -17,15 +21,78 @@ template class BasicGraphTask<TorchGraph>;
 
 namespace {
 
-/// Whether the node running on this thread keeps its saved variables.
-/// Written and read by the thread running the node only.
-thread_local bool keep_graph_here = true;
+// Note [Per-thread call state]
+// libtorch's engine sets a graph task's thread-local state around every node
+// (ThreadLocalStateGuard, GraphTaskGuard, NoNamesGuard and the RecordFunction
+// check in Node::operator()): about 1,000 instructions a node, mostly
+// __tls_get_addr calls into libc10 and libtorch. The bridge runs every node
+// of a call on the thread that runs the call's Trampoline (the caller's
+// runner; a reentrant call's nodes and its parent's interleave there), and
+// consecutive nodes nearly always belong to one call. So what a node needs of
+// its call is set only when the thread's previous node belonged to another
+// call (run_scope), and call_scope, around a call's whole run, sets names off
+// once and puts everything back afterwards: actorgrad's current task (the
+// reentrant depth, queue_callback), grad mode (on under create_graph),
+// whether nodes keep their saved variables, and whether RecordFunction
+// callbacks (the torch profiler) want BACKWARD_FUNCTION events, checked when
+// the state is set: then nodes are called through Node::operator(), else
+// through apply(). The difference from libtorch: a node that changes the
+// thread's grad mode and leaves it changed is seen by the next node of its
+// call (libtorch restores the mode after every node).
+/// Written and read by its own thread only. Initial-exec: read for every
+/// node (see graph_task_base.cpp).
+[[gnu::tls_model("initial-exec")]] thread_local TorchGraph::call_state this_thread;
+
+/// Calls the node's apply() directly (it is protected in Node).
+struct NodeApply : ::torch::autograd::Node {
+  static ::torch::autograd::variable_list call(Node& fn, ::torch::autograd::variable_list&& in) {
+    return (fn.*&NodeApply::apply)(std::move(in));
+  }
+};
 
 /// libtorch's can_accumulate_inplace: a plain dense tensor nobody else holds.
 bool can_accumulate_inplace(const at::Tensor& v) {
   return !(at::isTensorSubclassLike(v) || v._is_zerotensor() || v.is_nested()) &&
          v.is_non_overlapping_and_dense() && v.use_count() == 1 && v.has_storage() &&
          v.storage().use_count() == 1;
+}
+
+// Note [Small in-place accumulation]
+// A gradient that fans in adds into its buffer with libtorch's
+// old.add_(grad): about 2,000 instructions through the dispatcher for a
+// tensor of a few elements, more than all the rest of the engine's work for
+// a node. For what that call would run as one plain loop (dense contiguous
+// CPU float/double tensors of the same shape and type, no views with
+// negative/conjugate bits, fewer elements than libtorch's parallel grain)
+// Eigen adds instead: element by element a + b, as libtorch's kernel
+// computes a + 1 * b (its vectorized form is fma(b, 1, a): the same single
+// rounding), so the result is bitwise the same; the version counter is
+// bumped as add_ bumps it.
+template <class T>
+void add_into(at::Tensor& old, const at::Tensor& grad) {
+  const auto n = static_cast<Eigen::Index>(old.numel());
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(old.data_ptr<T>(), n) +=
+    Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(grad.data_ptr<T>(), n);
+  old.unsafeGetTensorImpl()->bump_version();
+}
+
+/// Adds `grad` into `old` as old.add_(grad) would, when it is a plain small
+/// loop (Note [Small in-place accumulation]); false: not done.
+bool small_add_(at::Tensor& old, const at::Tensor& grad) {
+  const auto plain = [](const at::Tensor& t) {
+    return t.is_cpu() && t.layout() == at::kStrided && !t.is_neg() && !t.is_conj() &&
+           !at::isTensorSubclassLike(t) && !t._is_zerotensor() && t.is_contiguous();
+  };
+  const auto type = old.scalar_type();
+  if (type != grad.scalar_type() || (type != at::kDouble && type != at::kFloat) ||
+      old.numel() > at::internal::GRAIN_SIZE || !old.sizes().equals(grad.sizes()) ||
+      !plain(old) || !plain(grad))
+    return false;
+  if (type == at::kDouble)
+    add_into<double>(old, grad);
+  else
+    add_into<float>(old, grad);
+  return true;
 }
 
 /// Throws an E with `text` if `e` is exactly an E, for the first such E.
@@ -36,11 +103,30 @@ void throw_same_type(const std::exception& e, const std::string& text) {
 
 } // namespace
 
-TorchGraph::run_scope::KeepGraph::KeepGraph(bool keep) : prev_(keep_graph_here) {
-  keep_graph_here = keep;
+bool TorchGraph::run_scope::is_current(const GraphTaskBase& task) {
+  return this_thread.task == &task;
 }
 
-TorchGraph::run_scope::KeepGraph::~KeepGraph() { keep_graph_here = prev_; }
+void TorchGraph::run_scope::switch_to(GraphTaskBase& task) {
+  this_thread = {&task, task.options.keep_graph, at::hasCallbacks(), this_thread.spare};
+  set_current_graph_task(&task);
+  c10::GradMode::set_enabled(task.options.create_graph);
+}
+
+TorchGraph::call_scope::call_scope()
+  : saved_(this_thread), current_(current_graph_task()),
+    grad_mode_(c10::GradMode::is_enabled()), names_(at::NamesMode::is_enabled()) {
+  this_thread.spare = &spare_;
+  // libtorch's Node::operator() turns names off around every node.
+  at::NamesMode::set_enabled(false);
+}
+
+TorchGraph::call_scope::~call_scope() {
+  this_thread = saved_;
+  set_current_graph_task(current_);
+  c10::GradMode::set_enabled(grad_mode_);
+  at::NamesMode::set_enabled(names_);
+}
 
 NodeInfo TorchGraph::describe(const node& n) {
   return {&n, n.name(), n.sequence_nr(), device(n), 0};
@@ -49,25 +135,32 @@ NodeInfo TorchGraph::describe(const node& n) {
 TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) {
   for (const auto& hook : fn.pre_hooks())
     inputs = (*hook)(inputs);
-  if (!keep_graph_here)
+  if (!this_thread.keep_graph)
     fn.will_release_variables();
+  const auto call = [&fn](value_list&& in) {
+    return this_thread.record ? fn(std::move(in)) : NodeApply::call(fn, std::move(in));
+  };
   value_list outputs;
-  const bool has_post_hooks = !fn.post_hooks().empty();
   // Note [AccumulateGrad steals its input]
   // libtorch's AccumulateGrad reuses the incoming gradient instead of
   // cloning it when no one else holds it, counting one extra reference when
   // the node has post-hooks (num_expected_refs in accumulate_grad.h): the
   // engine's copy of the inputs, which it keeps only then. So do we.
-  if (has_post_hooks) {
-    value_list copy = inputs;
-    outputs = fn(std::move(copy));
+  if (fn.post_hooks().empty()) [[likely]] {
+    outputs = call(std::move(inputs));
+    torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
   } else {
-    outputs = fn(std::move(inputs));
-  }
-  torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
-  if (has_post_hooks)
+    value_list copy = inputs;
+    outputs = call(std::move(copy));
+    torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
     for (const auto& hook : fn.post_hooks())
       outputs = (*hook)(outputs, inputs);
+  }
+  // A node's input vector, kept for the next buffer this call makes: one
+  // allocation a node fewer.
+  inputs.clear();
+  if (this_thread.spare)
+    *this_thread.spare = std::move(inputs);
   return outputs;
 }
 
@@ -100,6 +193,10 @@ void TorchGraph::rethrow_in_node(const node& fn, const std::exception& e) {
   } catch (c10::Error& err) {
     err.add_context(where);
     throw;
+  } catch (const EngineError&) {
+    // The scheduler's own checks (anomaly mode's NaN check): libtorch's
+    // engine throws a std::runtime_error.
+    throw std::runtime_error(where + ": " + e.what());
   } catch (...) {
   }
   throw_same_type<std::runtime_error, std::logic_error, std::invalid_argument, std::out_of_range,
@@ -111,8 +208,11 @@ void TorchGraph::rethrow_in_node(const node& fn, const std::exception& e) {
 void TorchGraph::accumulate(input_buffer& buffer, const node& consumer, std::uint32_t pos,
                             at::Tensor&& grad, const source&, bool create_graph) {
   // libtorch's InputBuffer::add and accumulate, for the CPU.
-  if (buffer.empty())
+  if (buffer.empty()) {
+    if (this_thread.spare)
+      buffer = std::move(*this_thread.spare);
     buffer.resize(consumer.num_inputs());
+  }
   if (!grad.defined())
     return;
   at::Tensor& old = buffer[pos];
@@ -120,6 +220,8 @@ void TorchGraph::accumulate(input_buffer& buffer, const node& consumer, std::uin
     old = std::move(grad);
     return;
   }
+  if (!create_graph && can_accumulate_inplace(old) && small_add_(old, grad))
+    return;
   c10::AutoGradMode mode(create_graph);
   if (create_graph)
     old = old + grad;

@@ -37,31 +37,52 @@ struct TorchGraph {
     void stash(const std::vector<Device>&, const value_list&) {}
     void sync() const {}
   };
-  /// The guards around running a node: the current task (actorgrad's, for
-  /// reentrant calls), grad mode (on under create_graph, as libtorch's
-  /// GraphTask sets it) and what the call protocol needs of the task.
+  /// The state a node of a call runs in (see Note [Per-thread call
+  /// state]): switched only when the thread's last node belonged to
+  /// another call.
   class run_scope {
   public:
-    run_scope(GraphTaskBase& task, const node&)
-      : current_(&task), grad_mode_(task.options.create_graph), keep_graph_(task.options.keep_graph) {}
+    run_scope(GraphTaskBase& task, const node&) {
+      if (!is_current(task)) [[unlikely]]
+        switch_to(task);
+    }
 
   private:
-    /// Tells call_function whether the running node keeps its saved
-    /// variables (libtorch calls will_release_variables() otherwise).
-    class KeepGraph {
-    public:
-      explicit KeepGraph(bool keep);
-      ~KeepGraph();
-      KeepGraph(const KeepGraph&) = delete;
-      KeepGraph& operator=(const KeepGraph&) = delete;
+    static bool is_current(const GraphTaskBase& task);
+    static void switch_to(GraphTaskBase& task);
+  };
 
-    private:
-      bool prev_;
-    };
+  /// What a node needs of its call, set per thread (see Note [Per-thread
+  /// call state]).
+  struct call_state {
+    /// The call whose state is set on this thread (null: none).
+    const GraphTaskBase* task = nullptr;
+    /// Whether its nodes keep their saved variables (keep_graph).
+    bool keep_graph = true;
+    /// Whether RecordFunction callbacks were registered when it was set.
+    bool record = false;
+    /// The innermost call_scope's spare buffer (null outside a call).
+    std::vector<at::Tensor>* spare = nullptr;
+  };
 
-    CurrentGraphTaskGuard current_;
-    c10::AutoGradMode grad_mode_;
-    KeepGraph keep_graph_;
+  /// Around one call's whole run on this thread: names off (libtorch's
+  /// NoNamesGuard), and afterwards this thread's grad mode, current task
+  /// and call state as before (see Note [Per-thread call state]).
+  class call_scope {
+  public:
+    call_scope();
+    ~call_scope();
+    call_scope(const call_scope&) = delete;
+    call_scope& operator=(const call_scope&) = delete;
+
+  private:
+    /// A node's input vector kept for the next buffer of the call.
+    std::vector<at::Tensor> spare_;
+    /// What this thread had before.
+    call_state saved_;
+    GraphTaskBase* current_;
+    bool grad_mode_;
+    bool names_;
   };
 
   static node* target(const edge& e) { return e.function.get(); }

@@ -8,6 +8,44 @@ namespace actorgrad::torch_bridge {
 
 namespace {
 
+// Note [Reading InputMetadata's shape]
+// libtorch 1.13's InputMetadata has no public shape accessor: is_same_shape
+// compares through out-of-line SymInt operators and costs about 200
+// instructions a gradient, more than the rest of the checks. The member
+// pointer below is taken by an explicit instantiation, where C++ does not
+// check access ([temp.spec.general]/6), so same_shape compares the concrete
+// sizes inline and leaves anything else (nested or symbolic) to
+// is_same_shape.
+using InputMetadata = ::torch::autograd::InputMetadata;
+using MetadataShapePtr = ::torch::autograd::MetadataShape InputMetadata::*;
+struct ShapeMember {
+  friend MetadataShapePtr member(ShapeMember);
+};
+template <MetadataShapePtr M>
+struct ExposeShape {
+  friend MetadataShapePtr member(ShapeMember) { return M; }
+};
+template struct ExposeShape<&InputMetadata::shape_>;
+
+bool same_shape(const InputMetadata& metadata, const at::Tensor& grad) {
+  const auto* shape =
+    c10::get_if<::torch::autograd::SymIntSmallVec>(&(metadata.*member(ShapeMember{})));
+  if (shape == nullptr || grad.is_nested()) [[unlikely]]
+    return metadata.is_same_shape(grad);
+  const c10::SymIntArrayRef sizes = grad.sym_sizes();
+  if (sizes.size() != shape->size())
+    return false;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    const c10::SymInt& a = sizes[k];
+    const c10::SymInt& b = (*shape)[k];
+    if (a.is_symbolic() || b.is_symbolic()) [[unlikely]]
+      return metadata.is_same_shape(grad);
+    if (a.expect_int() != b.expect_int())
+      return false;
+  }
+  return true;
+}
+
 bool is_sparse_compressed(at::Layout l) {
   return l == at::kSparseCsr || l == at::kSparseCsc || l == at::kSparseBsr || l == at::kSparseBsc;
 }
@@ -32,10 +70,17 @@ void validate_outputs(const std::vector<::torch::autograd::Edge>& edges,
     const auto& edge = edges[i];
     if (!edge.is_valid())
       continue;
-    const auto& metadata = edge.function->input_metadata(edge.input_nr);
     auto& grad = grads[i];
     if (!grad.defined())
       continue; // as libtorch: an undefined gradient is allowed
+    const auto& metadata = edge.function->input_metadata(edge.input_nr);
+    // The usual case, where every check below passes and converts nothing.
+    if (grad.dtype() == metadata.dtype() && grad.layout() == metadata.layout() &&
+        grad.device() == metadata.device() && same_shape(metadata, grad)) [[likely]] {
+      TORCH_INTERNAL_ASSERT(c10::isFloatingType(grad.scalar_type()) ||
+                            c10::isComplexType(grad.scalar_type()));
+      continue;
+    }
     if (!metadata.is_same_shape(grad)) {
       if (metadata.is_expandable_to_shape(grad))
         grad = metadata.reduce_grad(grad);

@@ -11,6 +11,8 @@
 
 #include <functional>
 #include <string>
+#include <typeinfo>
+#include <utility>
 
 namespace {
 
@@ -24,14 +26,14 @@ std::string text_of(const E& e) {
     return e.what();
 }
 
-/// The text of the E that `fails` throws (fails the test if it throws
-/// nothing or another type).
+/// What `fails` throws: its exact type and text (fails the test if it
+/// throws nothing or no E).
 template <class E>
-std::string error_of(const std::function<void()>& fails) {
+std::pair<std::string, std::string> error_of(const std::function<void()>& fails) {
   try {
     fails();
   } catch (const E& e) {
-    return text_of(e);
+    return {typeid(e).name(), text_of(e)};
   } catch (const std::exception& e) {
     BOOST_ERROR("another exception type: " << typeid(e).name() << ": " << e.what());
     return {};
@@ -40,15 +42,17 @@ std::string error_of(const std::function<void()>& fails) {
   return {};
 }
 
-/// `fails` throws E on both engines; actorgrad's text holds the stock one
-/// and `node` (when not empty); afterwards a backward works on actorgrad.
+/// `fails` throws the same type (an E) on both engines; actorgrad's text
+/// holds the stock one and `node` (when not empty); afterwards a backward
+/// works on actorgrad.
 template <class E>
 void check_same_error(const std::function<void()>& fails, const std::string& node) {
-  const std::string stock = error_of<E>(fails);
+  const auto [stock_type, stock] = error_of<E>(fails);
   actorgrad::torch::Scope scope;
-  const std::string ours = error_of<E>(fails);
+  const auto [our_type, ours] = error_of<E>(fails);
   BOOST_TEST_MESSAGE("stock: " << stock << "\nactorgrad: " << ours);
   BOOST_CHECK(!stock.empty());
+  BOOST_CHECK_EQUAL(our_type, stock_type);
   BOOST_CHECK_MESSAGE(ours.find(stock) != std::string::npos,
                       "stock text '" << stock << "' not in '" << ours << "'");
   if (!node.empty())

@@ -161,3 +161,23 @@ BOOST_AUTO_TEST_CASE(allow_unused) {
     return r;
   });
 }
+
+// Fan-in of many gradients, float and double, small (the Eigen fast path of
+// Note [Small in-place accumulation]), odd-sized (vector tails) and past
+// libtorch's parallel grain (libtorch's add_): bitwise the stock sums.
+BOOST_AUTO_TEST_CASE(fan_in_accumulation_float_and_double) {
+  for (auto type : {torch::kFloat32, torch::kFloat64})
+    for (std::int64_t n : {1, 37, 40000})
+      check_same([type, n] {
+        torch::manual_seed(n);
+        auto x = torch::randn({n}, torch::TensorOptions().dtype(type)).requires_grad_(true);
+        auto h = x * 1.7;
+        torch::Tensor y;
+        for (int i = 0; i < 9; ++i) {
+          auto b = torch::sin(h * (0.3 + 0.1 * i));
+          y = i == 0 ? b : y + b;
+        }
+        y.sum().backward();
+        return grads_of({x});
+      });
+}
