@@ -181,3 +181,45 @@ BOOST_AUTO_TEST_CASE(fan_in_accumulation_float_and_double) {
         return grads_of({x});
       });
 }
+
+namespace {
+/// Names of the BACKWARD_FUNCTION record functions seen on this thread.
+std::vector<std::string> recorded;
+std::unique_ptr<at::ObserverContext> record_name(const at::RecordFunction& fn) {
+  recorded.emplace_back(fn.name());
+  return nullptr;
+}
+
+std::vector<std::string> backward_functions_recorded() {
+  recorded.clear();
+  const auto handle = at::addThreadLocalCallback(
+    at::RecordFunctionCallback(record_name).scopes({at::RecordScope::BACKWARD_FUNCTION}));
+  auto x = leaf({3});
+  (torch::tanh(x * 2.0) + x).sum().backward();
+  at::removeCallback(handle);
+  return recorded;
+}
+} // namespace
+
+// With RecordFunction callbacks registered (the torch profiler), every node
+// is a BACKWARD_FUNCTION event, in the stock order, inside one event of the
+// bridge's Trampoline (libtorch's engine runs it as a node); without, none.
+BOOST_AUTO_TEST_CASE(record_function_events_per_node) {
+  const auto stock = backward_functions_recorded();
+  actorgrad::torch::Scope scope;
+  const auto ours = backward_functions_recorded();
+  for (const auto& [who, names] : {std::pair{"stock", stock}, std::pair{"actorgrad", ours}}) {
+    std::string all;
+    for (const auto& n : names)
+      all += n + " ";
+    BOOST_TEST_MESSAGE(who << ": " << all);
+  }
+  BOOST_TEST(stock.size() >= 5u);
+  auto expected = stock;
+  expected.insert(expected.begin(), "actorgrad::TorchBridge");
+  BOOST_TEST(ours == expected, boost::test_tools::per_element());
+  recorded.clear();
+  auto x = leaf({3});
+  (x * 2.0).sum().backward();
+  BOOST_TEST(recorded.empty());
+}
