@@ -140,22 +140,17 @@ TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) 
   const auto call = [&fn](value_list&& in) {
     return this_thread.record ? fn(std::move(in)) : NodeApply::call(fn, std::move(in));
   };
-  value_list outputs;
   // Note [AccumulateGrad steals its input]
   // libtorch's AccumulateGrad reuses the incoming gradient instead of
   // cloning it when no one else holds it, counting one extra reference when
   // the node has post-hooks (num_expected_refs in accumulate_grad.h): the
   // engine's copy of the inputs, which it keeps only then. So do we.
-  if (fn.post_hooks().empty()) [[likely]] {
-    outputs = call(std::move(inputs));
-    torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
-  } else {
-    value_list copy = inputs;
-    outputs = call(std::move(copy));
-    torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
+  const bool post_hooks = !fn.post_hooks().empty();
+  value_list outputs = post_hooks ? call(value_list(inputs)) : call(std::move(inputs));
+  torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
+  if (post_hooks) [[unlikely]]
     for (const auto& hook : fn.post_hooks())
       outputs = (*hook)(outputs, inputs);
-  }
   // A node's input vector, kept for the next buffer this call makes: one
   // allocation a node fewer.
   inputs.clear();

@@ -56,63 +56,73 @@ std::string in(const ::torch::autograd::Node* fn, const std::string& message) {
   return fn ? "Function " + fn->name() + " returned an " + message : message;
 }
 
+/// libtorch's checks and conversions of one gradient (out of line: the
+/// fast path in validate_outputs handles the usual case).
+[[gnu::noinline]] void validate_one(const InputMetadata& metadata, at::Tensor& grad, std::size_t i,
+                                    const ::torch::autograd::Node* fn) {
+  if (!metadata.is_same_shape(grad)) {
+    if (metadata.is_expandable_to_shape(grad))
+      grad = metadata.reduce_grad(grad);
+    else
+      TORCH_CHECK(false, in(fn, metadata.incompatible_shape_error_message(i, grad).str()));
+  }
+  const auto expected_type = c10::typeMetaToScalarType(metadata.options().dtype());
+  TORCH_CHECK(c10::isFloatingType(grad.scalar_type()) ||
+              c10::isComplexType(expected_type) == c10::isComplexType(grad.scalar_type()));
+  if (expected_type != grad.scalar_type())
+    grad = grad.to(expected_type);
+  if (grad.layout() != metadata.layout() && !grad.is_sparse() &&
+      !(grad.layout() == at::kStrided &&
+        (is_sparse_compressed(metadata.layout()) || metadata.layout() == at::kSparse))) {
+    std::stringstream ss;
+    ss << "invalid gradient at index " << i << " - expected layout " << metadata.layout()
+       << " but got " << grad.layout();
+    TORCH_CHECK(false, in(fn, ss.str()));
+  }
+  if (grad.device() != metadata.device() &&
+      !(metadata.is_tensor_subclass() || grad.unsafeGetTensorImpl()->is_python_dispatch())) {
+    if (grad.dim() == 0) {
+      grad = grad.to(metadata.device());
+    } else {
+      std::stringstream ss;
+      ss << "invalid gradient at index " << i << " - expected device " << metadata.device()
+         << " but got " << grad.device();
+      TORCH_CHECK(false, in(fn, ss.str()));
+    }
+  }
+  TORCH_INTERNAL_ASSERT(c10::isFloatingType(grad.scalar_type()) ||
+                        c10::isComplexType(grad.scalar_type()));
+}
+
+/// libtorch's "invalid number of gradients" error.
+[[noreturn, gnu::noinline]] void wrong_count(std::size_t expected, std::size_t got,
+                                             const ::torch::autograd::Node* fn) {
+  std::stringstream ss;
+  ss << "invalid number of gradients - expected " << expected << ", but got " << got;
+  TORCH_CHECK(false, in(fn, ss.str()));
+}
+
 } // namespace
 
 void validate_outputs(const std::vector<::torch::autograd::Edge>& edges,
                       std::vector<at::Tensor>& grads, const ::torch::autograd::Node* fn) {
-  if (grads.size() != edges.size()) {
-    std::stringstream ss;
-    ss << "invalid number of gradients - expected " << edges.size() << ", but got "
-       << grads.size();
-    TORCH_CHECK(false, in(fn, ss.str()));
-  }
+  if (grads.size() != edges.size()) [[unlikely]]
+    wrong_count(edges.size(), grads.size(), fn);
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const auto& edge = edges[i];
-    if (!edge.is_valid())
-      continue;
     auto& grad = grads[i];
-    if (!grad.defined())
-      continue; // as libtorch: an undefined gradient is allowed
+    // As libtorch: no check for an edge to nowhere or an undefined gradient.
+    if (!edge.is_valid() || !grad.defined())
+      continue;
     const auto& metadata = edge.function->input_metadata(edge.input_nr);
-    // The usual case, where every check below passes and converts nothing.
+    // The usual case: every check of validate_one passes and converts nothing.
     if (grad.dtype() == metadata.dtype() && grad.layout() == metadata.layout() &&
         grad.device() == metadata.device() && same_shape(metadata, grad)) [[likely]] {
       TORCH_INTERNAL_ASSERT(c10::isFloatingType(grad.scalar_type()) ||
                             c10::isComplexType(grad.scalar_type()));
       continue;
     }
-    if (!metadata.is_same_shape(grad)) {
-      if (metadata.is_expandable_to_shape(grad))
-        grad = metadata.reduce_grad(grad);
-      else
-        TORCH_CHECK(false, in(fn, metadata.incompatible_shape_error_message(i, grad).str()));
-    }
-    const auto expected_type = c10::typeMetaToScalarType(metadata.options().dtype());
-    TORCH_CHECK(c10::isFloatingType(grad.scalar_type()) ||
-                c10::isComplexType(expected_type) == c10::isComplexType(grad.scalar_type()));
-    if (expected_type != grad.scalar_type())
-      grad = grad.to(expected_type);
-    if (grad.layout() != metadata.layout() && !grad.is_sparse() &&
-        !(grad.layout() == at::kStrided &&
-          (is_sparse_compressed(metadata.layout()) || metadata.layout() == at::kSparse))) {
-      std::stringstream ss;
-      ss << "invalid gradient at index " << i << " - expected layout " << metadata.layout()
-         << " but got " << grad.layout();
-      TORCH_CHECK(false, in(fn, ss.str()));
-    }
-    if (grad.device() != metadata.device() &&
-        !(metadata.is_tensor_subclass() || grad.unsafeGetTensorImpl()->is_python_dispatch())) {
-      if (grad.dim() == 0) {
-        grad = grad.to(metadata.device());
-      } else {
-        std::stringstream ss;
-        ss << "invalid gradient at index " << i << " - expected device " << metadata.device()
-           << " but got " << grad.device();
-        TORCH_CHECK(false, in(fn, ss.str()));
-      }
-    }
-    TORCH_INTERNAL_ASSERT(c10::isFloatingType(grad.scalar_type()) ||
-                          c10::isComplexType(grad.scalar_type()));
+    validate_one(metadata, grad, i, fn);
   }
 }
 
