@@ -48,19 +48,20 @@ inline void add_parameters(NamedTensors& out, const ::torch::nn::Module& module,
   }
 }
 
-/// Runs `program` on the stock engine, then under an actorgrad::torch::Scope,
-/// each after ::torch::manual_seed(seed). Throws std::logic_error when the
+/// Runs `program` on the stock engine, then under an
+/// actorgrad::torch::Scope(config), each after ::torch::manual_seed(seed). Throws std::logic_error when the
 /// bridge is installed already (the stock run would not be stock) or when
 /// the actor run made no backward call on actorgrad (the comparison could
 /// not fail).
-inline DiffRuns run_both(const TorchProgram& program, std::uint64_t seed = 0) {
+inline DiffRuns run_both(const TorchProgram& program, std::uint64_t seed = 0,
+                         actorgrad::EngineConfig config = {}) {
   if (actorgrad::torch::installed())
     throw std::logic_error("run_both: the torch bridge is installed already; the stock run would not be stock");
   DiffRuns runs;
   ::torch::manual_seed(seed);
   runs.stock = program();
   {
-    actorgrad::torch::Scope scope;
+    actorgrad::torch::Scope scope(std::move(config));
     const auto before = actorgrad::torch::stats();
     ::torch::manual_seed(seed);
     runs.actor = program();

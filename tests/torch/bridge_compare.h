@@ -1,51 +1,51 @@
 #pragma once
 /// @file bridge_compare.h
-/// Helpers of the torch bridge's tests: run the same libtorch code on the
-/// stock engine and on actorgrad (install/uninstall in one process) and
-/// compare the results bitwise.
+/// The torch bridge's tests on tests/support/torch_diff.h with Boost.Test
+/// checks: the same libtorch code run on the stock engine and on actorgrad
+/// (install/uninstall in one process), its results compared bitwise.
 
-#include <torch/torch.h>
+#include "tests/support/torch_diff.h" // libtorch first
 
 #include <boost/test/unit_test.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
-
-#include "actorgrad/actors/torch/install.h"
 
 namespace bridge_test {
 
 /// The results of one run of a test body (gradients, outputs).
 using Results = std::vector<torch::Tensor>;
 
-/// Runs `body` on the stock engine, then with actorgrad installed (checking
-/// that it did run on actorgrad), and returns {stock, actorgrad}.
+/// `r` named by position ("result 0", ...), for torch_diff's compare.
+inline actorgrad::test::NamedTensors named(Results r) {
+  actorgrad::test::NamedTensors out;
+  for (std::size_t i = 0; i < r.size(); ++i)
+    out.emplace_back("result " + std::to_string(i), std::move(r[i]));
+  return out;
+}
+
+/// The tensors of `t`, without their names.
+inline Results unnamed(const actorgrad::test::NamedTensors& t) {
+  Results out;
+  for (const auto& [name, x] : t)
+    out.push_back(x);
+  return out;
+}
+
+/// Runs `body` on the stock engine, then with actorgrad installed with
+/// `config` (torch_diff's run_both: it throws unless actorgrad ran a call),
+/// and returns {stock, actorgrad}.
 template <class Body>
 std::pair<Results, Results> run_both(Body body, actorgrad::EngineConfig config = {}) {
-  BOOST_REQUIRE(!actorgrad::torch::installed());
-  Results stock = body();
-  const auto before = actorgrad::torch::stats().calls;
-  Results ours;
-  {
-    actorgrad::torch::Scope scope(config);
-    ours = body();
-  }
-  BOOST_CHECK_GT(actorgrad::torch::stats().calls, before);
-  return {std::move(stock), std::move(ours)};
+  const auto runs = actorgrad::test::run_both([&] { return named(body()); }, 0, std::move(config));
+  return {unnamed(runs.stock), unnamed(runs.actor)};
 }
 
 /// Bitwise equality of two lists (undefined tensors must match too).
 inline void check_equal(const Results& stock, const Results& ours) {
-  BOOST_REQUIRE_EQUAL(stock.size(), ours.size());
-  for (std::size_t i = 0; i < stock.size(); ++i) {
-    BOOST_TEST_CONTEXT("result " << i) {
-      BOOST_REQUIRE_EQUAL(stock[i].defined(), ours[i].defined());
-      if (!stock[i].defined())
-        continue;
-      BOOST_CHECK(stock[i].sizes() == ours[i].sizes());
-      BOOST_CHECK(torch::equal(stock[i], ours[i]));
-    }
-  }
+  const std::string diff = actorgrad::test::compare(named(stock), named(ours));
+  BOOST_CHECK_MESSAGE(diff.empty(), diff);
 }
 
 /// run_both + check_equal.
