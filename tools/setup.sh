@@ -3,7 +3,9 @@
 #
 #   tools/setup.sh                    build dependencies, then configure + build
 #   tools/setup.sh --with-test-deps   also libtorch-dev (the gradient cross-check
-#                                     test) and chromium (the trace screenshot test)
+#                                     test), chromium (the trace screenshot test)
+#                                     and python3-torch, pybind11-dev, python3-pytest
+#                                     (the Python bridge and its tests)
 #   tools/setup.sh --no-build         install packages only
 #
 # Idempotent: packages already installed are not touched, `apt-get update`
@@ -27,7 +29,7 @@ done
 
 packages=(cmake g++ make ccache python3 libcaf-dev libboost-test-dev libbenchmark-dev libeigen3-dev libcli11-dev)
 if [[ $with_test_deps == 1 ]]; then
-  packages+=(libtorch-dev chromium)
+  packages+=(libtorch-dev chromium python3-torch pybind11-dev python3-pytest)
 fi
 
 missing=()

@@ -100,8 +100,9 @@ std::atomic<BridgeEngine*>& all_bridge_engines() {
   return head;
 }
 
-BridgeEngine::BridgeEngine(std::unique_ptr<actorgrad::Engine> engine)
-  : previous(all_bridge_engines().exchange(this)), engine_(std::move(engine)) {
+BridgeEngine::BridgeEngine(std::unique_ptr<actorgrad::Engine> engine,
+                           ::torch::autograd::Engine& fallback)
+  : previous(all_bridge_engines().exchange(this)), engine_(std::move(engine)), fallback_(fallback) {
   // libtorch's check comes first in a nested call (execute_with_graph_task
   // runs before the actor engine sees the call), so it applies the limit.
   max_recursion_depth_ = engine_->config().max_recursion_depth;
@@ -154,7 +155,7 @@ variable_list BridgeEngine::run_on_stock(const edge_list& roots, const variable_
                                          bool keep_graph, bool create_graph, bool accumulate_grad,
                                          const edge_list& outputs) {
   counters().delegated.fetch_add(1, std::memory_order_relaxed);
-  return Engine::execute(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
+  return fallback_.execute(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
 }
 
 variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inputs,

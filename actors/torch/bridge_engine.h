@@ -56,7 +56,10 @@ Counters& counters();
 /// they go to libtorch's base engine once retire() has run).
 class BridgeEngine final : public ::torch::autograd::Engine {
 public:
-  explicit BridgeEngine(std::unique_ptr<actorgrad::Engine> engine);
+  /// `fallback`: libtorch's default engine before (its anomaly metadata
+  /// and saved-tensor hooks are kept: torch's Python engine supplies Python
+  /// tracebacks and `saved_tensors_hooks`).
+  BridgeEngine(std::unique_ptr<actorgrad::Engine> engine, ::torch::autograd::Engine& fallback);
   ~BridgeEngine() override;
 
   ::torch::autograd::variable_list
@@ -70,6 +73,13 @@ public:
   void thread_on_exception(std::shared_ptr<::torch::autograd::GraphTask> graph_task,
                            const std::shared_ptr<::torch::autograd::Node>& fn,
                            std::exception& e) override;
+
+  std::unique_ptr<::torch::autograd::AnomalyMetadata> make_anomaly_metadata() override {
+    return fallback_.make_anomaly_metadata();
+  }
+  std::unique_ptr<::torch::autograd::SavedVariableHooks> get_default_saved_variable_hooks() override {
+    return fallback_.get_default_saved_variable_hooks();
+  }
 
   /// The actor engine (valid until retire() and the calls in flight end).
   actorgrad::Engine& engine() { return *engine_; }
@@ -96,6 +106,7 @@ private:
       const ::torch::autograd::edge_list& outputs);
 
   std::unique_ptr<actorgrad::Engine> engine_;
+  ::torch::autograd::Engine& fallback_;
   /// The installation's use plus one per call in flight; 0: engine_ is gone
   /// (see Note [Bridge uses]). Changed by install/uninstall and every call.
   std::atomic<std::int64_t> uses_{1};

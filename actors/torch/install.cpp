@@ -16,10 +16,15 @@ using torch_bridge::BridgeEngine;
 /// every libtorch call of get_default_engine (through default_engine_stub).
 std::atomic<BridgeEngine*> installed_bridge{nullptr};
 
+/// libtorch's default engine before the first install: the stock C++
+/// engine, or in a Python process torch's Python engine. Set once, before
+/// the stub that reads it.
+::torch::autograd::Engine* fallback_engine = nullptr;
+
 ::torch::autograd::Engine& default_engine_stub() {
   if (BridgeEngine* b = installed_bridge.load(std::memory_order_acquire))
     return *b;
-  return ::torch::autograd::Engine::get_base_engine();
+  return *fallback_engine;
 }
 
 } // namespace
@@ -27,7 +32,10 @@ std::atomic<BridgeEngine*> installed_bridge{nullptr};
 void install(EngineConfig config) {
   if (installed())
     throw std::logic_error("actorgrad::torch::install: already installed (uninstall() first)");
-  auto* bridge = new BridgeEngine(std::make_unique<actorgrad::Engine>(std::move(config)));
+  static ::torch::autograd::Engine* const fallback =
+    (fallback_engine = &::torch::autograd::Engine::get_default_engine());
+  auto* bridge =
+    new BridgeEngine(std::make_unique<actorgrad::Engine>(std::move(config)), *fallback);
   BridgeEngine* expected = nullptr;
   if (!installed_bridge.compare_exchange_strong(expected, bridge, std::memory_order_acq_rel)) {
     bridge->retire(); // another thread installed meanwhile; `bridge` stays in the chain

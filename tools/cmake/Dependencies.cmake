@@ -40,3 +40,35 @@ elseif(Torch_FOUND AND NOT torch_option STREQUAL "OFF")
   set(ACTORGRAD_WITH_TORCH ON)
   message(STATUS "torch bridge (actorgrad_torch) is built")
 endif()
+
+# The Python bridge (ACTORGRAD_PYTHON: AUTO builds the actorgrad Python package
+# when the torch bridge is built and Debian's python3-torch and pybind11-dev are
+# found, ON requires them, OFF never builds it). Debian's torch imports only
+# in Debian's Python: Python3_EXECUTABLE defaults to /usr/bin/python3.
+set(ACTORGRAD_PYTHON AUTO CACHE STRING "Build the Python package actorgrad (torch bridge): AUTO, ON or OFF")
+set_property(CACHE ACTORGRAD_PYTHON PROPERTY STRINGS AUTO ON OFF)
+string(TOUPPER "${ACTORGRAD_PYTHON}" python_option)
+if(NOT python_option MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "ACTORGRAD_PYTHON='${ACTORGRAD_PYTHON}': use AUTO, ON or OFF")
+endif()
+set(ACTORGRAD_WITH_PYTHON OFF)
+if(ACTORGRAD_WITH_TORCH AND NOT python_option STREQUAL "OFF")
+  if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(Python3_EXECUTABLE /usr/bin/python3)
+  endif()
+  find_package(Python3 QUIET COMPONENTS Interpreter Development.Module)
+  find_package(pybind11 CONFIG QUIET)
+  find_library(TORCH_PYTHON_LIBRARY torch_python)
+  if(Python3_FOUND AND pybind11_FOUND AND TORCH_PYTHON_LIBRARY)
+    execute_process(COMMAND ${Python3_EXECUTABLE} -c "import torch"
+                    RESULT_VARIABLE python_torch_missing OUTPUT_QUIET ERROR_QUIET)
+  endif()
+  if(Python3_FOUND AND pybind11_FOUND AND TORCH_PYTHON_LIBRARY AND NOT python_torch_missing)
+    set(ACTORGRAD_WITH_PYTHON ON)
+    message(STATUS "Python bridge (package actorgrad for ${Python3_EXECUTABLE}) is built")
+  endif()
+endif()
+if(python_option STREQUAL "ON" AND NOT ACTORGRAD_WITH_PYTHON)
+  message(FATAL_ERROR "ACTORGRAD_PYTHON=ON needs the torch bridge, python3-torch, pybind11-dev "
+                      "and libtorch_python (tools/setup.sh --with-test-deps installs them)")
+endif()

@@ -1,0 +1,87 @@
+/// @file module.cpp
+/// `actorgrad._C`: the Python side of the torch bridge (tools/python/actorgrad/
+/// torch.py is its Python API). install() makes the actor engine libtorch's
+/// default engine (actors/torch/install.h: TorchScript and C++ callers);
+/// torch.py also puts an object with this module's run_backward,
+/// queue_callback and is_checkpoint_valid in
+/// `torch.autograd.Variable._execution_engine`, which every Python backward
+/// calls.
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <utility>
+
+#include "actorgrad/actors/default_engine.h"
+#include "actorgrad/actors/torch/install.h"
+#include "actorgrad/actors/torch/python/run_backward.h"
+#include "actorgrad/tools/trace/report_files.h"
+#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/timeline.h"
+
+namespace py = pybind11;
+
+namespace actorgrad::torch_python {
+namespace {
+
+/// What a profile() recorded: the message flow of its backward passes.
+class Recording {
+public:
+  explicit Recording(trace::Trace t) : timeline_(trace::build_timeline(t)) {}
+  /// Writes the Chrome trace (Perfetto, `actorgrad trace --in`).
+  void save(const std::string& path) const { write({.json = path, .html = {}, .summary = {}}); }
+  /// Writes the self-contained HTML report.
+  void save_html(const std::string& path) const {
+    write({.json = {}, .html = path, .summary = {}});
+  }
+  /// The text summary (per-actor load, message edges, critical paths).
+  std::string summary() const { return trace::format_summary(timeline_, trace::summarize(timeline_)); }
+
+private:
+  void write(const trace::ReportPaths& paths) const {
+    py::gil_scoped_release no_gil;
+    trace::write_reports(timeline_, paths);
+  }
+  trace::Timeline timeline_;
+};
+
+PyMethodDef engine_methods[] = {
+  {"run_backward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(run_backward)),
+   METH_VARARGS | METH_KEYWORDS, "torch 1.13's Variable._execution_engine.run_backward, on actorgrad"},
+  {"queue_callback", queue_callback, METH_O, "Runs a callable when the current backward ends"},
+  {"is_checkpoint_valid", is_checkpoint_valid, METH_NOARGS, "torch's is_checkpoint_valid"},
+  {nullptr, nullptr, 0, nullptr}};
+
+} // namespace
+} // namespace actorgrad::torch_python
+
+PYBIND11_MODULE(_C, m) {
+  using namespace actorgrad;
+  using torch_python::Recording;
+  m.doc() = "actorgrad's torch bridge (see actorgrad.torch)";
+  for (PyMethodDef* def = torch_python::engine_methods; def->ml_name; ++def)
+    m.add_object(def->ml_name, py::reinterpret_steal<py::object>(PyCFunction_NewEx(def, nullptr, m.attr("__name__").ptr())));
+  m.def(
+    "install",
+    [](const std::string& devices, int max_recursion_depth) {
+      EngineConfig config;
+      config.devices = parse_devices(devices);
+      config.max_recursion_depth = max_recursion_depth;
+      torch::install(std::move(config));
+    },
+    py::arg("devices") = "", py::arg("max_recursion_depth") = 60,
+    "Makes the actor engine libtorch's default engine (devices as ACTORGRAD_DEVICES: 'sim:2').");
+  m.def("uninstall", &torch::uninstall, "Restores libtorch's default engine.");
+  m.def("installed", &torch::installed);
+  m.def("stats", [] {
+    const auto s = torch::stats();
+    return py::dict(py::arg("calls") = s.calls, py::arg("delegated") = s.delegated);
+  });
+  m.def("start_recording", [] { torch::engine().start_recording(); });
+  m.def("stop_recording", [] { return Recording(torch::engine().stop_recording()); });
+  py::class_<Recording>(m, "Recording")
+    .def("save", &Recording::save, py::arg("path"))
+    .def("save_html", &Recording::save_html, py::arg("path"))
+    .def("summary", &Recording::summary);
+}

@@ -1,0 +1,226 @@
+"""Programs run twice by test_torch_bridge.py, in separate processes: on
+torch's own engine and on actorgrad's (`cases.py CASE stock|actorgrad OUT`).
+Each returns a dict of tensors and event lists, saved with torch.save to OUT
+and compared bitwise by the test."""
+
+import sys
+import threading
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.utils.checkpoint as checkpoint
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+def params_and_grads(module, out, prefix=""):
+    for name, p in module.named_parameters():
+        out[prefix + name] = p.detach().clone()
+        out[prefix + name + ".grad"] = None if p.grad is None else p.grad.clone()
+
+
+@case
+def mlp_sgd():
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 5))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    out = {}
+    for step in range(5):
+        x, y = torch.randn(8, 16), torch.randint(0, 5, (8,))
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        out[f"loss{step}"] = loss.detach()
+    params_and_grads(model, out)
+    return out
+
+
+@case
+def cnn():
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
+    x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
+    F.cross_entropy(model(x), y).backward()
+    out = {}
+    params_and_grads(model, out)
+    return out
+
+
+@case
+def transformer_layer():
+    out = {}
+    for mode in ("train", "eval"):
+        layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.1)
+        getattr(layer, mode)()
+        x = torch.randn(6, 3, 32, requires_grad=True)
+        layer(x).pow(2).mean().backward()
+        params_and_grads(layer, out, mode + ".")
+        out[mode + ".x.grad"] = x.grad
+    return out
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+@case
+def custom_function_double_backward():
+    x = torch.randn(5, requires_grad=True)
+    (g,) = torch.autograd.grad(Square.apply(x).sum(), x, create_graph=True)
+    (gg,) = torch.autograd.grad(g.sum(), x)
+    return {"g": g.detach(), "gg": gg}
+
+
+@case
+def checkpoint_reentrant_and_not():
+    out = {}
+    for reentrant in (True, False):
+        lin = nn.Linear(8, 8)
+        x = torch.randn(4, 8, requires_grad=True)
+        y = checkpoint.checkpoint(lambda t: torch.tanh(lin(t)) * 2, x, use_reentrant=reentrant)
+        y.sum().backward()
+        params_and_grads(lin, out, f"{reentrant}.")
+        out[f"{reentrant}.x.grad"] = x.grad
+    return out
+
+
+@case
+def hvp_and_third_order():
+    x = torch.randn(6, requires_grad=True)
+    v = torch.randn(6)
+    y = (x.sin() * x.exp()).sum()
+    (g,) = torch.autograd.grad(y, x, create_graph=True)
+    (hv,) = torch.autograd.grad(g @ v, x, create_graph=True)
+    (third,) = torch.autograd.grad(hv.sum(), x)
+    return {"g": g.detach(), "hv": hv.detach(), "third": third}
+
+
+@case
+def hooks_and_retain_grad():
+    events = []
+    x = torch.randn(4, 4, requires_grad=True)
+    h = x.exp()
+    h.retain_grad()
+    h.register_hook(lambda g: events.append("tensor hook") or g * 2)
+    lin = nn.Linear(4, 4)
+    lin.register_full_backward_hook(lambda m, gi, go: events.append("module hook"))
+    y = lin(h)
+    y.grad_fn.register_hook(lambda gi, go: events.append("node hook " + type(y.grad_fn).__name__))
+    y.grad_fn.register_prehook(lambda go: events.append("node prehook"))
+    y.sum().backward()
+    out = {"x.grad": x.grad, "h.grad": h.grad, "events": events}
+    params_and_grads(lin, out)
+    return out
+
+
+@case
+def autograd_functional():
+    f = lambda x: (x.sin() * x.cos()).sum(-1)
+    x = torch.randn(3, 4)
+    g = lambda x: x.exp() * x
+    return {
+        "jacobian": torch.autograd.functional.jacobian(g, x),
+        "jacobian_vectorized": torch.autograd.functional.jacobian(g, x, vectorize=True),
+        "hessian": torch.autograd.functional.hessian(lambda x: f(x).sum(), x),
+        "vjp": torch.autograd.functional.vjp(g, x, torch.ones(3, 4))[1],
+        "jvp": torch.autograd.functional.jvp(g, x, torch.ones(3, 4))[1],
+    }
+
+
+class Fails(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        raise ValueError("custom backward failed on purpose")
+
+
+@case
+def exception_in_custom_backward():
+    x = torch.randn(3, requires_grad=True)
+    try:
+        (Fails.apply(x) * 2).sum().backward()
+        error = "none"
+    except Exception as e:
+        error = f"{type(e).__name__}: {e}"
+    (x * x).sum().backward()  # the next backward works
+    return {"error": [error], "x.grad": x.grad}
+
+
+@case
+def queue_callback_and_checkpoint_valid():
+    events = []
+    x = torch.randn(3, requires_grad=True)
+
+    def hook(g):
+        events.append(f"valid {torch.autograd.Variable._execution_engine.is_checkpoint_valid()}")
+        torch.autograd.Variable._execution_engine.queue_callback(lambda: events.append("callback"))
+        events.append("hook")
+        return g
+
+    y = x.exp()
+    y.register_hook(hook)
+    y.sum().backward()
+    events.append("after backward")
+    (gx,) = torch.autograd.grad(x.exp().sum(), x)
+    return {"events": events, "x.grad": x.grad, "gx": gx}
+
+
+@case
+def two_threads():
+    # Models and inputs made first: torch's global generator is not per thread.
+    models = [nn.Linear(8, 8) for _ in range(2)]
+    inputs = [[torch.randn(4, 8) for _ in range(20)] for _ in range(2)]
+
+    def work(i):
+        for x in inputs[i]:
+            models[i](x).pow(2).sum().backward()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {f"grad{i}": models[i].weight.grad for i in range(2)}
+
+
+@case
+def saved_tensors_hooks():
+    events = []
+    x = torch.randn(4, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: events.append("pack") or t * 1,
+                                                  lambda t: events.append("unpack") or t):
+        y = (x.sin() * x).sum()
+    y.backward()
+    return {"events": events, "x.grad": x.grad}
+
+
+if __name__ == "__main__":
+    name, engine, path = sys.argv[1:]
+    torch.set_num_threads(1)
+    if engine == "actorgrad":
+        import actorgrad.torch
+        actorgrad.torch.install()
+    torch.manual_seed(0)
+    result = CASES[name]()
+    if engine == "actorgrad":
+        calls = actorgrad.torch.stats()["calls"]
+        assert calls > 0, "no backward call ran on actorgrad"
+        result["actorgrad calls"] = [calls]
+    torch.save(result, path)

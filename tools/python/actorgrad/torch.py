@@ -1,0 +1,111 @@
+"""Run PyTorch's backward passes on actorgrad's actor engine.
+
+    import actorgrad.torch
+    actorgrad.torch.install()          # every backward from now on
+    loss.backward()                    # torch's own nodes, scheduled by actors
+
+    with actorgrad.torch.installed():  # or only inside a block
+        ...
+
+    with actorgrad.torch.profile() as p:
+        loss.backward()
+    p.save("trace.json"); p.save_html("trace.html"); print(p.summary())
+
+install() makes the actor engine libtorch's default engine (C++ and
+TorchScript callers) and puts an engine object in
+``torch.autograd.Variable._execution_engine``, which torch.autograd.backward,
+torch.autograd.grad, Tensor.backward, torch.autograd.functional and
+torch.utils.checkpoint call. Calls whose graph reaches a CUDA device run on
+torch's own engine (counted in ``stats()["delegated"]``).
+"""
+
+import contextlib
+
+import torch.autograd
+
+from . import _C
+
+__all__ = ["install", "uninstall", "is_installed", "installed", "stats", "profile"]
+
+
+class _ActorEngine:
+    """What torch.autograd.Variable._execution_engine holds while installed."""
+
+    run_backward = _C.run_backward
+    queue_callback = _C.queue_callback
+    is_checkpoint_valid = _C.is_checkpoint_valid
+
+
+_stock_engine = None
+
+
+def install(devices="", max_recursion_depth=60):
+    """Makes the actor engine run every backward pass of the process.
+
+    devices: the non-CPU devices the engine serves besides the CPU, as for
+    ACTORGRAD_DEVICES ("sim:2"); torch's CPU nodes need none.
+    Raises RuntimeError when already installed.
+    """
+    global _stock_engine
+    _C.install(devices, max_recursion_depth)
+    _stock_engine = torch.autograd.Variable._execution_engine
+    torch.autograd.Variable._execution_engine = _ActorEngine()
+
+
+def uninstall():
+    """Restores torch's engine. Does nothing when not installed."""
+    global _stock_engine
+    if _stock_engine is not None:
+        torch.autograd.Variable._execution_engine = _stock_engine
+        _stock_engine = None
+    _C.uninstall()
+
+
+def is_installed():
+    """Whether actorgrad runs the backward passes now."""
+    return _C.installed()
+
+
+@contextlib.contextmanager
+def installed(devices="", max_recursion_depth=60):
+    """install() for the duration of a with-block."""
+    install(devices, max_recursion_depth)
+    try:
+        yield
+    finally:
+        uninstall()
+
+
+def stats():
+    """{"calls": backward calls run on actors, "delegated": given to torch's engine}."""
+    return _C.stats()
+
+
+class Profile:
+    """The message flow of the backward passes of a profile() block."""
+
+    def __init__(self):
+        self._recording = None
+
+    def save(self, path):
+        """Writes a Chrome trace (Perfetto, `actorgrad trace --in`)."""
+        self._recording.save(path)
+
+    def save_html(self, path):
+        """Writes the self-contained HTML report."""
+        self._recording.save_html(path)
+
+    def summary(self):
+        """The text summary: per-actor load, messages, critical paths."""
+        return self._recording.summary()
+
+
+@contextlib.contextmanager
+def profile():
+    """Records the backward passes of a with-block (install() first)."""
+    p = Profile()
+    _C.start_recording()
+    try:
+        yield p
+    finally:
+        p._recording = _C.stop_recording()
