@@ -190,8 +190,10 @@ void TorchGraph::rethrow_in_node(const node& fn, const std::exception& e) {
     throw;
   } catch (const EngineError&) {
     // The scheduler's own checks (anomaly mode's NaN check): libtorch's
-    // engine throws a std::runtime_error.
-    throw std::runtime_error(where + ": " + e.what());
+    // engine throws a std::runtime_error, with its text when that names the
+    // node already.
+    const std::string text = e.what();
+    throw std::runtime_error(text.find(fn.name()) != std::string::npos ? text : where + ": " + text);
   } catch (...) {
   }
   throw_same_type<std::runtime_error, std::logic_error, std::invalid_argument, std::out_of_range,

@@ -211,6 +211,108 @@ def saved_tensors_hooks():
     return {"events": events, "x.grad": x.grad}
 
 
+class Nested(torch.autograd.Function):
+    """Its backward calls grad() on a graph with another Nested, `depth` deep."""
+
+    @staticmethod
+    def forward(ctx, x, depth):
+        ctx.save_for_backward(x)
+        ctx.depth = depth
+        return x * 1.5
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if ctx.depth == 0:
+            return g * 1.5, None
+        with torch.enable_grad():
+            inner = x.detach().requires_grad_(True)
+            (gi,) = torch.autograd.grad(Nested.apply(inner, ctx.depth - 1).sum(), inner)
+        return g * gi, None
+
+
+@case
+def reentrant_past_depth_60():
+    x = torch.randn(3, requires_grad=True)
+    Nested.apply(x, 70).sum().backward()
+    return {"x.grad": x.grad}
+
+
+@case
+def anomaly_mode_nan():
+    x = torch.zeros(3, requires_grad=True)
+    with torch.autograd.detect_anomaly():
+        try:
+            (x.sqrt() * 0).sum().backward()
+            error = "none"
+        except Exception as e:
+            error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+    return {"error": [error]}
+
+
+@torch.jit.script
+def scripted_grad(x: torch.Tensor) -> torch.Tensor:
+    y = (x * x).sum()
+    g = torch.autograd.grad([y], [x])
+    result = g[0]
+    assert result is not None
+    return result
+
+
+@case
+def torchscript_grad():
+    x = torch.randn(4, requires_grad=True)
+    return {"g": scripted_grad(x)}
+
+
+@case
+def functorch_transforms():
+    import functorch
+    f = lambda x: (x.sin() * x).sum()
+    x = torch.randn(5)
+    return {"grad": functorch.grad(f)(x), "vmap_grad": functorch.vmap(functorch.grad(f))(torch.randn(3, 5))}
+
+
+def _ddp_train(rank, world_size):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.manual_seed(rank + 1)
+    out = {}
+    for step in range(3):
+        opt.zero_grad()
+        loss = model(torch.randn(4, 8)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        out[f"loss{step}"] = loss.detach()
+    params_and_grads(model.module, out)
+    dist.destroy_process_group()
+    return out
+
+
+@case
+def ddp_gloo_one_process():
+    import tempfile
+    import torch.distributed as dist
+    with tempfile.TemporaryDirectory() as d:
+        dist.init_process_group("gloo", init_method=f"file://{d}/store", rank=0, world_size=1)
+        return _ddp_train(0, 1)
+
+
+if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "ddp_rank":
+    # cases.py ddp_rank RANK PORT ENGINE OUT: one rank of a two-process DDP run.
+    import torch.distributed as dist
+    _, _, rank, port, engine, path = sys.argv
+    torch.set_num_threads(1)
+    if engine == "actorgrad":
+        import actorgrad.torch
+        actorgrad.torch.install()
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=int(rank), world_size=2)
+    torch.save(_ddp_train(int(rank), 2), path)
+    sys.exit(0)
+
 if __name__ == "__main__":
     name, engine, path = sys.argv[1:]
     torch.set_num_threads(1)

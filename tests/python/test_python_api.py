@@ -1,0 +1,141 @@
+"""actorgrad.torch's API, the GIL during a backward, two-process DDP and
+`python3 -m actorgrad.profile`."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import torch
+
+import actorgrad.torch as ag
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+EXAMPLE = os.path.join(ROOT, "tools", "examples", "python", "train.py")
+
+
+@pytest.fixture
+def on_actorgrad():
+    ag.install()
+    yield
+    ag.uninstall()
+
+
+def test_install_swaps_the_engine_and_uninstall_restores_it():
+    stock = torch.autograd.Variable._execution_engine
+    with ag.installed():
+        assert ag.is_installed()
+        assert torch.autograd.Variable._execution_engine is not stock
+        with pytest.raises(Exception, match="already installed"):
+            ag.install()
+        before = ag.stats()["calls"]
+        x = torch.randn(3, requires_grad=True)
+        (x * 2).sum().backward()
+        assert ag.stats()["calls"] == before + 1
+    assert not ag.is_installed()
+    assert torch.autograd.Variable._execution_engine is stock
+
+
+def test_errors_keep_torch_texts_and_the_next_backward_works(on_actorgrad):
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape of torch.Size\(\[4\]\)"):
+        (x * 2).backward(torch.ones(4))  # torch.autograd's own check
+    with pytest.raises(RuntimeError, match=r"invalid gradient at index 0 - got \[4\] but expected shape compatible with \[3\]"):
+        torch.autograd.Variable._execution_engine.run_backward(((x * 2),), (torch.ones(4),), False, False)
+    y = (x * x).sum()
+    y.backward(retain_graph=False)
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        y.backward()
+    x.grad = None
+    (x * 3).sum().backward()
+    assert torch.equal(x.grad, torch.full((3,), 3.0))
+
+
+def test_a_python_thread_keeps_running_during_a_backward(on_actorgrad):
+    torch.set_num_threads(1)
+    # Few large nodes: a GIL held through the call stalls the thread for one
+    # node at least (a quarter of the backward).
+    a = torch.randn(500, 500, requires_grad=True)
+    h = a
+    for _ in range(4):
+        h = torch.tanh(h @ a)
+    loss = h.sum()
+    ticks, stop = [], threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+
+    t = threading.Thread(target=spin)
+    t.start()
+    time.sleep(0.05)
+    start = time.perf_counter()
+    loss.backward()
+    end = time.perf_counter()
+    stop.set()
+    t.join()
+    during = [s for s in ticks if start <= s <= end]
+    gaps = [b - a for a, b in zip([start] + during, during + [end])]
+    assert end - start > 0.05, "the backward is too short to measure stalls"
+    assert max(gaps) < 0.1 * (end - start), f"longest stall {max(gaps):.4f} s of {end - start:.4f} s"
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ddp_two_processes(engine, tmp_path):
+    port = _free_port()
+    env = dict(os.environ)
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "cases.py"), "ddp_rank", str(rank),
+                               str(port), engine, str(tmp_path / f"{engine}{rank}.pt")], env=env)
+             for rank in range(2)]
+    for p in procs:
+        assert p.wait(timeout=300) == 0
+    return [torch.load(tmp_path / f"{engine}{rank}.pt") for rank in range(2)]
+
+
+def test_ddp_two_processes_on_loopback(tmp_path):
+    stock = _ddp_two_processes("stock", tmp_path)
+    ours = _ddp_two_processes("actorgrad", tmp_path)
+    for rank in range(2):
+        assert sorted(stock[rank]) == sorted(ours[rank])
+        for key, value in stock[rank].items():
+            assert torch.equal(value, ours[rank][key]), (rank, key)
+    # The ranks averaged their gradients: both hold the same.
+    assert torch.equal(ours[0]["0.weight.grad"], ours[1]["0.weight.grad"])
+
+
+def test_profile_module_writes_a_report_with_libtorch_names(tmp_path):
+    html, trace = tmp_path / "out.html", tmp_path / "out.json"
+    env = dict(os.environ)
+    run = subprocess.run([sys.executable, "-m", "actorgrad.profile", EXAMPLE, "--steps", "2",
+                          "--html", str(html), "--json", str(trace)],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "step 1 loss" in run.stdout
+    events = json.load(open(trace))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    names = {e.get("name") for e in events}
+    for node in ("AddmmBackward0", "NativeLayerNormBackward0", "EmbeddingBackward0"):
+        assert node in names, node
+    starts = sorted(e["id"] for e in events if e.get("ph") == "s")
+    finishes = sorted(e["id"] for e in events if e.get("ph") == "f")
+    assert starts == finishes
+    assert html.read_text().lstrip().lower().startswith("<!doctype html")
+
+
+def test_profile_from_python(on_actorgrad, tmp_path):
+    x = torch.randn(4, requires_grad=True)
+    with ag.profile() as p:
+        (x.exp() * 2).sum().backward()
+    p.save(str(tmp_path / "t.json"))
+    assert "MulBackward0" in open(tmp_path / "t.json").read()
+    assert "ExpBackward0" in p.summary()
