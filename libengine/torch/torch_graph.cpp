@@ -1,6 +1,7 @@
 #include "actorgrad/libengine/torch/torch_graph.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/TensorSubclassLikeUtils.h>
 #include <torch/csrc/autograd/anomaly_mode.h>
@@ -42,6 +43,16 @@ namespace {
 /// Written and read by its own thread only. Initial-exec: read for every
 /// node (see graph_task_base.cpp).
 [[gnu::tls_model("initial-exec")]] thread_local TorchGraph::call_state this_thread;
+
+/// Calls `fn` with RecordFunction callbacks registered: the profiler's
+/// per-node event of libtorch's engine around Node::operator(), which adds
+/// the node's BACKWARD_FUNCTION event.
+[[gnu::noinline]] ::torch::autograd::variable_list call_recorded(::torch::autograd::Node& fn,
+                                                                 ::torch::autograd::variable_list&& in) {
+  RECORD_FUNCTION(c10::str("autograd::engine::evaluate_function: ", fn.name()),
+                  c10::ArrayRef<const c10::IValue>());
+  return fn(std::move(in));
+}
 
 /// Calls the node's apply() directly (it is protected in Node).
 struct NodeApply : ::torch::autograd::Node {
@@ -138,7 +149,7 @@ TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) 
   if (!this_thread.keep_graph)
     fn.will_release_variables();
   const auto call = [&fn](value_list&& in) {
-    return this_thread.record ? fn(std::move(in)) : NodeApply::call(fn, std::move(in));
+    return this_thread.record ? call_recorded(fn, std::move(in)) : NodeApply::call(fn, std::move(in));
   };
   // Note [AccumulateGrad steals its input]
   // libtorch's AccumulateGrad reuses the incoming gradient instead of

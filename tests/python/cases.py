@@ -240,14 +240,32 @@ def reentrant_past_depth_60():
 
 @case
 def anomaly_mode_nan():
+    import warnings
     x = torch.zeros(3, requires_grad=True)
-    with torch.autograd.detect_anomaly():
-        try:
-            (x.sqrt() * 0).sum().backward()
-            error = "none"
-        except Exception as e:
-            error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
-    return {"error": [error]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.autograd.detect_anomaly():
+            try:
+                (x.sqrt() * 0).sum().backward()
+                error = "none"
+            except Exception as e:
+                error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+    # The forward traceback anomaly mode prints names this file's line.
+    tracebacks = [line.strip() for w in caught for line in str(w.message).splitlines()
+                  if "cases.py" in line or "Error detected" in line]
+    assert any("cases.py" in t for t in tracebacks), [str(w.message) for w in caught]
+    return {"error": [error], "traceback": tracebacks}
+
+
+@case
+def torch_profiler_events():
+    x = torch.randn(8, 8, requires_grad=True)
+    y = (x.tanh() @ x).sum()
+    with torch.autograd.profiler.profile() as prof:
+        y.backward()
+    names = sorted({e.name for e in prof.function_events if "Backward" in e.name or "AccumulateGrad" in e.name})
+    assert "TanhBackward0" in names, names
+    return {"backward events": names, "x.grad": x.grad}
 
 
 @torch.jit.script
