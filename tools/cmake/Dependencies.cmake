@@ -20,12 +20,18 @@ find_package(benchmark QUIET)
 # libtorch is optional: the cross-checks, the comparison benchmark and the
 # torch bridge (ACTORGRAD_TORCH: AUTO builds the bridge when libtorch is
 # found, ON requires it, OFF never builds it).
-set(ACTORGRAD_TORCH AUTO CACHE STRING "Build the torch bridge (actorgrad_torch): AUTO, ON or OFF")
-set_property(CACHE ACTORGRAD_TORCH PROPERTY STRINGS AUTO ON OFF)
-string(TOUPPER "${ACTORGRAD_TORCH}" torch_option)
-if(NOT torch_option MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "ACTORGRAD_TORCH='${ACTORGRAD_TORCH}': use AUTO, ON or OFF")
-endif()
+# An AUTO/ON/OFF cache option `name`; sets `out` to its value in upper case.
+function(actorgrad_tristate_option name doc out)
+  set(${name} AUTO CACHE STRING "${doc}: AUTO, ON or OFF")
+  set_property(CACHE ${name} PROPERTY STRINGS AUTO ON OFF)
+  string(TOUPPER "${${name}}" value)
+  if(NOT value MATCHES "^(AUTO|ON|OFF)$")
+    message(FATAL_ERROR "${name}='${${name}}': use AUTO, ON or OFF")
+  endif()
+  set(${out} ${value} PARENT_SCOPE)
+endfunction()
+
+actorgrad_tristate_option(ACTORGRAD_TORCH "Build the torch bridge (actorgrad_torch)" torch_option)
 find_package(Torch QUIET PATHS /usr/lib/x86_64-linux-gnu/cmake/Torch)
 if(Torch_FOUND)
   message(STATUS "libtorch found: cross-checks and the libtorch benchmark are built")
@@ -45,12 +51,7 @@ endif()
 # when the torch bridge is built and Debian's python3-torch and pybind11-dev are
 # found, ON requires them, OFF never builds it). Debian's torch imports only
 # in Debian's Python: Python3_EXECUTABLE defaults to /usr/bin/python3.
-set(ACTORGRAD_PYTHON AUTO CACHE STRING "Build the Python package actorgrad (torch bridge): AUTO, ON or OFF")
-set_property(CACHE ACTORGRAD_PYTHON PROPERTY STRINGS AUTO ON OFF)
-string(TOUPPER "${ACTORGRAD_PYTHON}" python_option)
-if(NOT python_option MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "ACTORGRAD_PYTHON='${ACTORGRAD_PYTHON}': use AUTO, ON or OFF")
-endif()
+actorgrad_tristate_option(ACTORGRAD_PYTHON "Build the Python package actorgrad (torch bridge)" python_option)
 set(ACTORGRAD_WITH_PYTHON OFF)
 if(ACTORGRAD_WITH_TORCH AND NOT python_option STREQUAL "OFF")
   if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)

@@ -21,6 +21,16 @@ using ::torch::autograd::variable_list;
 
 namespace {
 
+/// torch's refusal of a vmapped tensor among the call's `what` ("output" or
+/// "input") tensors.
+void check_not_vmapped(const at::Tensor& t, const char* what, Py_ssize_t i) {
+  TORCH_CHECK(!at::isBatchedTensor(t),
+              "torch.autograd.grad(outputs, inputs, grad_outputs) called inside torch.vmap. We "
+              "do not support the case where any ", what, "s are vmapped tensors (", what, " ",
+              i, " is being vmapped over). Please call autograd.grad() outside torch.vmap or "
+              "file a bug report with your use case.")
+}
+
 /// The roots and their gradients of a call (THPEngine_run_backward's checks
 /// and texts).
 void unpack_roots(PyObject* tensors, PyObject* grad_tensors, std::vector<Edge>& roots,
@@ -32,11 +42,7 @@ void unpack_roots(PyObject* tensors, PyObject* grad_tensors, std::vector<Edge>& 
     PyObject* py_tensor = PyTuple_GET_ITEM(tensors, i);
     TORCH_CHECK(THPVariable_Check(py_tensor), "element ", i, " of tensors tuple is not a Tensor");
     const auto& variable = THPVariable_Unpack(py_tensor);
-    TORCH_CHECK(!at::isBatchedTensor(variable),
-                "torch.autograd.grad(outputs, inputs, grad_outputs) called inside torch.vmap. We "
-                "do not support the case where any outputs are vmapped tensors (output ",
-                i, " is being vmapped over). Please call autograd.grad() outside torch.vmap or "
-                "file a bug report with your use case.")
+    check_not_vmapped(variable, "output", i);
     auto edge = ::torch::autograd::impl::gradient_edge(variable);
     TORCH_CHECK(edge.function, "element ", i,
                 " of tensors does not require grad and does not have a grad_fn");
@@ -69,11 +75,7 @@ std::vector<Edge> unpack_inputs(PyObject* inputs, bool accumulate_grad) {
     TORCH_CHECK(THPVariable_Check(input), "all inputs have to be Tensors, but got ",
                 THPUtils_typename(input));
     const auto& tensor = THPVariable_Unpack(input);
-    TORCH_CHECK(!at::isBatchedTensor(tensor),
-                "torch.autograd.grad(outputs, inputs, grad_outputs) called inside torch.vmap. We "
-                "do not support the case where any inputs are vmapped tensors (input ",
-                i, " is being vmapped over). Please call autograd.grad() outside torch.vmap or "
-                "file a bug report with your use case.")
+    check_not_vmapped(tensor, "input", i);
     auto grad_fn = tensor.grad_fn();
     if (!grad_fn)
       grad_fn = ::torch::autograd::impl::try_get_grad_accumulator(tensor);
