@@ -10,7 +10,8 @@
 #
 # Idempotent: packages already installed are not touched, `apt-get update`
 # runs only when something is missing, and a configured build/ is reused.
-# Environment: BUILD_DIR (default build), BUILD_TYPE (default Release).
+# Environment: BUILD_DIR (default build), BUILD_TYPE (default Release),
+# ACTORGRAD_WERROR (ON: warnings are errors; tools/test.sh, CI).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,7 +30,7 @@ done
 
 packages=(cmake g++ make ccache python3 libcaf-dev libboost-test-dev libbenchmark-dev libeigen3-dev libcli11-dev)
 if [[ $with_test_deps == 1 ]]; then
-  packages+=(libtorch-dev chromium python3-torch pybind11-dev python3-pytest)
+  packages+=(libtorch-dev chromium python3-torch pybind11-dev python3-pytest pkg-config)
 fi
 
 missing=()
@@ -55,7 +56,8 @@ if (( ${#missing[@]} > 0 )); then
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cmake_args=(-S "$repo_root" -B "$repo_root/$build_dir" -DCMAKE_BUILD_TYPE="$build_type")
+cmake_args=(-S "$repo_root" -B "$repo_root/$build_dir" -DCMAKE_BUILD_TYPE="$build_type"
+            -DACTORGRAD_WERROR="${ACTORGRAD_WERROR:-OFF}")
 # CMake builds the CUDA backend when nvcc works (tools/cmake/Cuda.cmake; off
 # with -DACTORGRAD_CUDA=OFF): say which build this is.
 if [[ -x /usr/local/cuda/bin/nvcc ]]; then

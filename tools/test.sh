@@ -8,7 +8,8 @@
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$repo_root/tools/setup.sh" --with-test-deps
+# CI's build: the project's own warnings are errors.
+ACTORGRAD_WERROR=ON bash "$repo_root/tools/setup.sh" --with-test-deps
 (cd "$repo_root/${BUILD_DIR:-build}" && ctest --output-on-failure --no-tests=error -j2 "$@")
 if (( $# == 0 )); then
   bash "$repo_root/tools/sanitize.sh"

@@ -1,28 +1,34 @@
 # Dependencies come from Debian packages; nothing is downloaded at build time.
-# CAF ships no CMake config or pkg-config file: wrap it in imported targets.
-find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
-find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
-find_library(CAF_IO_LIBRARY caf_io REQUIRED)
-add_library(caf::core UNKNOWN IMPORTED)
-set_target_properties(caf::core PROPERTIES IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
-  INTERFACE_INCLUDE_DIRECTORIES ${CAF_INCLUDE_DIR})
-add_library(caf::io UNKNOWN IMPORTED)
-set_target_properties(caf::io PROPERTIES IMPORTED_LOCATION ${CAF_IO_LIBRARY}
-  INTERFACE_LINK_LIBRARIES caf::core)
-
+# CAF ships no CMake config or pkg-config file: FindCAF.cmake (installed with
+# actorgradConfig.cmake) wraps it in imported targets.
+find_package(CAF REQUIRED)
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(Threads REQUIRED)
-# The command line's flag parser (header-only; package libcli11-dev).
-find_package(CLI11 2.1 REQUIRED CONFIG)
-find_package(Boost 1.74 REQUIRED COMPONENTS unit_test_framework)
-find_package(benchmark QUIET)
+# Only what the parts being built need: as a subproject, the libraries need
+# none of the following.
+if(ACTORGRAD_BUILD_TOOLS)
+  # The command line's flag parser (header-only; package libcli11-dev).
+  find_package(CLI11 2.1 REQUIRED CONFIG)
+endif()
+if(ACTORGRAD_BUILD_TESTS)
+  find_package(Boost 1.74 REQUIRED COMPONENTS unit_test_framework)
+endif()
+if(ACTORGRAD_BUILD_BENCH)
+  find_package(benchmark QUIET)
+endif()
 
 # libtorch is optional: the cross-checks, the comparison benchmark and the
 # torch bridge (ACTORGRAD_TORCH: AUTO builds the bridge when libtorch is
 # found, ON requires it, OFF never builds it).
 # An AUTO/ON/OFF cache option `name`; sets `out` to its value in upper case.
 function(actorgrad_tristate_option name doc out)
-  set(${name} AUTO CACHE STRING "${doc}: AUTO, ON or OFF")
+  # As a subproject the optional parts are off unless asked for.
+  if(PROJECT_IS_TOP_LEVEL)
+    set(default AUTO)
+  else()
+    set(default OFF)
+  endif()
+  set(${name} ${default} CACHE STRING "${doc}: AUTO, ON or OFF")
   set_property(CACHE ${name} PROPERTY STRINGS AUTO ON OFF)
   string(TOUPPER "${${name}}" value)
   if(NOT value MATCHES "^(AUTO|ON|OFF)$")
@@ -32,7 +38,9 @@ function(actorgrad_tristate_option name doc out)
 endfunction()
 
 actorgrad_tristate_option(ACTORGRAD_TORCH "Build the torch bridge (actorgrad_torch)" torch_option)
-find_package(Torch QUIET PATHS /usr/lib/x86_64-linux-gnu/cmake/Torch)
+if(NOT torch_option STREQUAL "OFF" OR ACTORGRAD_BUILD_TESTS OR ACTORGRAD_BUILD_BENCH)
+  find_package(Torch QUIET PATHS /usr/lib/x86_64-linux-gnu/cmake/Torch)
+endif()
 if(Torch_FOUND)
   message(STATUS "libtorch found: cross-checks and the libtorch benchmark are built")
 else()

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Consumes actorgrad the ways its README describes, from a finished build:
+#   1. cmake --install into a temporary prefix; a project outside the tree
+#      (consumer/) builds with find_package(actorgrad CONFIG REQUIRED), trains
+#      and writes a trace (JSON and HTML);
+#   2. the same project with add_subdirectory(<source tree>): only the
+#      libraries are configured (consumer/CMakeLists.txt fails if Boost.Test,
+#      Google Benchmark, libtorch or CLI11 were looked for);
+#   3. pkg-config --cflags --libs actorgrad for a one-file consumer;
+#   4. cpack -G DEB: the package's file list (dpkg-deb -c), then the package
+#      extracted into a temporary root (dpkg-deb -x, not installed into the
+#      system) and the find_package consumer built against it.
+#
+#   check_packaging.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$(cd "$1" && pwd)
+build=$(cd "$2" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+jobs=${PACKAGING_JOBS:-2}
+consumer=$src/tests/packaging/consumer
+
+run_consumer() { # BUILD_DIR: runs it, checks its trace files
+  "$1/consumer" "$1/trace"
+  test -s "$1/trace.json" && test -s "$1/trace.html"
+  grep -q '"traceEvents"' "$1/trace.json"
+}
+
+echo "== 1. installed: find_package"
+cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
+cmake -S "$consumer" -B "$work/installed" -DCMAKE_PREFIX_PATH="$work/prefix" > /dev/null
+cmake --build "$work/installed" -j "$jobs" > /dev/null
+run_consumer "$work/installed"
+"$work/prefix/bin/actorgrad" --version
+
+echo "== 2. add_subdirectory"
+cmake -S "$consumer" -B "$work/subproject" -DACTORGRAD_SOURCE_DIR="$src" -DACTORGRAD_CUDA=OFF \
+  -DCMAKE_BUILD_TYPE=Release > "$work/subproject.log"
+cmake --build "$work/subproject" -j "$jobs" > "$work/subproject-build.log"
+run_consumer "$work/subproject"
+
+echo "== 3. pkg-config"
+cat > "$work/one_file.cpp" <<'CPP'
+#include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/ops.h"
+int main() {
+  using namespace actorgrad;
+  Tensor w = Tensor::randn({3}, 1);
+  w.set_requires_grad();
+  sum(w * w).backward();
+  return w.grad().defined() ? 0 : 1;
+}
+CPP
+flags=$(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs actorgrad)
+# shellcheck disable=SC2086
+g++ "$work/one_file.cpp" -o "$work/one_file" $flags
+"$work/one_file"
+
+echo "== 4. cpack -G DEB"
+(cd "$build" && cpack -G DEB -B "$work/deb" > "$work/cpack.log")
+deb=$(ls "$work"/deb/actorgrad_*.deb)
+dpkg-deb -c "$deb" > "$work/deb.list"
+grep -q './usr/lib/cmake/actorgrad/actorgradConfig.cmake' "$work/deb.list"
+grep -q './usr/include/actorgrad/actors/engine.h' "$work/deb.list"
+grep -q './usr/bin/actorgrad' "$work/deb.list"
+dpkg-deb -f "$deb" Depends > "$work/deb.depends"
+grep -q libcaf-dev "$work/deb.depends"
+dpkg-deb -x "$deb" "$work/root"
+cmake -S "$consumer" -B "$work/from_deb" -DCMAKE_PREFIX_PATH="$work/root/usr" > /dev/null
+cmake --build "$work/from_deb" -j "$jobs" > /dev/null
+run_consumer "$work/from_deb"
+echo "packaging: all four routes work"
