@@ -2,6 +2,7 @@
 `python3 -m actorgrad.profile`."""
 
 import json
+import shutil
 import os
 import socket
 import subprocess
@@ -139,3 +140,31 @@ def test_profile_from_python(on_actorgrad, tmp_path):
     p.save(str(tmp_path / "t.json"))
     assert "MulBackward0" in open(tmp_path / "t.json").read()
     assert "ExpBackward0" in p.summary()
+
+
+def test_profile_report_renders_in_headless_chromium(tmp_path):
+    """The HTML report of `python3 -m actorgrad.profile` draws the example's
+    nodes (libtorch's names) in Chromium; the screenshot is a real image,
+    kept in ACTORGRAD_SCREENSHOT_DIR when set."""
+    if shutil.which("chromium") is None:
+        pytest.skip("chromium is not installed (tools/setup.sh --with-test-deps installs it)")
+    html = tmp_path / "report.html"
+    run = subprocess.run([sys.executable, "-m", "actorgrad.profile", EXAMPLE, "--steps", "1",
+                          "--html", str(html)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    base = ["timeout", "120", "chromium", "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,900"]
+    dom = subprocess.run(base + ["--dump-dom", f"file://{html}"], capture_output=True, text=True,
+                         timeout=180).stdout
+    assert dom.count('<rect class="node') >= 50, "a slice per node execution"
+    for node in ("AddmmBackward0", "NativeLayerNormBackward0"):
+        assert node in dom, node
+    png = tmp_path / "report.png"
+    subprocess.run(base + [f"--screenshot={png}", f"file://{html}"], capture_output=True,
+                   timeout=180, check=True)
+    image = png.read_bytes()
+    assert image[:8] == b"\x89PNG\r\n\x1a\n" and len(image) > 30_000, len(image)
+    keep = os.environ.get("ACTORGRAD_SCREENSHOT_DIR")
+    if keep:
+        shutil.copy(png, os.path.join(keep, "python_profile_report.png"))
