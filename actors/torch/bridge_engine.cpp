@@ -51,16 +51,8 @@ public:
       TorchGraph::call_scope state; // Note [Per-thread call state]
       engine_.run(task_, std::move(first_));
     }
-    variable_list captured = task_->finish();
-    // Capture hooks (GraphTask::ExecInfo::Capture::hooks_) are registered
-    // in the libtorch GraphTask's exec_info, maybe during the call: run them
-    // now, in order, on the captured gradient.
-    for (auto& [fn, info] : stock_.exec_info_)
-      if (info.captures_)
-        for (const auto& capture : *info.captures_)
-          for (const auto& hook : capture.hooks_)
-            captured[capture.output_idx_] = (*hook)(captured[capture.output_idx_]);
-    stock_.captured_vars_ = std::move(captured);
+    // Capture hooks ran when each gradient was captured (TorchGraph::capture).
+    stock_.captured_vars_ = task_->finish();
     return {};
   }
 

@@ -336,8 +336,14 @@ typename BasicGraphTask<G>::value_list BasicGraphTask<G>::evaluate_node(node& fn
       if (!needed)
         G::call_tensor_pre_hooks(fn, inputs);
       if (info)
-        for (const auto& c : info->captures)
-          captured_[c.output_idx] = inputs.at(c.input_idx); // disjoint slots: no two nodes write one
+        for (std::size_t k = 0; k < info->captures.size(); ++k) {
+          const auto& c = info->captures[k];
+          value v = inputs.at(c.input_idx);
+          // A graph type may transform what it captures (libtorch's capture hooks).
+          if constexpr (requires { G::capture(fn, k, std::move(v)); })
+            v = G::capture(fn, k, std::move(v));
+          captured_[c.output_idx] = std::move(v); // disjoint slots: no two nodes write one
+        }
       if (!needed)
         return {};
     }

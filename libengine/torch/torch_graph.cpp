@@ -5,6 +5,7 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/TensorSubclassLikeUtils.h>
 #include <torch/csrc/autograd/anomaly_mode.h>
+#include <torch/csrc/autograd/graph_task.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
 
 #include <Eigen/Core>
@@ -168,6 +169,18 @@ TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) 
   if (this_thread.spare)
     *this_thread.spare = std::move(inputs);
   return outputs;
+}
+
+at::Tensor TorchGraph::capture(const node& fn, std::size_t k, at::Tensor&& grad) {
+  auto* infos = ::torch::autograd::get_current_graph_task_exec_info();
+  if (!infos)
+    return std::move(grad);
+  auto it = infos->find(const_cast<node*>(&fn));
+  if (it == infos->end() || !it->second.captures_ || k >= it->second.captures_->size())
+    return std::move(grad);
+  for (const auto& hook : (*it->second.captures_)[k].hooks_)
+    grad = (*hook)(grad);
+  return std::move(grad);
 }
 
 bool TorchGraph::has_nan(const at::Tensor& t) {

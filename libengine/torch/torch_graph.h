@@ -111,6 +111,10 @@ struct TorchGraph {
   /// libtorch 1.13 has no tensor pre-hooks apart from the pre-hooks.
   static void call_tensor_pre_hooks(node&, value_list&) {}
   static void release_variables(node& fn) { fn.release_variables(); }
+  /// The `k`th capture of `fn` (grad(inputs=)) through the capture hooks
+  /// registered for it in libtorch's current GraphTask (the call's, see
+  /// actors/torch/bridge_engine.h), in order, when it is captured.
+  static at::Tensor capture(const node& fn, std::size_t k, at::Tensor&& grad);
   static bool has_nan(const at::Tensor& t);
   /// libtorch's anomaly-mode text.
   static std::string nan_message(const node& fn, std::size_t output);

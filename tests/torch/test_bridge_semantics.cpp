@@ -9,6 +9,12 @@
 #include "tests/torch/bridge_compare.h" // libtorch, then Boost.Test
 
 #include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/graph_task.h>
 
 namespace {
 
@@ -222,4 +228,58 @@ BOOST_AUTO_TEST_CASE(record_function_events_per_node) {
   auto x = leaf({3});
   (x * 2.0).sum().backward();
   BOOST_TEST(recorded.empty());
+}
+
+namespace {
+/// What happened during capture_hook_body's call, in order.
+std::vector<std::string> capture_events;
+
+/// Doubles the captured gradient, noting when it runs.
+struct DoublingCaptureHook : torch::autograd::GraphTask::ExecInfo::Capture::GradCaptureHook {
+  at::Tensor operator()(const at::Tensor& grad) override {
+    capture_events.emplace_back("capture hook");
+    return grad * 2;
+  }
+};
+
+/// Notes that the node it is added to ran.
+struct RanHook : torch::autograd::FunctionPostHook {
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    capture_events.emplace_back("exp node ran");
+    return outputs;
+  }
+};
+
+/// grad(s, {h, x}) with h = exp(x), s = sin(h): a tensor hook on s, which
+/// runs first, adds a capture hook for h's gradient (captured at h's node,
+/// ExpBackward0, before that node runs for x's gradient).
+bridge_test::Results capture_hook_body() {
+  capture_events.clear();
+  torch::manual_seed(5);
+  auto x = leaf({3});
+  auto h = x.exp();
+  auto s = h.sin();
+  h.grad_fn()->add_post_hook(std::make_unique<RanHook>());
+  s.register_hook([node = h.grad_fn().get()](torch::Tensor g) {
+    capture_events.emplace_back("tensor hook");
+    auto* infos = torch::autograd::get_current_graph_task_exec_info();
+    infos->at(node).captures_->at(0).hooks_.push_back(std::make_unique<DoublingCaptureHook>());
+    return g;
+  });
+  return torch::autograd::grad({s.sum()}, {h, x});
+}
+} // namespace
+
+// Capture hooks run when the gradient is captured (before the node that
+// captured it runs), on the captured value, as with the stock engine.
+BOOST_AUTO_TEST_CASE(capture_hooks_run_when_the_gradient_is_captured) {
+  const auto stock = capture_hook_body();
+  const auto stock_events = capture_events;
+  actorgrad::torch::Scope scope;
+  const auto ours = capture_hook_body();
+  BOOST_TEST(stock_events == (std::vector<std::string>{"tensor hook", "capture hook", "exp node ran"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(capture_events == stock_events, boost::test_tools::per_element());
+  bridge_test::check_equal(stock, ours);
 }
