@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(flag_value_and_flag_equals_value_parse_the_same_for_every_f
     {{"--summary", out},
      {{"--model", "chain"}, {"--devices", "cpu"}, {"--hidden", "5"}, {"--points", "6"},
       {"--nodes", "7"}, {"--seed", "0"}, {"--in", in}, {"--out", "-"}, {"--html", "-"},
-      {"--summary", "-"}}},
+      {"--summary", "-"}, {"--ops-csv", "-"}, {"--top", "5"}, {"--all", ""}}},
     [](const Parsed& p) -> const TraceOptions& { return p.trace; });
   check_both_forms<WorkerOptions>(
     "worker",

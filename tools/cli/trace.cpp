@@ -33,8 +33,11 @@ one unrecorded warm-up pass), or reads a recording (--in), and writes:
              arrow per message;
   --html     a single-file HTML report (timeline and tables, no network needed);
   --summary  a text summary: per actor busy %, tasks, messages in/out and queue
-             wait p50/p99; messages per actor pair; the critical path of each
-             backward call.
+             wait p50/p99; the operations (per node name: calls, total, self,
+             mean, min, max, share of the node time); messages per actor pair;
+             the critical path of each backward call. Each list shows its
+             first --top rows (default 20), or all of them with --all;
+  --ops-csv  the operations table as CSV (times in ns).
 Only the outputs named are written; with none named, --out trace.json and
 --summary - (with --in, only the summary). A FILE of - is standard output
 (for one output at most), and --in - reads standard input. Output paths are
@@ -106,23 +109,33 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
   cmd->add_option("--out", o.out, "Chrome trace JSON")->check(output_file());
   cmd->add_option("--html", o.html, "HTML report")->check(output_file());
   cmd->add_option("--summary", o.summary, "text summary")->check(output_file());
+  cmd->add_option("--ops-csv", o.ops_csv, "per-operation table as CSV")->check(output_file());
+  cmd->add_option("--top", o.top, "rows of each list of the summary")->check(integer_in(1));
+  cmd->add_flag("--all", o.all, "every row of each list of the summary");
   cmd->final_callback([&o] {
-    if (o.out.empty() && o.html.empty() && o.summary.empty()) {
+    if (o.out.empty() && o.html.empty() && o.summary.empty() && o.ops_csv.empty()) {
       if (o.in.empty())
         o.out = "trace.json";
       o.summary = "-";
     }
     if (auto problem = output_problem(o.out); !o.out.empty() && !problem.empty())
       throw CLI::ValidationError("--out", problem);
-    at_most_one_stdout({{"--out", o.out}, {"--html", o.html}, {"--summary", o.summary}});
+    at_most_one_stdout(
+      {{"--out", o.out}, {"--html", o.html}, {"--summary", o.summary}, {"--ops-csv", o.ops_csv}});
   });
   return cmd;
 }
 
 int run_trace(const TraceOptions& o) {
   const trace::Timeline tl = o.in.empty() ? record(o) : trace::read_chrome_json(o.in);
-  trace::write_reports(tl, {o.out, o.html, o.summary});
-  for (const std::string* path : {&o.out, &o.html, &o.summary})
+  trace::ReportPaths paths;
+  paths.json = o.out;
+  paths.html = o.html;
+  paths.summary = o.summary;
+  paths.ops_csv = o.ops_csv;
+  paths.summary_top = o.all ? 0 : static_cast<std::size_t>(o.top);
+  trace::write_reports(tl, paths);
+  for (const std::string* path : {&o.out, &o.html, &o.summary, &o.ops_csv})
     if (!path->empty() && *path != "-")
       std::fprintf(stderr, "actorgrad trace: wrote %s\n", path->c_str());
   return 0;

@@ -27,6 +27,11 @@ struct TraceOptions {
   std::string out;
   std::string html;
   std::string summary;
+  /// The per-op table as CSV.
+  std::string ops_csv;
+  /// Rows of each list of the summary; `all` shows every row.
+  std::int64_t top = 20;
+  bool all = false;
   bool operator==(const TraceOptions&) const = default;
 };
 

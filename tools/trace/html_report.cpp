@@ -63,6 +63,7 @@ svg { border: 1px solid #ccc; background: #fafafa; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
+table.sortable th { cursor: pointer; }
 ol { font-size: 13px; }
 )";
 
@@ -141,6 +142,43 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
   out << "</g>\n</svg>\n";
 }
 
+/// Sorts a table with class "sortable" by the clicked column (numbers by
+/// their data-v, text by its content; a second click reverses).
+constexpr const char* kSortScript = R"(<script>
+document.querySelectorAll('table.sortable th').forEach((th, col) => th.addEventListener('click', () => {
+  const table = th.closest('table');
+  const rows = Array.from(table.querySelectorAll('tr')).slice(1);
+  const down = th.dataset.order !== 'down';
+  th.dataset.order = down ? 'down' : 'up';
+  const key = r => { const c = r.children[col]; return c.dataset.v !== undefined ? Number(c.dataset.v) : c.textContent; };
+  rows.sort((a, b) => { const x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : 0) * (down ? -1 : 1); });
+  rows.forEach(r => table.appendChild(r));
+}));
+</script>
+)";
+
+/// The per-operation table (op_table.h), sortable by any column.
+void write_op_table(const Summary& s, std::ostream& out) {
+  if (s.ops.empty())
+    return;
+  out << "<h2>Operations</h2>\n<table id=\"ops\" class=\"sortable\">\n<tr><th>name</th>"
+         "<th>calls</th><th>total</th><th>self</th><th>mean</th><th>min</th><th>max</th>"
+         "<th>self %</th></tr>\n";
+  const auto cell = [&out](std::int64_t ns) {
+    out << "<td data-v=\"" << ns << "\">" << format_duration(ns) << "</td>";
+  };
+  for (const OpStats& op : s.ops) {
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%.1f", op.share_percent);
+    out << "<tr><td>" << escape(op.name) << "</td><td data-v=\"" << op.calls << "\">" << op.calls
+        << "</td>";
+    for (std::int64_t ns : {op.total_ns, op.self_ns, op.mean_ns(), op.min_ns, op.max_ns})
+      cell(ns);
+    out << "<td data-v=\"" << op.share_percent << "\">" << pct << "</td></tr>\n";
+  }
+  out << "</table>\n" << kSortScript;
+}
+
 void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
   out << "<h2>Actors</h2>\n<table id=\"actors\">\n<tr><th>actor</th><th>busy %</th><th>busy</th>"
          "<th>tasks</th><th>messages in</th><th>messages out</th><th>queue wait p50</th>"
@@ -154,6 +192,7 @@ void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
         << "</td><td>" << format_duration(a.queue_wait.p99_ns) << "</td></tr>\n";
   }
   out << "</table>\n";
+  write_op_table(s, out);
   if (!s.edges.empty()) {
     out << "<h2>Messages</h2>\n<table id=\"edges\">\n<tr><th>from</th><th>to</th><th>kind</th>"
            "<th>count</th><th>mean latency</th></tr>\n";

@@ -35,7 +35,9 @@ void write_reports(const Timeline& tl, const ReportPaths& paths) {
   const Summary s = summarize(tl);
   write_file(paths.json, [&](std::ostream& out) { write_chrome_json(tl, out); });
   write_file(paths.html, [&](std::ostream& out) { write_html_report(tl, s, out); });
-  write_file(paths.summary, [&](std::ostream& out) { out << format_summary(tl, s); });
+  write_file(paths.summary,
+             [&](std::ostream& out) { out << format_summary(tl, s, paths.summary_top); });
+  write_file(paths.ops_csv, [&](std::ostream& out) { out << op_table_csv(s.ops); });
 }
 
 } // namespace actorgrad::trace

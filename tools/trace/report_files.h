@@ -2,6 +2,7 @@
 /// @file report_files.h
 /// Writes the files `actorgrad trace` and `actorgrad train --trace` produce.
 
+#include <cstddef>
 #include <string>
 
 #include "actorgrad/tools/trace/timeline.h"
@@ -13,6 +14,9 @@ struct ReportPaths {
   std::string json;    ///< Chrome trace (chrome_json.h)
   std::string html;    ///< single-file report (html_report.h)
   std::string summary; ///< text summary (summary.h)
+  std::string ops_csv; ///< the per-op table as CSV (op_table.h)
+  /// Rows of each list of the text summary (0: all).
+  std::size_t summary_top = 20;
 };
 
 /// Writes the outputs of `tl` named in `paths`. Throws std::runtime_error

@@ -170,6 +170,7 @@ Summary summarize(const Timeline& tl) {
     });
     s.critical_paths.push_back(critical_path(tl, task, idx));
   }
+  s.ops = op_table(tl);
   std::sort(s.critical_paths.begin(), s.critical_paths.end(),
             [&](const CriticalPath& a, const CriticalPath& b) {
               return tl.slices[a.steps.front().slice].start_ns <
@@ -189,7 +190,20 @@ std::string format_duration(std::int64_t ns) {
   return buf;
 }
 
-std::string format_summary(const Timeline& tl, const Summary& s) {
+namespace {
+
+/// How many of `n` rows a list shows.
+std::size_t shown(std::size_t n, std::size_t top) { return top == 0 ? n : std::min(n, top); }
+
+/// The line that says how many rows a list left out (nothing when none).
+void left_out(std::ostream& out, std::size_t n, std::size_t top, const char* what) {
+  if (shown(n, top) < n)
+    out << "  ... " << n - shown(n, top) << " more " << what << " not shown (--top N, --all)\n";
+}
+
+} // namespace
+
+std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top) {
   std::ostringstream out;
   char line[512];
   std::size_t nodes = tl.slices.size();
@@ -211,21 +225,41 @@ std::string format_summary(const Timeline& tl, const Summary& s) {
     out << line;
   }
 
+  if (!s.ops.empty()) {
+    out << "\noperations (by total time)\n";
+    std::snprintf(line, sizeof line, "  %-32s %7s %11s %11s %11s %11s %11s %7s\n", "name", "calls",
+                  "total", "self", "mean", "min", "max", "self %");
+    out << line;
+    for (std::size_t i = 0; i < shown(s.ops.size(), top); ++i) {
+      const OpStats& op = s.ops[i];
+      std::snprintf(line, sizeof line, "  %-32s %7zu %11s %11s %11s %11s %11s %6.1f%%\n",
+                    op.name.c_str(), op.calls, format_duration(op.total_ns).c_str(),
+                    format_duration(op.self_ns).c_str(), format_duration(op.mean_ns()).c_str(),
+                    format_duration(op.min_ns).c_str(), format_duration(op.max_ns).c_str(),
+                    op.share_percent);
+      out << line;
+    }
+    left_out(out, s.ops.size(), top, "operations");
+  }
+
   if (!s.edges.empty()) {
     out << "\nmessages (from -> to: kind, count, mean latency)\n";
-    for (const EdgeStats& e : s.edges) {
+    for (std::size_t i = 0; i < shown(s.edges.size(), top); ++i) {
+      const EdgeStats& e = s.edges[i];
       std::snprintf(line, sizeof line, "  %s -> %s: %s x%zu, %s\n",
                     tl.actors[e.from_actor].c_str(), tl.actors[e.to_actor].c_str(),
                     message_name(e.kind), e.count, format_duration(e.mean_latency_ns).c_str());
       out << line;
     }
+    left_out(out, s.edges.size(), top, "message edges");
   }
 
   for (const CriticalPath& p : s.critical_paths) {
     out << "\ncritical path of GraphTask " << p.graph_task << ": " << p.steps.size()
         << " nodes, " << format_duration(p.length_ns) << " of node time and message latency ("
         << format_duration(p.wall_ns) << " wall)\n";
-    for (const PathStep& step : p.steps) {
+    for (std::size_t i = 0; i < shown(p.steps.size(), top); ++i) {
+      const PathStep& step = p.steps[i];
       const Slice& sl = tl.slices[step.slice];
       if (step.via_message)
         out << "    | message " << format_duration(step.latency_ns) << "\n";
@@ -234,6 +268,7 @@ std::string format_summary(const Timeline& tl, const Summary& s) {
                     tl.actors[sl.actor].c_str(), format_duration(sl.duration_ns()).c_str());
       out << line;
     }
+    left_out(out, p.steps.size(), top, "nodes of this path");
   }
   return out.str();
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "actorgrad/tools/trace/op_table.h"
 #include "actorgrad/tools/trace/timeline.h"
 
 namespace actorgrad::trace {
@@ -75,14 +76,17 @@ struct Summary {
   std::size_t unreceived = 0;
   /// One per backward call, in order of their first node.
   std::vector<CriticalPath> critical_paths;
+  /// Per node name, by total time (op_table.h).
+  std::vector<OpStats> ops;
 };
 
 /// Computes the summary of `tl`.
 Summary summarize(const Timeline& tl);
 
-/// The summary as text: an actor table, message edges, and each critical
-/// path with its nodes.
-std::string format_summary(const Timeline& tl, const Summary& s);
+/// The summary as text: an actor table, the operations, message edges, and
+/// each critical path with its nodes. Each list shows its first `top` rows
+/// (0: all) and says how many it left out.
+std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top = 20);
 
 /// `1.234 ms`, `56.7 us`, `890 ns`.
 std::string format_duration(std::int64_t ns);

@@ -30,13 +30,28 @@ class Recording {
 public:
   explicit Recording(trace::Trace t) : timeline_(trace::build_timeline(t)) {}
   /// Writes the Chrome trace (Perfetto, `actorgrad trace --in`).
-  void save(const std::string& path) const { write({.json = path, .html = {}, .summary = {}}); }
+  void save(const std::string& path) const {
+    trace::ReportPaths paths;
+    paths.json = path;
+    write(paths);
+  }
   /// Writes the self-contained HTML report.
   void save_html(const std::string& path) const {
-    write({.json = {}, .html = path, .summary = {}});
+    trace::ReportPaths paths;
+    paths.html = path;
+    write(paths);
   }
-  /// The text summary (per-actor load, message edges, critical paths).
-  std::string summary() const { return trace::format_summary(timeline_, trace::summarize(timeline_)); }
+  /// Writes the per-op table as CSV.
+  void save_ops_csv(const std::string& path) const {
+    trace::ReportPaths paths;
+    paths.ops_csv = path;
+    write(paths);
+  }
+  /// The text summary (per-actor load, operations, message edges,
+  /// critical paths), each list cut to `top` rows (0: all).
+  std::string summary(std::size_t top) const {
+    return trace::format_summary(timeline_, trace::summarize(timeline_), top);
+  }
 
 private:
   void write(const trace::ReportPaths& paths) const {
@@ -83,5 +98,6 @@ PYBIND11_MODULE(_C, m) {
   py::class_<Recording>(m, "Recording")
     .def("save", &Recording::save, py::arg("path"))
     .def("save_html", &Recording::save_html, py::arg("path"))
-    .def("summary", &Recording::summary);
+    .def("save_ops_csv", &Recording::save_ops_csv, py::arg("path"))
+    .def("summary", &Recording::summary, py::arg("top") = 20);
 }

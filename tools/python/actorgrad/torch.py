@@ -95,9 +95,14 @@ class Profile:
         """Writes the self-contained HTML report."""
         self._recording.save_html(path)
 
-    def summary(self):
-        """The text summary: per-actor load, messages, critical paths."""
-        return self._recording.summary()
+    def save_ops_csv(self, path):
+        """Writes the per-operation table (calls, total/self/mean/min/max ns, share) as CSV."""
+        self._recording.save_ops_csv(path)
+
+    def summary(self, top=20):
+        """The text summary: per-actor load, the per-operation table, messages,
+        critical paths; each list cut to `top` rows (0: all)."""
+        return self._recording.summary(top)
 
 
 @contextlib.contextmanager

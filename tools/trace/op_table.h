@@ -1,0 +1,38 @@
+#pragma once
+/// @file op_table.h
+/// The per-operation table of a timeline (what PyTorch users read first in
+/// the profiler's `key_averages()`): for each node name, its calls and
+/// times, sorted by total time.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actorgrad/tools/trace/timeline.h"
+
+namespace actorgrad::trace {
+
+/// The executions of the nodes of one name.
+struct OpStats {
+  std::string name;
+  std::size_t calls = 0;
+  /// Sum of the executions' durations (nested reentrant executions inside
+  /// them included).
+  std::int64_t total_ns = 0;
+  /// total_ns without the nested executions on the same actor: the time
+  /// its own code ran.
+  std::int64_t self_ns = 0;
+  std::int64_t min_ns = 0;
+  std::int64_t max_ns = 0;
+  /// self_ns over all nodes' self time, in percent (the shares add up to 100).
+  double share_percent = 0;
+  std::int64_t mean_ns() const { return calls ? total_ns / static_cast<std::int64_t>(calls) : 0; }
+};
+
+/// One row per node name, by total time (then name).
+std::vector<OpStats> op_table(const Timeline& tl);
+
+/// The table as CSV: a header line, then one line per op, times in ns.
+std::string op_table_csv(const std::vector<OpStats>& ops);
+
+} // namespace actorgrad::trace
