@@ -226,9 +226,12 @@ int run_train(const TrainOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     backward({loss}, {}, *executor);
     const auto t1 = std::chrono::steady_clock::now();
-    if (recording)
-      trace::write_reports(trace::build_timeline(recording->stop_recording()),
-                           {o.trace, o.html, ""});
+    if (recording) {
+      trace::ReportPaths paths;
+      paths.json = o.trace;
+      paths.html = o.html;
+      trace::write_reports(trace::build_timeline(recording->stop_recording()), paths);
+    }
     opt->step();
 
     window_backward_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
