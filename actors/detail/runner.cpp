@@ -148,6 +148,24 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   auto ctx = make_context(*task);
   task->executor_data = ctx;
   task->cpu_queue = queue_.id;
+  // Note [CPU calls on a caller]
+  // A task whose every node is a CPU node, coordinated by a caller thread
+  // that has no mailbox, sends no message and receives none: no worker
+  // takes part, so none can die, and nothing can reach a mailbox that does
+  // not exist. The dispatch loop would only count, heap and re-check work
+  // that never leaves this thread, so the task runs straight through
+  // run_all_here (the one-thread executors' loop, same ready order and
+  // error rule). Unobserved only: an observer sees every node through this
+  // loop. A reentrant call made by one of its nodes still comes back here
+  // (coordinate), and one that crosses devices creates the mailbox and
+  // takes the loop. Meanwhile this task's ready nodes wait in run_all_here's
+  // heap, not in the thread's queue, where the nested loop could have run
+  // them while it waited for a worker: an order the ready order leaves
+  // open, since a nested call never waits for its parent's nodes.
+  if (!self_ && task->devices().empty() && !ctx->observer) {
+    task->run_all_here(std::move(first));
+    return;
+  }
   task->hold(); // the first task
   if (ctx->observer) [[unlikely]]
     ctx->observer->task_started(actor_, *task);

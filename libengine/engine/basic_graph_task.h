@@ -4,10 +4,9 @@
 /// The member definitions are in basic_graph_task_impl.h, included where a
 /// graph type is instantiated.
 
-#include <array>
+#include <algorithm>
 #include <cstddef>
 #include <memory>
-#include <memory_resource>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -15,6 +14,7 @@
 
 #include "actorgrad/libengine/engine/exec_info.h"
 #include "actorgrad/libengine/engine/graph_interface.h"
+#include "actorgrad/libengine/engine/node_table.h"
 
 namespace actorgrad {
 
@@ -50,7 +50,7 @@ public:
          const edge_list& outputs, int reentrant_depth);
 
   // -- GraphTaskBase ------------------------------------------------------------
-  void run(ReadyTask& t, Dispatch& to) override { run_with(t, to); }
+  void run(ReadyTask& t, Dispatch& to) override { run_with(t, t.graph_task, to); }
   void run_all_here(ReadyTask&& first) override;
   void accept_sent(SentGrad& g, Dispatch& to) override;
   Device device_of(const void* n) const override { return G::device(*static_cast<const node*>(n)); }
@@ -81,7 +81,7 @@ public:
   /// Whether compute_dependencies reached `fn`. Selective execution does
   /// not expand nodes below the inputs' lowest topological_nr, so the root
   /// can have next nodes that are not in the graph; they lead to no input.
-  bool in_graph(const node* fn) const { return state_.count(fn) != 0; }
+  bool in_graph(const node* fn) const { return state_.contains(fn); }
   /// Exec info of `fn`, or null when every node executes.
   const ExecInfo* exec_info(const node* fn) const {
     auto it = exec_info_.find(fn);
@@ -109,7 +109,14 @@ private:
 
   void compute_dependencies(node* root, std::uint64_t min_topo_nr);
   void init_to_execute(node& root, const edge_list& outputs, std::uint64_t min_topo_nr);
-  void note_node(const node& fn);
+  /// Notes `fn`'s device and, when it has no next edges, its leaf streams.
+  void note_node(const node& fn, std::size_t num_outputs) {
+    if (const Device d = G::device(fn); !d.is_cpu()) [[unlikely]]
+      if (std::find(devices_.begin(), devices_.end(), d) == devices_.end())
+        devices_.push_back(d);
+    if (num_outputs == 0)
+      streams_.note_leaf(fn);
+  }
   NodeState* add_input(node& fn, std::uint32_t input_nr, value&& grad,
                        const typename G::source& source);
   ReadyTask make_ready(std::shared_ptr<GraphTaskBase> self, std::shared_ptr<void> handle,
@@ -118,22 +125,17 @@ private:
   }
   // run() and route() are templates over the dispatch so that
   // run_all_here's LocalDispatch (final) is called without a virtual call.
+  /// Runs `t`'s node and routes its outputs; the tasks made ready hold
+  /// `self` (see run_all_here).
   template <class D>
-  void run_with(ReadyTask& t, D& to);
+  void run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self, D& to);
   template <class D>
   void route(const std::shared_ptr<GraphTaskBase>& self, const node& from, const edge& next,
              value&& grad, D& to);
   value_list evaluate_node(node& fn, NodeState& s);
 
-  /// Backs state_: its entries are only added while the task is built and
-  /// all go with the task, so a bump allocator replaces a malloc and a free
-  /// per node. It starts in the task itself, so that a small graph (a
-  /// reentrant call's) allocates nothing. Kept small: a task of 1 KiB or
-  /// more would leave glibc's thread cache, and each such allocation
-  /// consolidates the fast bins (hundreds of instructions).
-  std::array<std::byte, 512> state_inline_;
-  std::pmr::monotonic_buffer_resource state_memory_{state_inline_.data(), state_inline_.size()};
-  std::pmr::unordered_map<const node*, NodeState> state_{&state_memory_};
+  /// See Note [Node table] and Note [Node state ownership].
+  NodeTable<NodeState> state_;
 
   std::unordered_map<const node*, ExecInfo> exec_info_;
   typename G::task_streams streams_;

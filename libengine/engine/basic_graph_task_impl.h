@@ -92,7 +92,7 @@ BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, Execute
     task->init_to_execute(*root, outputs, min_topo_nr);
   task->streams_.stash(task->devices_, root_grads);
 
-  NodeState& root_state = task->state_.find(root.get())->second;
+  NodeState& root_state = *task->state_.find(root.get());
   if (single) {
     const std::uint32_t input_nr = G::input_nr(roots[0]);
     if (input_nr >= G::num_inputs(*root))
@@ -115,34 +115,31 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
   // edge does not decrease topological_nr. Only in that case do we pay for
   // a full cycle search (and, without a cycle, drop the topological
   // pruning, whose numbers are stale).
-  state_.clear();
   devices_.clear();
   streams_ = {};
   // The longest path below the root has topological_nr + 1 distinct nodes:
-  // a lower bound on the graph's size that saves the map most rehashes.
-  state_.reserve(G::topological_nr(*root) + 1);
-  state_[root];
-  note_node(*root);
+  // a lower bound on the graph's size that saves the table most rehashes.
+  state_.reset(G::topological_nr(*root) + 1);
+  state_.try_emplace(root);
   std::vector<node*> queue{root};
   bool topo_order_broken = false;
   while (!queue.empty()) {
     node* fn = queue.back();
     queue.pop_back();
+    const std::size_t n = G::num_outputs(*fn);
+    note_node(*fn, n);
     if (G::topological_nr(*fn) < min_topo_nr)
       continue;
-    const std::size_t n = G::num_outputs(*fn);
     for (std::size_t i = 0; i < n; ++i) {
       node* next = G::target(G::next_edge(*fn, i));
       if (!next)
         continue;
       if (G::topological_nr(*next) >= G::topological_nr(*fn))
         topo_order_broken = true;
-      auto [it, inserted] = state_.try_emplace(next);
-      it->second.dependencies += 1;
-      if (inserted) {
-        note_node(*next);
+      auto [s, inserted] = state_.try_emplace(next);
+      s->dependencies += 1;
+      if (inserted)
         queue.push_back(next);
-      }
     }
   }
   if (!topo_order_broken)
@@ -158,15 +155,6 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
   }
   if (min_topo_nr > 0)
     compute_dependencies(root, 0);
-}
-
-template <GraphTraits G>
-void BasicGraphTask<G>::note_node(const node& fn) {
-  Device d = G::device(fn);
-  if (!d.is_cpu() && std::find(devices_.begin(), devices_.end(), d) == devices_.end())
-    devices_.push_back(d);
-  if (G::num_outputs(fn) == 0)
-    streams_.note_leaf(fn);
 }
 
 template <GraphTraits G>
@@ -225,13 +213,13 @@ template <GraphTraits G>
 typename BasicGraphTask<G>::NodeState*
 BasicGraphTask<G>::add_input(node& fn, std::uint32_t input_nr, value&& grad,
                              const typename G::source& source) {
-  auto it = state_.find(&fn);
-  if (it == state_.end()) {
+  NodeState* found = state_.find(&fn);
+  if (!found) {
     if (selective()) // pruned: leads to no requested input (see in_graph)
       return nullptr;
     throw EngineError("dependency not found for " + detail::node_label<G>(fn));
   }
-  NodeState& s = it->second;
+  NodeState& s = *found;
   const bool ready = --s.dependencies == 0;
   if (selective()) {
     const ExecInfo* info = exec_info(&fn);
@@ -291,13 +279,13 @@ void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const 
 
 template <GraphTraits G>
 template <class D>
-void BasicGraphTask<G>::run_with(ReadyTask& t, D& to) {
+void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self, D& to) {
   node& fn = node_of(t);
   value_list outputs = evaluate_node(fn, *static_cast<NodeState*>(t.slot));
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const edge& next = G::next_edge(fn, i);
     if (G::target(next))
-      route(t.graph_task, fn, next, std::move(outputs[i]), to);
+      route(self, fn, next, std::move(outputs[i]), to);
   }
 }
 
@@ -306,12 +294,15 @@ void BasicGraphTask<G>::run_all_here(ReadyTask&& first) {
   ReadyHeap heap;
   LocalDispatch dispatch(heap);
   heap.push(std::move(first));
+  // The tasks this loop makes do not hold the GraphTask: it outlives the
+  // loop (its caller holds it), and a reference count per node is not free.
+  const std::shared_ptr<GraphTaskBase> unheld;
   while (!heap.empty()) {
     ReadyTask t = heap.pop();
     if (has_error())
       continue;
     try {
-      run_with(t, dispatch);
+      run_with(t, unheld, dispatch);
     } catch (...) {
       set_error(std::current_exception());
     }
