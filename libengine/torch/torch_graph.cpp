@@ -83,22 +83,30 @@ bool can_accumulate_inplace(const at::Tensor& v) {
 template <class T>
 void add_into(at::Tensor& old, const at::Tensor& grad) {
   const auto n = static_cast<Eigen::Index>(old.numel());
-  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(old.data_ptr<T>(), n) +=
-    Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(grad.data_ptr<T>(), n);
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(static_cast<T*>(old.unsafeGetTensorImpl()->data()), n) +=
+    Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(
+      static_cast<const T*>(grad.unsafeGetTensorImpl()->data()), n);
   old.unsafeGetTensorImpl()->bump_version();
 }
 
+/// A dense contiguous CPU tensor with no neg/conj bit: what add_'s plain
+/// loop reads and writes.
+bool plain(const at::Tensor& t) {
+  return t.is_cpu() && t.layout() == at::kStrided && !t.is_neg() && !t.is_conj() &&
+         t.is_contiguous();
+}
+
 /// Adds `grad` into `old` as old.add_(grad) would, when it is a plain small
-/// loop (Note [Small in-place accumulation]); false: not done.
+/// loop (Note [Small in-place accumulation]); false: not done. Only for an
+/// `old` that may be accumulated in place (can_accumulate_inplace, which
+/// also answers for the thread's dispatch mode).
 bool small_add_(at::Tensor& old, const at::Tensor& grad) {
-  const auto plain = [](const at::Tensor& t) {
-    return t.is_cpu() && t.layout() == at::kStrided && !t.is_neg() && !t.is_conj() &&
-           !at::isTensorSubclassLike(t) && !t._is_zerotensor() && t.is_contiguous();
-  };
   const auto type = old.scalar_type();
   if (type != grad.scalar_type() || (type != at::kDouble && type != at::kFloat) ||
       old.numel() > at::internal::GRAIN_SIZE || !old.sizes().equals(grad.sizes()) ||
-      !plain(old) || !plain(grad))
+      !plain(old) || !plain(grad) ||
+      !(grad.unsafeGetTensorImpl()->key_set() & at::kTensorSubclassLike).empty() ||
+      grad._is_zerotensor())
     return false;
   if (type == at::kDouble)
     add_into<double>(old, grad);
