@@ -130,6 +130,7 @@ BOOST_AUTO_TEST_CASE(critical_path_of_known_costs) {
   // 2-core machine (messages to a descheduled worker can take milliseconds).
   BOOST_TEST((critical_names(15ms, 2ms, &path, &tl) == std::vector<std::string>{"R", "B", "D"}));
   BOOST_TEST(path.length_ns >= 17'000'000, "R + B + D take at least 17 ms");
+  BOOST_TEST(path.length_ns <= path.wall_ns, "the path fits in the call");
   std::size_t messages = 0;
   for (const auto& step : path.steps)
     messages += step.via_message;
@@ -156,4 +157,33 @@ BOOST_AUTO_TEST_CASE(busy_time_and_queue_wait) {
   BOOST_TEST(s.actors[0].tasks == 3u);
   BOOST_TEST(s.actors[0].queue_wait.p50_ns == 50);
   BOOST_TEST(s.actors[0].queue_wait.p99_ns == 100);
+}
+
+// The critical path never outlasts its call (Note [Critical path by last
+// arrival]): a chain of 100 muls over two asynchronous sim devices, where a
+// node's span covers the sending of its gradient, used to give paths of
+// 484 us in a 326 us call when durations and latencies were summed.
+BOOST_AUTO_TEST_CASE(critical_path_fits_in_the_call_on_async_sim) {
+  CountingEngine ce;
+  Tensor x = leaf3();
+  Tensor y = x;
+  for (int i = 0; i < 100; ++i) {
+    if (i % 50 == 0)
+      y = to_device(y, Device::sim(i / 50));
+    y = y * 1.0001;
+  }
+  Tensor loss = sum(to_device(y, Device::cpu()));
+  backward({loss}, {.retain_graph = true}, ce.engine); // warm-up
+  for (int round = 0; round < 5; ++round) {
+    ce.engine.start_recording();
+    backward({loss}, {.retain_graph = true}, ce.engine);
+    trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
+    const trace::Summary s = trace::summarize(tl);
+    BOOST_TEST_INFO("summary:\n" << trace::format_summary(tl, s));
+    BOOST_TEST_REQUIRE(s.critical_paths.size() == 1u);
+    const trace::CriticalPath& p = s.critical_paths[0];
+    BOOST_TEST(p.length_ns <= p.wall_ns);
+    BOOST_TEST(p.length_ns > 0);
+    BOOST_TEST(p.steps.size() >= 100u, "the chain's muls gate each other: all on the path");
+  }
 }

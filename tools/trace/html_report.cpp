@@ -205,7 +205,7 @@ void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
   for (const CriticalPath& p : s.critical_paths) {
     out << "<h2>Critical path of GraphTask " << p.graph_task << "</h2>\n<p class=\"meta\">"
         << p.steps.size() << " nodes, " << format_duration(p.length_ns)
-        << " of node time and message latency (" << format_duration(p.wall_ns)
+        << " from its first start to its end (" << format_duration(p.wall_ns)
         << " wall)</p>\n<ol class=\"critical-path\">\n";
     for (const PathStep& step : p.steps) {
       const Slice& sl = tl.slices[step.slice];

@@ -43,12 +43,24 @@ std::int64_t busy_time(const std::vector<const Slice*>& slices) {
   return busy;
 }
 
+// Note [Critical path by last arrival]
+// A node starts only once its last input has arrived, so the critical path
+// runs back from the sink that finished last, each step to the producer
+// whose gradient arrived last: at its receipt for a message, at the
+// producer's end for an input passed on the same actor. Its length is the
+// time from its first node's start to its last node's end, so it can never
+// exceed the call's wall time. Summing the steps' durations and message
+// latencies instead counted twice the time a message is in flight while
+// its sender's span (which covers the sending) goes on: a 100-node chain
+// over sim:2 showed 484 us of path in 326 us of wall.
+
 /// The critical path of the slices `task_slices` of one task (sorted by start).
 CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
                            const std::vector<std::size_t>& task_slices) {
   struct In {
     std::size_t from;
-    std::int64_t latency;
+    std::int64_t arrival_ns;
+    std::int64_t latency_ns;
     bool message;
   };
   std::map<std::uint64_t, std::size_t> by_seq;
@@ -58,32 +70,14 @@ CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
   for (std::size_t i : task_slices)
     for (std::uint64_t p : tl.slices[i].local_inputs)
       if (auto it = by_seq.find(p); it != by_seq.end())
-        in[i].push_back({it->second, 0, false});
+        in[i].push_back({it->second, tl.slices[it->second].end_ns, 0, false});
   for (const Message& m : tl.messages) {
     if (m.graph_task != task || !m.producer || !m.received())
       continue;
     auto from = by_seq.find(*m.producer);
     auto to = by_seq.find(m.sequence_nr);
     if (from != by_seq.end() && to != by_seq.end())
-      in[to->second].push_back({from->second, m.latency_ns(), true});
-  }
-
-  // Longest path ending at each slice; producers start before consumers,
-  // so start order is a topological order.
-  std::map<std::size_t, std::int64_t> longest;
-  std::map<std::size_t, In> best_in;
-  for (std::size_t i : task_slices) {
-    std::int64_t before = 0;
-    for (const In& e : in[i]) {
-      auto from = longest.find(e.from);
-      if (from == longest.end())
-        continue;
-      if (const std::int64_t via = from->second + e.latency; via >= before) {
-        before = via;
-        best_in[i] = e;
-      }
-    }
-    longest[i] = before + tl.slices[i].duration_ns();
+      in[to->second].push_back({from->second, *m.recv_ns, m.latency_ns(), true});
   }
 
   // The path ends at the sink (a node feeding none of the task's nodes)
@@ -101,17 +95,25 @@ CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
     for (std::size_t i : task_slices)
       if (!last || tl.slices[i].end_ns > tl.slices[*last].end_ns)
         last = i;
-  CriticalPath path{task, {}, longest[*last], 0};
-  for (std::size_t at = *last;;) {
-    auto it = best_in.find(at);
-    path.steps.push_back({at, it == best_in.end() ? 0 : it->second.latency,
-                          it != best_in.end() && it->second.message});
-    if (it == best_in.end())
+
+  CriticalPath path{task, {}, 0, 0};
+  std::set<std::size_t> on_path;
+  for (std::size_t at = *last; on_path.insert(at).second;) {
+    const In* gate = nullptr;
+    for (const In& e : in[at])
+      if (!gate || e.arrival_ns > gate->arrival_ns)
+        gate = &e;
+    path.steps.push_back({at, gate ? gate->latency_ns : 0, gate && gate->message});
+    if (!gate)
       break;
-    at = it->second.from;
+    at = gate->from;
   }
   std::reverse(path.steps.begin(), path.steps.end());
-  path.wall_ns = tl.slices[*last].end_ns - tl.slices[path.steps.front().slice].start_ns;
+  path.length_ns = tl.slices[*last].end_ns - tl.slices[path.steps.front().slice].start_ns;
+  std::int64_t first_start = tl.slices[task_slices.front()].start_ns, last_end = 0;
+  for (std::size_t i : task_slices)
+    last_end = std::max(last_end, tl.slices[i].end_ns);
+  path.wall_ns = last_end - first_start;
   return path;
 }
 
@@ -256,7 +258,7 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
 
   for (const CriticalPath& p : s.critical_paths) {
     out << "\ncritical path of GraphTask " << p.graph_task << ": " << p.steps.size()
-        << " nodes, " << format_duration(p.length_ns) << " of node time and message latency ("
+        << " nodes, " << format_duration(p.length_ns) << " from its first start to its end ("
         << format_duration(p.wall_ns) << " wall)\n";
     for (std::size_t i = 0; i < shown(p.steps.size(), top); ++i) {
       const PathStep& step = p.steps[i];

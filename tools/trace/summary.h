@@ -53,15 +53,15 @@ struct PathStep {
   bool via_message = false;
 };
 
-/// The longest path through one backward call's node slices and the
-/// message latencies between them, ending at its last node: the sink (a
-/// node that feeds no other) that finished last.
+/// The chain of nodes that gated one backward call's end (see Note
+/// [Critical path by last arrival] in summary.cpp): from the sink that
+/// finished last, back through each node's last-arriving input.
 struct CriticalPath {
   std::uint64_t graph_task = 0;
   std::vector<PathStep> steps;
-  /// Sum of the steps' durations and latencies.
+  /// From the first step's start to the last step's end (at most wall_ns).
   std::int64_t length_ns = 0;
-  /// From the first node's start to the last node's end.
+  /// The call's span: its first node's start to its last node's end.
   std::int64_t wall_ns = 0;
 };
 
