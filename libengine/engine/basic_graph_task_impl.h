@@ -263,7 +263,8 @@ void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const 
   // requested input: its gradient is dropped where it is produced.
   if (selective() && !in_graph(&consumer))
     return;
-  const Device owner = G::device(consumer);
+  // No device listed: every node of the task is a CPU node.
+  const Device owner = devices_.empty() ? Device::cpu() : G::device(consumer);
   const std::uint32_t input_nr = G::input_nr(next);
   if (to.owns(cpu_queue, owner)) {
     if (to.wants_feeds()) [[unlikely]]

@@ -3,6 +3,7 @@
 /// The ready queue of one actor (or one thread): a heap under ReadyOrder.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -19,12 +20,15 @@ namespace actorgrad {
 /// the tasks stay in `slots_` (a freed slot is reused). So a push or pop
 /// moves one ReadyTask once, instead of up to log2(size) + 3 times.
 ///
-/// Note [Lone ready task]
-/// Most of the time the heap holds at most one task: along a chain each node
-/// makes the next one ready just after the heap gave up the last. A task
-/// pushed onto an empty heap waits in `lone_`, without a key, a slot or a
-/// heap step; a second push moves it into the keyed heap first. So `lone_`
-/// is only ever set while `keys_` is empty.
+/// Note [Few ready tasks]
+/// Most of the time the heap holds one or two tasks: along a chain each node
+/// makes the next one ready just after the heap gave up the last, and a
+/// node with two next nodes makes two. While no more than `few` tasks wait,
+/// they sit in `few_`, sorted so that the last runs next: a push is an
+/// insertion among at most three, a pop takes the last, with no key, slot
+/// or heap step. A push past `few` moves them all into the keyed heap,
+/// which then takes every push until it is empty. So `few_` is only ever
+/// used while `keys_` is empty.
 class ReadyHeap {
 public:
   ReadyHeap() = default;
@@ -36,38 +40,38 @@ public:
     keys_ = std::exchange(other.keys_, {});
     slots_ = std::exchange(other.slots_, {});
     free_ = std::exchange(other.free_, {});
-    lone_ = std::move(other.lone_);
-    has_lone_ = std::exchange(other.has_lone_, false);
+    few_ = std::move(other.few_);
+    num_few_ = std::exchange(other.num_few_, 0);
     return *this;
   }
 
   void push(ReadyTask&& t) {
-    if (empty()) {
-      lone_ = std::move(t);
-      has_lone_ = true;
+    if (keys_.empty() && num_few_ < few) {
+      // Insertion: the tasks that run after t stay before it.
+      std::size_t i = num_few_++;
+      for (; i > 0 && !ReadyOrder{}(few_[i - 1], t); --i)
+        few_[i] = std::move(few_[i - 1]);
+      few_[i] = std::move(t);
       return;
     }
-    if (has_lone_) {
-      has_lone_ = false;
-      push_keyed(std::move(lone_));
-    }
+    for (std::size_t i = 0; i < num_few_; ++i)
+      push_keyed(std::move(few_[i]));
+    num_few_ = 0;
     push_keyed(std::move(t));
   }
   /// Removes and returns the task that runs next.
   ReadyTask pop() {
-    if (has_lone_) {
-      has_lone_ = false;
-      return std::move(lone_);
-    }
+    if (num_few_ > 0)
+      return std::move(few_[--num_few_]);
     std::pop_heap(keys_.begin(), keys_.end(), ReadyOrder{});
     const std::uint32_t slot = keys_.back().slot;
     keys_.pop_back();
     free_.push_back(slot);
     return std::move(slots_[slot]);
   }
-  const ReadyTask& top() const { return has_lone_ ? lone_ : slots_[keys_.front().slot]; }
-  bool empty() const { return !has_lone_ && keys_.empty(); }
-  std::size_t size() const { return keys_.size() + (has_lone_ ? 1 : 0); }
+  const ReadyTask& top() const { return num_few_ > 0 ? few_[num_few_ - 1] : slots_[keys_.front().slot]; }
+  bool empty() const { return num_few_ == 0 && keys_.empty(); }
+  std::size_t size() const { return keys_.size() + num_few_; }
 
 private:
   struct Slot {
@@ -92,8 +96,9 @@ private:
   std::vector<Slot> keys_;
   std::vector<ReadyTask> slots_;
   std::vector<std::uint32_t> free_;
-  ReadyTask lone_; ///< see Note [Lone ready task]
-  bool has_lone_ = false;
+  static constexpr std::size_t few = 4;
+  std::array<ReadyTask, few> few_; ///< see Note [Few ready tasks]
+  std::size_t num_few_ = 0;
 };
 
 } // namespace actorgrad

@@ -83,17 +83,28 @@ bool can_accumulate_inplace(const at::Tensor& v) {
 template <class T>
 void add_into(at::Tensor& old, const at::Tensor& grad) {
   const auto n = static_cast<Eigen::Index>(old.numel());
-  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(static_cast<T*>(old.unsafeGetTensorImpl()->data()), n) +=
+  // unsafe_data: both have storage and a floating dtype (small_add_ checked).
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(old.unsafeGetTensorImpl()->unsafe_data<T>(), n) +=
     Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(
-      static_cast<const T*>(grad.unsafeGetTensorImpl()->data()), n);
+      grad.unsafeGetTensorImpl()->unsafe_data<T>(), n);
   old.unsafeGetTensorImpl()->bump_version();
 }
 
-/// A dense contiguous CPU tensor with no neg/conj bit: what add_'s plain
-/// loop reads and writes.
+/// A dense contiguous CPU tensor with storage and no neg/conj bit: what
+/// add_'s plain loop reads and writes.
 bool plain(const at::Tensor& t) {
   return t.is_cpu() && t.layout() == at::kStrided && !t.is_neg() && !t.is_conj() &&
-         t.is_contiguous();
+         t.is_contiguous() && t.has_storage();
+}
+
+bool same_sizes(const at::Tensor& a, const at::Tensor& b) {
+  const c10::IntArrayRef x = a.sizes(), y = b.sizes();
+  if (x.size() != y.size())
+    return false;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (x[i] != y[i])
+      return false;
+  return true;
 }
 
 /// Adds `grad` into `old` as old.add_(grad) would, when it is a plain small
@@ -103,7 +114,7 @@ bool plain(const at::Tensor& t) {
 bool small_add_(at::Tensor& old, const at::Tensor& grad) {
   const auto type = old.scalar_type();
   if (type != grad.scalar_type() || (type != at::kDouble && type != at::kFloat) ||
-      old.numel() > at::internal::GRAIN_SIZE || !old.sizes().equals(grad.sizes()) ||
+      old.numel() > at::internal::GRAIN_SIZE || !same_sizes(old, grad) ||
       !plain(old) || !plain(grad) ||
       !(grad.unsafeGetTensorImpl()->key_set() & at::kTensorSubclassLike).empty() ||
       grad._is_zerotensor())
@@ -171,11 +182,10 @@ TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) 
   if (post_hooks) [[unlikely]]
     for (const auto& hook : fn.post_hooks())
       outputs = (*hook)(outputs, inputs);
-  // A node's input vector, kept for the next buffer this call makes: one
+  // A node's input vector, kept for the next buffers this call makes: one
   // allocation a node fewer.
-  inputs.clear();
   if (this_thread.spare)
-    *this_thread.spare = std::move(inputs);
+    this_thread.spare->give(inputs);
   return outputs;
 }
 
@@ -239,7 +249,7 @@ void TorchGraph::accumulate(input_buffer& buffer, const node& consumer, std::uin
   // libtorch's InputBuffer::add and accumulate, for the CPU.
   if (buffer.empty()) {
     if (this_thread.spare)
-      buffer = std::move(*this_thread.spare);
+      this_thread.spare->take(buffer);
     buffer.resize(consumer.num_inputs());
   }
   if (!grad.defined())

@@ -6,6 +6,7 @@
 
 #include <torch/csrc/autograd/function.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,6 +53,28 @@ struct TorchGraph {
     static void switch_to(GraphTaskBase& task);
   };
 
+  /// Input vectors a call's nodes are done with, kept for its next input
+  /// buffers: a node with k next nodes makes up to k buffers at once.
+  class spare_buffers {
+  public:
+    /// Swaps a kept vector into `empty` (which has no room), if there is one.
+    void take(std::vector<at::Tensor>& empty) {
+      if (count_)
+        empty.swap(pool_[--count_]);
+    }
+    /// Keeps `v` (emptied; it keeps a vector without room) if there is room.
+    void give(std::vector<at::Tensor>& v) {
+      if (count_ == pool_.size())
+        return;
+      v.clear();
+      v.swap(pool_[count_++]);
+    }
+
+  private:
+    std::array<std::vector<at::Tensor>, 4> pool_;
+    std::size_t count_ = 0;
+  };
+
   /// What a node needs of its call, set per thread (see Note [Per-thread
   /// call state]).
   struct call_state {
@@ -61,8 +84,8 @@ struct TorchGraph {
     bool keep_graph = true;
     /// Whether RecordFunction callbacks were registered when it was set.
     bool record = false;
-    /// The innermost call_scope's spare buffer (null outside a call).
-    std::vector<at::Tensor>* spare = nullptr;
+    /// The innermost call_scope's spare buffers (null outside a call).
+    spare_buffers* spare = nullptr;
   };
 
   /// Around one call's whole run on this thread: names off (libtorch's
@@ -77,7 +100,7 @@ struct TorchGraph {
 
   private:
     /// A node's input vector kept for the next buffer of the call.
-    std::vector<at::Tensor> spare_;
+    spare_buffers spare_;
     /// What this thread had before.
     call_state saved_;
     GraphTaskBase* current_;

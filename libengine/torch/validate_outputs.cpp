@@ -27,22 +27,21 @@ struct ExposeShape {
 };
 template struct ExposeShape<&InputMetadata::shape_>;
 
+/// True when `grad` surely has the metadata's shape: the same sizes, word
+/// for word. A symbolic size is a tagged word no concrete size (never
+/// negative) can equal, so a false here only means "not sure": validate_one
+/// then asks is_same_shape.
 bool same_shape(const InputMetadata& metadata, const at::Tensor& grad) {
   const auto* shape =
     c10::get_if<::torch::autograd::SymIntSmallVec>(&(metadata.*member(ShapeMember{})));
   if (shape == nullptr || grad.is_nested()) [[unlikely]]
-    return metadata.is_same_shape(grad);
+    return false;
   const c10::SymIntArrayRef sizes = grad.sym_sizes();
   if (sizes.size() != shape->size())
     return false;
-  for (std::size_t k = 0; k < sizes.size(); ++k) {
-    const c10::SymInt& a = sizes[k];
-    const c10::SymInt& b = (*shape)[k];
-    if (a.is_symbolic() || b.is_symbolic()) [[unlikely]]
-      return metadata.is_same_shape(grad);
-    if (a.expect_int() != b.expect_int())
+  for (std::size_t k = 0; k < sizes.size(); ++k)
+    if (sizes[k].as_int_unchecked() != (*shape)[k].as_int_unchecked())
       return false;
-  }
   return true;
 }
 

@@ -126,7 +126,7 @@ BOOST_AUTO_TEST_CASE(heap_moves_the_task_out_intact) {
 
 BOOST_AUTO_TEST_CASE(heap_keeps_the_order_when_pushes_and_pops_interleave) {
   // Pushes and pops in random turns, so that the heap keeps passing between
-  // one waiting task and many (see Note [Lone ready task]); each pop must
+  // a few waiting tasks and many (see Note [Few ready tasks]); each pop must
   // be the first of what is waiting.
   std::mt19937 rng(777);
   auto nodes = make_nodes(30);
