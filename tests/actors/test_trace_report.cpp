@@ -8,10 +8,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "tests/actors/trace_test_util.h"
 #include "tests/support/chrome_trace_check.h"
@@ -186,4 +188,53 @@ BOOST_AUTO_TEST_CASE(critical_path_fits_in_the_call_on_async_sim) {
     BOOST_TEST(p.length_ns > 0);
     BOOST_TEST(p.steps.size() >= 100u, "the chain's muls gate each other: all on the path");
   }
+}
+
+// Queue depth (tools/trace/queue_depth.h): the sim:0 worker spins in node S
+// for 1 s while the caller sends it kFlood gradients, one per mul on sim:0;
+// they wait in its mailbox until S ends, then all go onto its heap at once.
+// The caller spins 200 ms first (node W), so S has started before the
+// flood: the mailbox's maximum is exactly kFlood.
+BOOST_AUTO_TEST_CASE(flooded_worker_shows_its_mailbox_depth) {
+  constexpr int kFlood = 16;
+  CountingEngine ce;
+  Tensor x = leaf3();
+  Tensor flood;
+  for (int i = 0; i < kFlood; ++i) {
+    Tensor z = to_device(to_device(x, Device::sim(0)) * (1.0 + i), Device::cpu());
+    flood = i == 0 ? z : flood + z;
+  }
+  Tensor w = spinning_op(flood, "W", 200ms);
+  Tensor slow = to_device(spinning_op(to_device(x, Device::sim(0)), "S", 1000ms), Device::cpu());
+  Tensor loss = sum(w + slow);
+  ce.engine.start_recording();
+  backward({loss}, {}, ce.engine);
+  trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
+  const trace::Summary s = trace::summarize(tl);
+  BOOST_TEST_INFO("summary:\n" << trace::format_summary(tl, s));
+  const auto worker = std::find(tl.actors.begin(), tl.actors.end(), "sim:0 worker");
+  BOOST_TEST_REQUIRE((worker != tl.actors.end()));
+  const std::size_t a = static_cast<std::size_t>(worker - tl.actors.begin());
+  // The premise: the flood was sent while S ran.
+  std::int64_t s_start = 0, s_end = 0;
+  for (const trace::Slice& sl : tl.slices)
+    if (sl.node == "S")
+      std::tie(s_start, s_end) = std::pair(sl.start_ns, sl.end_ns);
+  int flooded = 0;
+  for (const trace::Message& m : tl.messages)
+    if (m.to_actor == a && m.send_ns > s_start && m.send_ns < s_end)
+      ++flooded;
+  BOOST_TEST_REQUIRE(flooded == kFlood, "gradients sent to sim:0 while S ran");
+
+  const trace::QueueDepth& q = s.queues.at(a);
+  BOOST_TEST(q.max_mailbox == kFlood);
+  // The heap also holds the copy S fed on the same actor when S ended.
+  BOOST_TEST(q.max_ready == kFlood + 1);
+  BOOST_TEST(q.received >= std::size_t{kFlood});
+  BOOST_TEST(q.max_mailbox_wait_ns >= 500'000'000, "a gradient waited for most of S");
+  for (const trace::QueueDepth& other : s.queues)
+    for (const trace::DepthSample& d : other.samples)
+      BOOST_TEST_REQUIRE((d.mailbox >= 0 && d.ready >= 0));
+  const std::string text = trace::format_summary(tl, s);
+  BOOST_TEST(text.find("queues (engine messages in the mailbox") != std::string::npos);
 }

@@ -4,7 +4,8 @@
 /// chrome_json.h): every event in process 1 on a named track, timestamps
 /// monotonic per track, node slices with their args, and every message a
 /// paired flow arrow (`s` and `f` with the same id, cat, name and bp "e",
-/// each end inside a slice on its track). Header-only; include it from a
+/// each end inside a slice on its track), queue counters non-negative and
+/// present where messages were received. Header-only; include it from a
 /// Boost.Test binary (after boost/test/unit_test.hpp).
 
 #include <algorithm>
@@ -38,6 +39,7 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
   std::map<std::string, std::vector<FlowEnd>> starts, finishes; // by id
   std::map<int, std::vector<std::pair<double, double>>> slices; // tid -> [ts, ts+dur]
   std::size_t node_slices = 0;
+  std::size_t counters = 0;
   for (const auto& [key, e] : events) {
     BOOST_TEST(key.empty(), "traceEvents is an array");
     const std::string ph = e.get<std::string>("ph");
@@ -68,6 +70,10 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
       auto& side = ph == "s" ? starts : finishes;
       side[e.get<std::string>("id")].push_back(
         {tid, ts, e.get<std::string>("cat"), e.get<std::string>("name"), e.get<std::string>("bp")});
+    } else if (ph == "C") { // queue counters (tools/trace/queue_depth.h)
+      ++counters;
+      BOOST_TEST(e.get<long>("args.mailbox") >= 0);
+      BOOST_TEST(e.get<long>("args.ready") >= 0);
     } else {
       BOOST_FAIL("unexpected phase " << ph);
     }
@@ -96,6 +102,7 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
   for (const auto& m : tl.messages)
     received += m.received();
   BOOST_TEST(starts.size() == received, "one arrow per received message");
+  BOOST_TEST((received == 0 || counters > 0), "queue counter events where messages were received");
   return node_slices;
 }
 

@@ -11,6 +11,8 @@
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
+#include "actorgrad/tools/trace/queue_depth.h"
+
 namespace actorgrad::trace {
 
 namespace {
@@ -146,6 +148,15 @@ void write_chrome_json(const Timeline& tl, std::ostream& out) {
   }
   for (std::size_t a = 0; a < tl.actors.size(); ++a)
     add_markers(tl, a, std::move(ends[a]), lines);
+  // A counter track per actor with its mailbox and ready-heap lengths (see
+  // Note [Queue depth from the trace]); derived, so not read back.
+  for (const QueueDepth& q : queue_depths(tl))
+    for (const DepthSample& d : q.samples)
+      lines.push_back({q.actor, d.t_ns, 2,
+                       "{\"ph\":\"C\",\"name\":" + quoted(tl.actors[q.actor] + " queues") +
+                         ",\"pid\":1,\"tid\":" + std::to_string(q.actor + 1) + ",\"ts\":" +
+                         micros(d.t_ns) + ",\"args\":{\"mailbox\":" + std::to_string(d.mailbox) +
+                         ",\"ready\":" + std::to_string(d.ready) + "}}"});
   std::stable_sort(lines.begin(), lines.end(), [](const Line& x, const Line& y) {
     if (x.actor != y.actor)
       return x.actor < y.actor;

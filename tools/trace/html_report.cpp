@@ -65,6 +65,9 @@ th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 table.sortable th { cursor: pointer; }
 ol { font-size: 13px; }
+polyline { fill: none; stroke-width: 1.2; }
+polyline.mailbox, span.mailbox { stroke: #444; color: #444; }
+polyline.ready, span.ready { stroke: #9ab; color: #79a; }
 )";
 
 void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
@@ -176,7 +179,7 @@ void write_op_table(const Summary& s, std::ostream& out) {
       cell(ns);
     out << "<td data-v=\"" << op.share_percent << "\">" << pct << "</td></tr>\n";
   }
-  out << "</table>\n" << kSortScript;
+  out << "</table>\n";
 }
 
 void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
@@ -219,6 +222,65 @@ void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
   }
 }
 
+/// Each actor's mailbox and ready-heap lengths over time (queue_depth.h):
+/// a lane per actor with two step lines on the timeline's time axis, then
+/// their figures as a table.
+void write_queues(const Timeline& tl, const Summary& s, std::ostream& out) {
+  if (s.queues.empty())
+    return;
+  const double span = std::max<double>(1.0, static_cast<double>(tl.end_ns - tl.begin_ns));
+  const double plot = kWidth - kLabelWidth - kRightMargin;
+  auto x = [&](std::int64_t ts) {
+    return kLabelWidth + plot * static_cast<double>(ts - tl.begin_ns) / span;
+  };
+  const double lane = 2 * kLaneHeight;
+  out << "<h2>Queues</h2>\n<p class=\"meta\">Engine messages waiting in each actor's mailbox "
+         "(<span class=\"mailbox\">dark</span>) and ready nodes in its heap "
+         "(<span class=\"ready\">light</span>); each lane scaled to its own maximum.</p>\n"
+      << "<svg id=\"queue-counters\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(kWidth)
+      << "\" height=\"" << num(lane * double(s.queues.size()) + 4) << "\">\n";
+  for (const QueueDepth& q : s.queues) {
+    const double top = lane * double(q.actor);
+    const double scale = double(std::max<std::int64_t>(1, std::max(q.max_mailbox, q.max_ready)));
+    out << "<g class=\"queue-lane\" data-actor=\"" << escape(tl.actors[q.actor]) << "\">"
+        << "<rect class=\"lane-bg\" x=\"" << num(kLabelWidth) << "\" y=\"" << num(top + 2)
+        << "\" width=\"" << num(plot) << "\" height=\"" << num(lane - 4) << "\"/>"
+        << "<text class=\"lane-label\" x=\"6\" y=\"" << num(top + lane / 2 + 4) << "\">"
+        << escape(tl.actors[q.actor]) << " (max " << q.max_mailbox << " / " << q.max_ready
+        << ")</text>\n";
+    for (const bool mailbox : {true, false}) {
+      out << "<polyline class=\"" << (mailbox ? "mailbox" : "ready") << "\" points=\"";
+      std::int64_t prev = 0;
+      auto y = [&](std::int64_t v) { return top + lane - 3 - (lane - 6) * double(v) / scale; };
+      out << num(x(tl.begin_ns)) << ',' << num(y(0));
+      for (const DepthSample& d : q.samples) {
+        const std::int64_t v = mailbox ? d.mailbox : d.ready;
+        out << ' ' << num(x(d.t_ns)) << ',' << num(y(prev)) << ' ' << num(x(d.t_ns)) << ','
+            << num(y(v));
+        prev = v;
+      }
+      out << ' ' << num(x(tl.end_ns)) << ',' << num(y(prev)) << "\"/>\n";
+    }
+    out << "</g>\n";
+  }
+  out << "</svg>\n<table id=\"queues\" class=\"sortable\">\n<tr><th>actor</th>"
+         "<th>mailbox max</th><th>mailbox mean</th><th>messages</th><th>mailbox wait mean</th>"
+         "<th>mailbox wait max</th><th>heap max</th><th>heap mean</th></tr>\n";
+  for (const QueueDepth& q : s.queues) {
+    char m[32], r[32];
+    std::snprintf(m, sizeof m, "%.2f", q.mean_mailbox);
+    std::snprintf(r, sizeof r, "%.2f", q.mean_ready);
+    out << "<tr><td>" << escape(tl.actors[q.actor]) << "</td><td data-v=\"" << q.max_mailbox
+        << "\">" << q.max_mailbox << "</td><td data-v=\"" << m << "\">" << m
+        << "</td><td data-v=\"" << q.received << "\">" << q.received << "</td><td data-v=\""
+        << q.mean_mailbox_wait_ns() << "\">" << format_duration(q.mean_mailbox_wait_ns())
+        << "</td><td data-v=\"" << q.max_mailbox_wait_ns << "\">"
+        << format_duration(q.max_mailbox_wait_ns) << "</td><td data-v=\"" << q.max_ready << "\">"
+        << q.max_ready << "</td><td data-v=\"" << r << "\">" << r << "</td></tr>\n";
+  }
+  out << "</table>\n";
+}
+
 } // namespace
 
 void write_html_report(const Timeline& tl, const Summary& s, std::ostream& out) {
@@ -231,8 +293,9 @@ void write_html_report(const Timeline& tl, const Summary& s, std::ostream& out) 
       << format_duration(s.queue_wait.p99_ns)
       << ". Critical-path nodes are outlined in red; hover for details.</p>\n";
   write_timeline(tl, s, out);
+  write_queues(tl, s, out);
   write_tables(tl, s, out);
-  out << "</body>\n</html>\n";
+  out << kSortScript << "</body>\n</html>\n";
 }
 
 } // namespace actorgrad::trace

@@ -173,6 +173,7 @@ Summary summarize(const Timeline& tl) {
     s.critical_paths.push_back(critical_path(tl, task, idx));
   }
   s.ops = op_table(tl);
+  s.queues = queue_depths(tl);
   std::sort(s.critical_paths.begin(), s.critical_paths.end(),
             [&](const CriticalPath& a, const CriticalPath& b) {
               return tl.slices[a.steps.front().slice].start_ns <
@@ -225,6 +226,21 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
                   a.messages_in, a.messages_out, format_duration(a.queue_wait.p50_ns).c_str(),
                   format_duration(a.queue_wait.p99_ns).c_str());
     out << line;
+  }
+
+  if (!tl.actors.empty()) {
+    out << "\nqueues (engine messages in the mailbox, ready nodes in the heap)\n";
+    std::snprintf(line, sizeof line, "%-26s %8s %8s %11s %11s %8s %8s\n", "actor", "mbox max",
+                  "mbox avg", "wait mean", "wait max", "heap max", "heap avg");
+    out << line;
+    for (const QueueDepth& q : s.queues) {
+      std::snprintf(line, sizeof line, "%-26s %8lld %8.2f %11s %11s %8lld %8.2f\n",
+                    tl.actors[q.actor].c_str(), static_cast<long long>(q.max_mailbox),
+                    q.mean_mailbox, format_duration(q.mean_mailbox_wait_ns()).c_str(),
+                    format_duration(q.max_mailbox_wait_ns).c_str(),
+                    static_cast<long long>(q.max_ready), q.mean_ready);
+      out << line;
+    }
   }
 
   if (!s.ops.empty()) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actorgrad/tools/trace/op_table.h"
+#include "actorgrad/tools/trace/queue_depth.h"
 #include "actorgrad/tools/trace/timeline.h"
 
 namespace actorgrad::trace {
@@ -78,12 +79,14 @@ struct Summary {
   std::vector<CriticalPath> critical_paths;
   /// Per node name, by total time (op_table.h).
   std::vector<OpStats> ops;
+  /// Per actor, in Timeline::actors order (queue_depth.h).
+  std::vector<QueueDepth> queues;
 };
 
 /// Computes the summary of `tl`.
 Summary summarize(const Timeline& tl);
 
-/// The summary as text: an actor table, the operations, message edges, and
+/// The summary as text: an actor table, the queues, the operations, message edges, and
 /// each critical path with its nodes. Each list shows its first `top` rows
 /// (0: all) and says how many it left out.
 std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top = 20);
