@@ -97,6 +97,8 @@ BOOST_AUTO_TEST_CASE(bad_usage_exits_2_with_one_line_before_any_work) {
     {{"train", "--executor", "reference", "--trace", "t.json"}, {"--trace", "--executor actor"}},
     {{"train", "stray"}, {"unexpected argument 'stray'"}},
     {{"worker"}, {"--port is required"}},
+    {{"trace", "--diff", "/etc/passwd"}, {"--diff", "two recordings"}},
+    {{"trace", "--diff", "/etc/passwd", "/etc/passwd", "--in", "/etc/passwd"}, {"--in", "--diff"}},
     {{"worker", "--port", "0", "--quiet", "--verbose"}, {"--quiet excludes --verbose"}},
   };
   for (const Case& c : cases) {
@@ -226,4 +228,32 @@ BOOST_AUTO_TEST_CASE(train_redraws_a_status_line_on_a_terminal) {
                                                R"(steps/s  ETA \S+)")),
              out.substr(0, 400));
   BOOST_TEST(contains(out, "final accuracy"), out.substr(out.size() > 400 ? out.size() - 400 : 0));
+}
+
+BOOST_AUTO_TEST_CASE(trace_diff_compares_two_recordings) {
+  TempDir dir;
+  const std::string a = (dir.path / "a.json").string(), b = (dir.path / "b.json").string();
+  for (const auto& [file, model] : {std::pair{a, "chain"}, std::pair{b, "mlp"}}) {
+    const RunResult r = run_actorgrad({"trace", "--model", model, "--nodes", "30", "--hidden", "8",
+                                       "--points", "20", "--out", file, "--summary", "/dev/null"});
+    BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  }
+  // Against itself: no change anywhere.
+  RunResult same = run_actorgrad({"trace", "--diff", a, a});
+  BOOST_TEST(same.status == 0, same.err);
+  BOOST_TEST(contains(same.out, "change: 0 ns (0.0%)"), same.out);
+  BOOST_TEST(!contains(same.out, "added"), same.out);
+  BOOST_TEST(!contains(same.out, "removed"), same.out);
+  // The chain's MulBackward is gone in the MLP, whose MmBackward is new;
+  // --html writes the MLP's report with the comparison in it.
+  const std::string html = (dir.path / "d.html").string();
+  RunResult other = run_actorgrad({"trace", "--diff", a, b, "--summary", "-", "--html", html});
+  BOOST_TEST(other.status == 0, other.err);
+  BOOST_TEST(std::regex_search(other.out, std::regex(R"(MulBackward +\d+ +0 +removed)")), other.out);
+  BOOST_TEST(std::regex_search(other.out, std::regex(R"(MmBackward +0 +\d+ +added)")), other.out);
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_TEST(contains(page, "id=\"diff-ops\""));
+  BOOST_TEST(contains(page, "class=\"removed\""));
+  BOOST_TEST(contains(page, "class=\"added\""));
 }

@@ -30,16 +30,20 @@ Runs one backward pass of a model on the actor engine with recording on (after
 one unrecorded warm-up pass), or reads a recording (--in), and writes:
   --out      a Chrome Trace Event JSON file (open it in https://ui.perfetto.dev
              or chrome://tracing): one track per actor, a slice per node, an
-             arrow per message;
+             arrow per message, a counter of each actor's queue lengths;
   --html     a single-file HTML report (timeline and tables, no network needed);
   --summary  a text summary: per actor busy %, tasks, messages in/out and queue
-             wait p50/p99; the operations (per node name: calls, total, self,
+             wait p50/p99; per actor the mailbox and ready-heap lengths (max,
+             mean) and mailbox wait; the operations (per node name: calls, total, self,
              mean, min, max, share of the node time); messages per actor pair;
              the critical path of each backward call. Each list shows its
              first --top rows (default 20), or all of them with --all;
   --ops-csv  the operations table as CSV (times in ns).
+With --diff BEFORE AFTER, two recordings are compared instead: the summary
+lists per operation and per actor the counts and times before and after and
+the change; --html writes AFTER's report with the comparison in it.
 Only the outputs named are written; with none named, --out trace.json and
---summary - (with --in, only the summary). A FILE of - is standard output
+--summary - (with --in or --diff, only the summary). A FILE of - is standard output
 (for one output at most), and --in - reads standard input. Output paths are
 checked before anything runs.
 
@@ -106,6 +110,12 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
   cmd->add_option("--seed", o.seed, "seed of the data and weights")->check(integer_in(0));
   cmd->add_option("--in", o.in, "read this trace (written by --out) instead of running")
     ->check(input_file());
+  cmd->add_option("--diff", o.diff,
+                  "compare two recordings: per operation and per actor, counts and times "
+                  "before and after (the summary is the comparison; --html adds it to AFTER's report)")
+    ->expected(2)
+    ->check(input_file())
+    ->excludes("--in");
   cmd->add_option("--out", o.out, "Chrome trace JSON")->check(output_file());
   cmd->add_option("--html", o.html, "HTML report")->check(output_file());
   cmd->add_option("--summary", o.summary, "text summary")->check(output_file());
@@ -113,8 +123,10 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
   cmd->add_option("--top", o.top, "rows of each list of the summary")->check(integer_in(1));
   cmd->add_flag("--all", o.all, "every row of each list of the summary");
   cmd->final_callback([&o] {
+    if (!o.diff.empty() && o.diff.size() != 2)
+      throw CLI::ValidationError("--diff", "takes two recordings, BEFORE and AFTER");
     if (o.out.empty() && o.html.empty() && o.summary.empty() && o.ops_csv.empty()) {
-      if (o.in.empty())
+      if (o.in.empty() && o.diff.empty())
         o.out = "trace.json";
       o.summary = "-";
     }
@@ -127,14 +139,19 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
 }
 
 int run_trace(const TraceOptions& o) {
-  const trace::Timeline tl = o.in.empty() ? record(o) : trace::read_chrome_json(o.in);
+  std::optional<trace::Timeline> before;
+  if (!o.diff.empty())
+    before = trace::read_chrome_json(o.diff[0]);
+  const trace::Timeline tl = !o.diff.empty() ? trace::read_chrome_json(o.diff[1])
+                             : o.in.empty()  ? record(o)
+                                             : trace::read_chrome_json(o.in);
   trace::ReportPaths paths;
   paths.json = o.out;
   paths.html = o.html;
   paths.summary = o.summary;
   paths.ops_csv = o.ops_csv;
   paths.summary_top = o.all ? 0 : static_cast<std::size_t>(o.top);
-  trace::write_reports(tl, paths);
+  trace::write_reports(tl, paths, before ? &*before : nullptr);
   for (const std::string* path : {&o.out, &o.html, &o.summary, &o.ops_csv})
     if (!path->empty() && *path != "-")
       std::fprintf(stderr, "actorgrad trace: wrote %s\n", path->c_str());

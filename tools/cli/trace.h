@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -22,6 +23,8 @@ struct TraceOptions {
   std::uint64_t seed = 1;
   /// A recording to read instead of running ("-": standard input).
   std::string in;
+  /// --diff BEFORE AFTER: compare two recordings (AFTER is read as --in).
+  std::vector<std::string> diff;
   /// Outputs ("" for none, "-" for standard output). With none of them
   /// given: `--out trace.json --summary -` (only the summary with --in).
   std::string out;

@@ -61,6 +61,8 @@ svg { border: 1px solid #ccc; background: #fafafa; }
 .msg-task { stroke: #1f77b4; }
 .msg-wakeup { stroke: #2ca02c; stroke-dasharray: 3 2; }
 table { border-collapse: collapse; font-size: 13px; }
+tr.added td { background: #e8f5e9; }
+tr.removed td { background: #fdecea; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 table.sortable th { cursor: pointer; }
@@ -281,9 +283,38 @@ void write_queues(const Timeline& tl, const Summary& s, std::ostream& out) {
   out << "</table>\n";
 }
 
+/// The comparison with an earlier recording (trace_diff.h): two sortable tables.
+void write_diff(const TraceDiff& d, std::ostream& out) {
+  out << "<h2>Compared with the earlier recording</h2>\n<p class=\"meta\">before "
+      << format_duration(d.span_before_ns) << ", " << d.nodes_before << " node executions; after "
+      << format_duration(d.span_after_ns) << ", " << d.nodes_after << " node executions ("
+      << escape(percent_change(d.span_before_ns, d.span_after_ns)) << ")</p>\n";
+  const auto table = [&](const char* id, const char* count, const char* time,
+                         const std::vector<DiffRow>& rows) {
+    out << "<table id=\"" << id << "\" class=\"sortable\">\n<tr><th>name</th><th>" << count
+        << " before</th><th>after</th><th>change</th><th>" << time
+        << " before</th><th>after</th><th>change</th></tr>\n";
+    for (const DiffRow& r : rows) {
+      out << "<tr" << (r.added() ? " class=\"added\"" : r.removed() ? " class=\"removed\"" : "")
+          << "><td>" << escape(r.name) << "</td><td data-v=\"" << r.count_before << "\">"
+          << r.count_before << "</td><td data-v=\"" << r.count_after << "\">" << r.count_after
+          << "</td><td data-v=\"" << r.count_change() << "\">" << r.count_change_text()
+          << "</td><td data-v=\"" << r.time_before_ns << "\">"
+          << format_duration(r.time_before_ns) << "</td><td data-v=\"" << r.time_after_ns
+          << "\">" << format_duration(r.time_after_ns) << "</td><td data-v=\""
+          << r.time_change_ns() << "\">" << escape(signed_duration(r.time_change_ns())) << ' '
+          << escape(percent_change(r.time_before_ns, r.time_after_ns)) << "</td></tr>\n";
+    }
+    out << "</table>\n";
+  };
+  table("diff-ops", "calls", "total", d.ops);
+  table("diff-actors", "nodes", "busy", d.actors);
+}
+
 } // namespace
 
-void write_html_report(const Timeline& tl, const Summary& s, std::ostream& out) {
+void write_html_report(const Timeline& tl, const Summary& s, std::ostream& out,
+                       const TraceDiff* diff) {
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          "<title>actorgrad trace</title>\n<style>"
       << kStyle << "</style>\n</head>\n<body>\n<h1>actorgrad trace</h1>\n<p class=\"meta\">"
@@ -293,6 +324,8 @@ void write_html_report(const Timeline& tl, const Summary& s, std::ostream& out) 
       << format_duration(s.queue_wait.p99_ns)
       << ". Critical-path nodes are outlined in red; hover for details.</p>\n";
   write_timeline(tl, s, out);
+  if (diff)
+    write_diff(*diff, out);
   write_queues(tl, s, out);
   write_tables(tl, s, out);
   out << kSortScript << "</body>\n</html>\n";

@@ -3,11 +3,13 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 
 #include "actorgrad/tools/trace/chrome_json.h"
 #include "actorgrad/tools/trace/html_report.h"
 #include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/trace_diff.h"
 
 namespace actorgrad::trace {
 
@@ -31,12 +33,18 @@ void write_file(const std::string& path, const std::function<void(std::ostream&)
 
 } // namespace
 
-void write_reports(const Timeline& tl, const ReportPaths& paths) {
+void write_reports(const Timeline& tl, const ReportPaths& paths, const Timeline* before) {
   const Summary s = summarize(tl);
+  std::optional<TraceDiff> diff;
+  if (before)
+    diff = diff_timelines(*before, tl);
   write_file(paths.json, [&](std::ostream& out) { write_chrome_json(tl, out); });
-  write_file(paths.html, [&](std::ostream& out) { write_html_report(tl, s, out); });
-  write_file(paths.summary,
-             [&](std::ostream& out) { out << format_summary(tl, s, paths.summary_top); });
+  write_file(paths.html, [&](std::ostream& out) {
+    write_html_report(tl, s, out, diff ? &*diff : nullptr);
+  });
+  write_file(paths.summary, [&](std::ostream& out) {
+    out << (diff ? format_diff(*diff, paths.summary_top) : format_summary(tl, s, paths.summary_top));
+  });
   write_file(paths.ops_csv, [&](std::ostream& out) { out << op_table_csv(s.ops); });
 }
 

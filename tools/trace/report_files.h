@@ -19,8 +19,10 @@ struct ReportPaths {
   std::size_t summary_top = 20;
 };
 
-/// Writes the outputs of `tl` named in `paths`. Throws std::runtime_error
-/// naming a file that cannot be written.
-void write_reports(const Timeline& tl, const ReportPaths& paths);
+/// Writes the outputs of `tl` named in `paths`. With `before`, the summary
+/// is the comparison of `before` with `tl` (trace_diff.h) and the HTML
+/// report gains it as a section. Throws std::runtime_error naming a file
+/// that cannot be written.
+void write_reports(const Timeline& tl, const ReportPaths& paths, const Timeline* before = nullptr);
 
 } // namespace actorgrad::trace
