@@ -117,8 +117,10 @@ private:
     if (num_outputs == 0)
       streams_.note_leaf(fn);
   }
-  NodeState* add_input(node& fn, std::uint32_t input_nr, value&& grad,
-                       const typename G::source& source);
+  /// Adds `grad` to `fn`'s buffer; returns its state when `fn` became
+  /// ready. Inlined: it runs once per gradient (errors stay out of line).
+  [[gnu::always_inline]] NodeState* add_input(node& fn, std::uint32_t input_nr, value&& grad,
+                                              const typename G::source& source);
   ReadyTask make_ready(std::shared_ptr<GraphTaskBase> self, std::shared_ptr<void> handle,
                        const node& fn, NodeState* s) const {
     return {std::move(self), std::move(handle), s, {G::sequence_nr(fn), reentrant_depth}};

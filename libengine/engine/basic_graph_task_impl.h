@@ -61,6 +61,20 @@ std::vector<const typename G::node*> find_cycle(const typename G::node* root) {
   return {};
 }
 
+/// add_input's errors, out of its way.
+template <GraphTraits G>
+[[noreturn, gnu::cold, gnu::noinline]] void throw_no_dependency(const typename G::node& fn) {
+  throw EngineError("dependency not found for " + node_label<G>(fn));
+}
+
+template <GraphTraits G>
+[[noreturn, gnu::cold, gnu::noinline]] void throw_no_such_input(const typename G::node& fn,
+                                                                std::uint32_t input_nr) {
+  throw EngineError("gradient sent to input " + std::to_string(input_nr) + " of " +
+                    node_label<G>(fn) + ", which has " + std::to_string(G::num_inputs(fn)) +
+                    " inputs");
+}
+
 } // namespace detail
 
 template <GraphTraits G>
@@ -210,14 +224,14 @@ void BasicGraphTask<G>::init_to_execute(node& root, const edge_list& outputs,
 }
 
 template <GraphTraits G>
-typename BasicGraphTask<G>::NodeState*
+inline typename BasicGraphTask<G>::NodeState*
 BasicGraphTask<G>::add_input(node& fn, std::uint32_t input_nr, value&& grad,
                              const typename G::source& source) {
   NodeState* found = state_.find(&fn);
   if (!found) {
     if (selective()) // pruned: leads to no requested input (see in_graph)
       return nullptr;
-    throw EngineError("dependency not found for " + detail::node_label<G>(fn));
+    detail::throw_no_dependency<G>(fn);
   }
   NodeState& s = *found;
   const bool ready = --s.dependencies == 0;
@@ -226,10 +240,8 @@ BasicGraphTask<G>::add_input(node& fn, std::uint32_t input_nr, value&& grad,
     if (!info || !info->should_execute())
       return nullptr;
   }
-  if (input_nr >= G::num_inputs(fn))
-    throw EngineError("gradient sent to input " + std::to_string(input_nr) + " of " +
-                      detail::node_label<G>(fn) + ", which has " +
-                      std::to_string(G::num_inputs(fn)) + " inputs");
+  if (input_nr >= G::num_inputs(fn)) [[unlikely]]
+    detail::throw_no_such_input<G>(fn, input_nr);
   G::accumulate(s.buffer, fn, input_nr, std::move(grad), source, options.create_graph);
   return ready ? &s : nullptr;
 }

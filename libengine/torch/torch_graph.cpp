@@ -98,7 +98,7 @@ bool plain(const at::Tensor& t) {
 }
 
 bool same_sizes(const at::Tensor& a, const at::Tensor& b) {
-  const c10::IntArrayRef x = a.sizes(), y = b.sizes();
+  const c10::IntArrayRef x = a.unsafeGetTensorImpl()->sizes(), y = b.unsafeGetTensorImpl()->sizes();
   if (x.size() != y.size())
     return false;
   for (std::size_t i = 0; i < x.size(); ++i)
