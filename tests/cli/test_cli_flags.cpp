@@ -62,8 +62,12 @@ struct Sample {
   Sample(const char* v) : value(v) {}
   Sample(std::string v) : value(std::move(v)) {}
   Sample(std::string v, std::vector<std::string> n) : value(std::move(v)), needs(std::move(n)) {}
+  Sample(std::string v, std::vector<std::string> n, std::vector<std::string> m)
+    : value(std::move(v)), needs(std::move(n)), more(std::move(m)) {}
   std::string value;
   std::vector<std::string> needs;
+  /// Further values of a flag that takes several (after the first, in both forms).
+  std::vector<std::string> more;
 };
 
 /// Per command: the arguments every run needs, and a sample per flag.
@@ -108,6 +112,8 @@ void check_both_forms(const std::string& cmd, const Samples& samples,
       spaced.insert(spaced.end(), {flag, sample.value});
       joined.push_back(flag + "=" + sample.value);
     }
+    spaced.insert(spaced.end(), sample.more.begin(), sample.more.end());
+    joined.insert(joined.end(), sample.more.begin(), sample.more.end());
     const Parsed a = parse_args(spaced);
     const Parsed b = parse_args(joined);
     BOOST_TEST(!a.status.has_value(), cmd << " " << flag << " " << sample.value << " failed");
@@ -137,7 +143,8 @@ BOOST_AUTO_TEST_CASE(flag_value_and_flag_equals_value_parse_the_same_for_every_f
     {{"--summary", out},
      {{"--model", "chain"}, {"--devices", "cpu"}, {"--hidden", "5"}, {"--points", "6"},
       {"--nodes", "7"}, {"--seed", "0"}, {"--in", in}, {"--out", "-"}, {"--html", "-"},
-      {"--summary", "-"}, {"--ops-csv", "-"}, {"--top", "5"}, {"--all", ""}}},
+      {"--summary", "-"}, {"--ops-csv", "-"}, {"--top", "5"}, {"--all", ""},
+      {"--diff", {in, {}, {in}}}}},
     [](const Parsed& p) -> const TraceOptions& { return p.trace; });
   check_both_forms<WorkerOptions>(
     "worker",

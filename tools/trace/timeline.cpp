@@ -63,7 +63,15 @@ void Timeline::normalize() {
 
 Timeline build_timeline(const Trace& trace) {
   Timeline tl;
-  std::map<NodeKey, std::int64_t> ready;
+  // Note [Nodes that share a sequence number]
+  // Ready times and inputs are keyed by (graph task, sequence_nr), which
+  // libtorch does not make unique: every AccumulateGrad has UINT64_MAX. So
+  // the ready times of a key go to its slices in order (the earliest
+  // unclaimed one at or before each start, in start order), and a
+  // node_start takes the inputs fed to its key on its actor since the
+  // key's last start. Keeping only the last ready time gave AccumulateGrads
+  // ready times after their starts.
+  std::map<NodeKey, std::vector<std::int64_t>> ready;
   std::map<NodeKey, std::vector<std::uint64_t>> inputs;
   std::map<std::uint64_t, Message> messages;
   std::map<std::uint64_t, std::pair<std::size_t, std::int64_t>> receipts; // id -> actor, ts
@@ -79,11 +87,15 @@ Timeline build_timeline(const Trace& trace) {
     };
     for (const Event& e : track.events) {
       switch (e.kind) {
-      case EventKind::node_start:
+      case EventKind::node_start: {
         tl.slices.push_back({actor, e.graph_task, e.node, e.sequence_nr, e.depth, e.device,
                              e.stream, e.ts_ns, e.ts_ns, std::nullopt, {}});
         open.push_back(tl.slices.size() - 1);
+        const NodeKey key{e.graph_task, e.sequence_nr};
+        if (auto it = inputs.find(key); it != inputs.end())
+          tl.slices.back().local_inputs = std::exchange(it->second, {});
         break;
+      }
       case EventKind::node_end:
         if (open.empty() || tl.slices[open.back()].sequence_nr != e.sequence_nr)
           throw std::runtime_error("trace of " + track.actor + ": node_end of " + e.node +
@@ -92,7 +104,7 @@ Timeline build_timeline(const Trace& trace) {
         open.pop_back();
         break;
       case EventKind::ready:
-        ready[{e.graph_task, e.sequence_nr}] = e.ts_ns;
+        ready[{e.graph_task, e.sequence_nr}].push_back(e.ts_ns);
         break;
       case EventKind::input:
         if (auto producer = running_node(e.graph_task))
@@ -114,12 +126,22 @@ Timeline build_timeline(const Trace& trace) {
       tl.slices[i].end_ns = track.events.back().ts_ns;
   }
 
-  for (Slice& s : tl.slices) {
-    const NodeKey key{s.graph_task, s.sequence_nr};
-    if (auto it = ready.find(key); it != ready.end())
-      s.ready_ns = it->second;
-    if (auto it = inputs.find(key); it != inputs.end())
-      s.local_inputs = it->second;
+  std::map<NodeKey, std::vector<std::size_t>> starts;
+  for (std::size_t i = 0; i < tl.slices.size(); ++i)
+    starts[{tl.slices[i].graph_task, tl.slices[i].sequence_nr}].push_back(i);
+  for (auto& [key, slices] : starts) {
+    auto it = ready.find(key);
+    if (it == ready.end())
+      continue;
+    std::vector<std::int64_t>& times = it->second;
+    std::sort(times.begin(), times.end());
+    std::sort(slices.begin(), slices.end(), [&](std::size_t a, std::size_t b) {
+      return tl.slices[a].start_ns < tl.slices[b].start_ns;
+    });
+    std::size_t next = 0;
+    for (std::size_t i : slices)
+      if (next < times.size() && times[next] <= tl.slices[i].start_ns)
+        tl.slices[i].ready_ns = times[next++];
   }
   for (auto& [id, m] : messages) {
     if (auto it = receipts.find(id); it != receipts.end()) {
