@@ -22,7 +22,7 @@ Tensor softmax_impl(const char* op, const Tensor& a, std::int64_t dim, bool log)
   const OnDevice on(op, a.device());
   auto out = empty_like(a, a.shape());
   on.kernels.softmax(on.launch, log, a.dtype(), split.outer, split.size, split.inner, data_of(a),
-          mutable_data_of(out));
+                     mutable_data_of(out));
   return out;
 }
 
@@ -53,8 +53,8 @@ Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim)
   }
   if (runs.empty()) { // nothing to add up: a copy in the new shape
     auto out = empty_like(a, s.out);
-    on.kernels.unary(on.launch, UnaryOp::copy, a.dtype(), 0.0, geometry("sum", a.shape(), {a.strides()}),
-          data_of(a), mutable_data_of(out));
+    on.kernels.unary(on.launch, UnaryOp::copy, a.dtype(), 0.0,
+                     geometry("sum", a.shape(), {a.strides()}), data_of(a), mutable_data_of(out));
     return out;
   }
   Tensor current = a;
@@ -68,7 +68,7 @@ Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim)
       shape[d] = 1;
     auto out = empty_like(a, r + 1 == runs.size() ? s.out : shape);
     on.kernels.reduce(on.launch, ReduceOp::sum, a.dtype(), outer, size, inner, data_of(current),
-           mutable_data_of(out));
+                      mutable_data_of(out));
     current = out;
   }
   return current;
@@ -79,7 +79,7 @@ Tensor amax(const Tensor& a, std::int64_t dim, bool keepdim) {
   const OnDevice on("amax", a.device());
   auto out = empty_like(a, m.out);
   on.kernels.reduce(on.launch, ReduceOp::max, a.dtype(), m.split.outer, m.split.size, m.split.inner,
-         data_of(a), mutable_data_of(out));
+                    data_of(a), mutable_data_of(out));
   return out;
 }
 
@@ -105,10 +105,10 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   auto diff = empty_like(a, a.shape());
   const auto g = geometry("max_abs_diff", a.shape(), {a.strides(), b.strides()});
   on.kernels.binary(on.launch, BinaryOp::abs_diff, a.dtype(), 1.0, g, data_of(a), data_of(b),
-         mutable_data_of(diff));
+                    mutable_data_of(diff));
   auto max = empty_like(a, {});
   on.kernels.reduce(on.launch, ReduceOp::max, a.dtype(), 1, a.numel(), 1, data_of(diff),
-         mutable_data_of(max));
+                    mutable_data_of(max));
   return read_scalar(max);
 }
 

@@ -30,8 +30,8 @@ Tensor gather(const char* op, const Tensor& src, const Shape& shape, const Shape
   const OnDevice on(op, src.device());
   auto out = empty_like(src, shape);
   const auto* first = static_cast<const char*>(data_of(src)) + base * element_size(src.dtype());
-  on.kernels.unary(on.launch, UnaryOp::copy, src.dtype(), 0.0, geometry(op, shape, {strides}), first,
-        mutable_data_of(out));
+  on.kernels.unary(on.launch, UnaryOp::copy, src.dtype(), 0.0, geometry(op, shape, {strides}),
+                   first, mutable_data_of(out));
   return out;
 }
 
@@ -45,8 +45,9 @@ Tensor scatter_add(const char* op, const Shape& shape, std::int64_t dim,
   const auto split = split_at(shape, dim);
   const auto rows = upload(index, src.device());
   on.kernels.scatter_add_rows(on.launch, src.dtype(), split.outer, split.size, split.inner,
-                   static_cast<const std::int64_t*>(rows.get()),
-                   static_cast<std::int64_t>(index.size()), data_of(src), mutable_data_of(out));
+                              static_cast<const std::int64_t*>(rows.get()),
+                              static_cast<std::int64_t>(index.size()), data_of(src),
+                              mutable_data_of(out));
   return out;
 }
 
@@ -65,8 +66,7 @@ Tensor copy_between_devices(const Tensor& a, Device to) {
   const Stream src = current_stream(from);
   const Stream dst = current_stream(to);
   Event::recorded_on(dst).block(src); // earlier work on `to` is done with the memory
-  on.plugin.copy_peer_async(on.launch.stream, mutable_data_of(out), to, data_of(a),
-                            nbytes_of(a));
+  on.plugin.copy_peer_async(on.launch.stream, mutable_data_of(out), to, data_of(a), nbytes_of(a));
   record_async_read(a, src); // Note [Pending reads]
   Event::recorded_on(src).block(dst); // later work on `to` sees the copy
   return out;
@@ -103,8 +103,8 @@ Tensor index_select(const Tensor& a, std::int64_t dim, const std::vector<std::in
   const auto split = split_at(a.shape(), d);
   const auto rows = upload(index, a.device());
   on.kernels.gather_rows(on.launch, a.dtype(), split.outer, split.size, split.inner,
-              static_cast<const std::int64_t*>(rows.get()), shape[d], data_of(a),
-              mutable_data_of(out));
+                         static_cast<const std::int64_t*>(rows.get()), shape[d], data_of(a),
+                         mutable_data_of(out));
   return out;
 }
 
@@ -144,10 +144,9 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
   for (const auto& t : tensors) {
     const auto rows = t.size(c.dim);
     if (t.numel() > 0) // `outer` blocks of `rows` rows, pitched in the output
-      on.plugin.copy_2d_async(on.launch.stream,
-                              static_cast<char*>(mutable_data_of(out)) + start * row_bytes,
-                              split.size * row_bytes, data_of(t), rows * row_bytes,
-                              rows * row_bytes, split.outer);
+      on.plugin.copy_2d_async(
+        on.launch.stream, static_cast<char*>(mutable_data_of(out)) + start * row_bytes,
+        split.size * row_bytes, data_of(t), rows * row_bytes, rows * row_bytes, split.outer);
     start += rows;
   }
   return out;

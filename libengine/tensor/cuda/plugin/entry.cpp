@@ -72,10 +72,14 @@ struct OnDevice<F> {
 namespace k = kernels::cuda::detail;
 
 constexpr KernelTable kernel_table{
-  &OnDevice<&k::unary>::call,       &OnDevice<&k::binary>::call,
-  &OnDevice<&k::cast>::call,        &OnDevice<&k::gather_rows>::call,
-  &OnDevice<&k::scatter_add_rows>::call, &OnDevice<&k::reduce>::call,
-  &OnDevice<&k::softmax>::call,     &OnDevice<&k::find_nan>::call,
+  &OnDevice<&k::unary>::call,
+  &OnDevice<&k::binary>::call,
+  &OnDevice<&k::cast>::call,
+  &OnDevice<&k::gather_rows>::call,
+  &OnDevice<&k::scatter_add_rows>::call,
+  &OnDevice<&k::reduce>::call,
+  &OnDevice<&k::softmax>::call,
+  &OnDevice<&k::find_nan>::call,
   &OnDevice<&k::gemm>::call,
 };
 
