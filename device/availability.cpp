@@ -1,8 +1,7 @@
 #include "actorgrad/device/availability.h"
 
-#ifdef ACTORGRAD_WITH_CUDA
 #include "actorgrad/device/cuda/cuda_backend.h"
-#endif
+#include "actorgrad/device/cuda/plugin_loader.h"
 
 namespace actorgrad {
 
@@ -11,16 +10,13 @@ std::string device_unavailable(Device d) {
     return "a negative device index";
   if (d.type != DeviceType::cuda)
     return {};
-#ifdef ACTORGRAD_WITH_CUDA
+  if (cuda::find_plugin() == nullptr)
+    return cuda::plugin_error();
   const int count = cuda::device_count();
   if (d.index >= count)
     return "this machine has " + std::to_string(count) + " usable CUDA device" +
            (count == 1 ? "" : "s");
   return {};
-#else
-  return "this build of actorgrad has no CUDA backend (configure with the CUDA toolkit and "
-         "-DACTORGRAD_CUDA=ON)";
-#endif
 }
 
 } // namespace actorgrad

@@ -8,8 +8,9 @@
 
 namespace actorgrad {
 
-/// Empty when `d` can be served here; else why not, in words
-/// ("the CUDA backend was not built", "this machine has 0 CUDA devices").
+/// Empty when `d` can be served here; else why not, in words ("the CUDA
+/// plugin libactorgrad_cuda.so was not found (tried ...)", "this machine has
+/// 0 usable CUDA devices"). For a CUDA device, loads the CUDA plugin.
 std::string device_unavailable(Device d);
 
 } // namespace actorgrad

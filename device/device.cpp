@@ -1,7 +1,10 @@
 #include "actorgrad/device/device.h"
 
 #include <charconv>
+#include <ostream>
 #include <stdexcept>
+
+#include "actorgrad/device/stream.h"
 
 namespace actorgrad {
 
@@ -40,5 +43,13 @@ std::string Device::str() const {
   }
   return "?";
 }
+
+// Stream's names live here, with Device's, and not in stream.cpp: the CUDA
+// plugin builds this file, which holds no state (Note [CUDA only when used]).
+std::string Stream::str() const {
+  return device.str() + (is_default() ? "/default" : "/stream " + std::to_string(id));
+}
+
+std::ostream& operator<<(std::ostream& os, Stream s) { return os << s.str(); }
 
 } // namespace actorgrad

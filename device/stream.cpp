@@ -2,16 +2,13 @@
 
 #include <array>
 #include <atomic>
-#include <ostream>
 #include <stdexcept>
 
 #include "actorgrad/device/event.h"
 #include "actorgrad/device/guards.h"
 #include "actorgrad/device/sim/sim_backend.h"
 #include "actorgrad/device/stream_backend.h"
-#ifdef ACTORGRAD_WITH_CUDA
-#include "actorgrad/device/cuda/cuda_backend.h"
-#endif
+#include "actorgrad/device/cuda/plugin_loader.h"
 
 namespace actorgrad {
 
@@ -42,23 +39,15 @@ StreamBackend* stream_backend(DeviceType t) {
   switch (t) {
     case DeviceType::sim:
       return &sim::backend();
-    case DeviceType::cuda:
-#ifdef ACTORGRAD_WITH_CUDA
-      return &cuda::backend();
-#else
-      return nullptr;
-#endif
+    case DeviceType::cuda: { // loads the plugin (Note [CUDA only when used])
+      const cuda::Plugin* p = cuda::find_plugin();
+      return p != nullptr ? p->backend() : nullptr;
+    }
     case DeviceType::cpu:
       return nullptr;
   }
   return nullptr;
 }
-
-std::string Stream::str() const {
-  return device.str() + (is_default() ? "/default" : "/stream " + std::to_string(id));
-}
-
-std::ostream& operator<<(std::ostream& os, Stream s) { return os << s.str(); }
 
 bool has_streams(Device d) { return stream_backend(d.type) != nullptr; }
 

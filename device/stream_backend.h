@@ -38,7 +38,8 @@ public:
 };
 
 /// The backend of `t`, or null for a type without streams (the CPU, or
-/// CUDA when it was not built).
+/// CUDA when its plugin cannot be loaded). The first call for CUDA loads
+/// the plugin (device/cuda/plugin_loader.h).
 StreamBackend* stream_backend(DeviceType t);
 
 } // namespace actorgrad

@@ -14,6 +14,8 @@
 ///   makes that safe) once the record_stream events completed, and by
 ///   allocations on any other stream only once all its events completed;
 ///   it then belongs to the new stream.
+/// - Served by the CUDA plugin (plugin.h), which the first call loads;
+///   std::runtime_error naming the device when it cannot be loaded.
 /// - Thread-safe: one mutex per device (device/ is off the actor scheduling
 ///   path). Freeing never throws: a block whose events cannot be recorded
 ///   (the runtime shutting down) is released with cudaFree.

@@ -1,12 +1,9 @@
 #include "actorgrad/libengine/tensor/storage.h"
 
-#ifdef ACTORGRAD_WITH_CUDA
-#include "actorgrad/device/cuda/caching_allocator.h"
-#endif
-
 #include <cstdlib>
 #include <new>
-#include <stdexcept>
+
+#include "actorgrad/device/cuda/caching_allocator.h"
 
 namespace actorgrad {
 
@@ -15,16 +12,12 @@ constexpr std::size_t alignment = 64;
 } // namespace
 
 std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device) {
-  if (device.type == DeviceType::cuda) {
-#ifdef ACTORGRAD_WITH_CUDA
+  if (device.type == DeviceType::cuda) { // loads the CUDA plugin, or throws naming `device`
     auto storage = std::make_shared<Storage>();
     storage->data = cuda::allocate(nbytes, device);
     storage->nbytes = nbytes;
     storage->device = device;
     return storage;
-#else
-    throw std::runtime_error("CUDA backend not built (allocating on " + device.str() + ")");
-#endif
   }
   // aligned_alloc wants a size that is a multiple of the alignment (and non-zero).
   const auto padded = (nbytes + alignment - 1) / alignment * alignment;

@@ -29,6 +29,8 @@
 
 #include "actorgrad/actors/default_engine.h"
 #include "actorgrad/actors/engine.h"
+#include "actorgrad/device/cuda/cuda_backend.h"
+#include "actorgrad/device/cuda/plugin_loader.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "tests/actors/actor_test_util.h"
@@ -156,11 +158,11 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_refused_by_name) {
   }
   refused(EngineConfig{{sim0, Device::sim(1), sim0}}, {"sim:0", "twice"});
   refused(EngineConfig{{Device::cpu()}}, {"cpu"});
-#ifndef ACTORGRAD_WITH_CUDA
-  refused(EngineConfig{{Device::cuda(0)}}, {"cuda:0", "cannot be served", "no CUDA backend"});
-#else
-  refused(EngineConfig{{Device::cuda(64)}}, {"cuda:64", "cannot be served", "CUDA device"});
-#endif
+  // One past the last CUDA device: without the CUDA plugin (not built, or
+  // not found) that is cuda:0, and the reason names the plugin.
+  const Device no_gpu = Device::cuda(static_cast<std::int16_t>(cuda::device_count()));
+  refused(EngineConfig{{no_gpu}}, {no_gpu.str(), "cannot be served",
+                                   cuda::find_plugin() ? "CUDA device" : "libactorgrad_cuda.so"});
   // The embedding constructor checks too.
   {
     Engine host;
@@ -175,22 +177,21 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_refused_by_name) {
   BOOST_TEST(w.grad().to_vector() == (std::vector<double>{1.0, 1.0}));
 }
 
-// Malformed ACTORGRAD_DEVICES values (and, without the CUDA backend,
-// cuda:0): the default engine's first use throws naming the value, and the
-// process goes on (the next use tries again). Runs before the case below,
-// whose good value creates the default engine for good.
+// Malformed ACTORGRAD_DEVICES values (and a CUDA device past the last one,
+// cuda:0 without a GPU): the default engine's first use throws naming the
+// value, and the process goes on (the next use tries again). Runs before the
+// case below, whose good value creates the default engine for good.
 BOOST_AUTO_TEST_CASE(default_engine_refuses_malformed_devices) {
-  const std::vector<std::pair<const char*, std::vector<std::string>>> cases = {
+  const std::string no_gpu = "cuda:" + std::to_string(cuda::device_count());
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
     {"sim:x", {"unknown device 'sim:x'", "expected cpu, sim:N or cuda:N"}},
     {"gpu:0", {"unknown device 'gpu:0'"}},
     {"sim:0,cuda", {"unknown device 'cuda'"}},
     {"sim:0,sim:-1", {"unknown device 'sim:-1'"}},
-#ifndef ACTORGRAD_WITH_CUDA
-    {"cuda:0", {"cuda:0", "cannot be served", "no CUDA backend"}},
-#endif
+    {no_gpu, {no_gpu, "cannot be served"}},
   };
   for (const auto& [value, parts] : cases) {
-    ::setenv("ACTORGRAD_DEVICES", value, 1);
+    ::setenv("ACTORGRAD_DEVICES", value.c_str(), 1);
     try {
       default_engine();
       BOOST_ERROR("the default engine accepted ACTORGRAD_DEVICES=" << value);

@@ -1,6 +1,8 @@
 # The optional CUDA backend (DESIGN.md section 4): built when a working nvcc
-# is found, unless -DACTORGRAD_CUDA=OFF. Sets ACTORGRAD_WITH_CUDA for the
-# subdirectories (device/, libengine/, tests/).
+# is found, unless -DACTORGRAD_CUDA=OFF, as the plugin libactorgrad_cuda.so
+# (libengine/CMakeLists.txt), loaded on the first use of a CUDA device. Sets
+# ACTORGRAD_WITH_CUDA for the subdirectories (device/, libengine/, tests/)
+# and ACTORGRAD_CUDA_PLUGIN_DIR, the plugin's folder in the build tree.
 option(ACTORGRAD_CUDA "Build the CUDA backend when nvcc is found" ON)
 set(ACTORGRAD_WITH_CUDA OFF)
 if(ACTORGRAD_CUDA)
@@ -32,6 +34,10 @@ if(ACTORGRAD_CUDA)
   endif()
 endif()
 if(ACTORGRAD_WITH_CUDA)
+  # The build tree's binaries find the plugin through their RUNPATH (the
+  # install replaces it; there they look next to themselves and in libdir).
+  set(ACTORGRAD_CUDA_PLUGIN_DIR ${PROJECT_BINARY_DIR}/lib)
+  list(APPEND CMAKE_BUILD_RPATH ${ACTORGRAD_CUDA_PLUGIN_DIR})
   message(STATUS "CUDA backend: on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
                  "architectures ${CMAKE_CUDA_ARCHITECTURES})")
 else()

@@ -29,11 +29,17 @@ install(EXPORT actorgradTargets NAMESPACE actorgrad:: DESTINATION ${config_dir})
 if(TARGET actorgrad)
   install(TARGETS actorgrad RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+# The CUDA plugin: not linked by anyone (no export), loaded from libdir on
+# the first use of a CUDA device (device/cuda/plugin_loader.h).
+if(TARGET actorgrad_cuda)
+  install(TARGETS actorgrad_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 # Headers: one folder per library under include/actorgrad/, as included in
 # the tree ("actorgrad/actors/engine.h"). The Python module's are not
-# installed (they need Python.h); the torch bridge's only with it.
-set(header_excludes PATTERN python EXCLUDE)
+# installed (they need Python.h), nor the CUDA plugin's (the CUDA runtime's);
+# the torch bridge's only with it.
+set(header_excludes PATTERN python EXCLUDE PATTERN plugin EXCLUDE)
 if(NOT ACTORGRAD_WITH_TORCH)
   list(APPEND header_excludes PATTERN torch EXCLUDE)
 endif()
@@ -54,18 +60,16 @@ install(FILES ${PROJECT_BINARY_DIR}/actorgradConfig.cmake
   ${PROJECT_SOURCE_DIR}/tools/cmake/FindCAF.cmake
   DESTINATION ${config_dir})
 
-# pkg-config: static libraries, so every library and dependency is listed.
+# pkg-config: static libraries, so every library and dependency is listed
+# (no CUDA library: the plugin links those).
 set(pc_libs "-lactorgrad_trace -lactorgrad_actors -lactorgrad_engine -lactorgrad_device")
 set(pc_libs "${pc_libs} -Wl,--undefined=actorgrad_actor_engine_registrar -lcaf_io -lcaf_core -pthread")
-if(ACTORGRAD_WITH_CUDA)
-  set(pc_libs "${pc_libs} -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart")
-  set(pc_cflags "-DACTORGRAD_WITH_CUDA -I${CUDAToolkit_INCLUDE_DIRS}")
-endif()
 configure_file(tools/cmake/actorgrad.pc.in ${PROJECT_BINARY_DIR}/actorgrad.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/actorgrad.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # cpack -G DEB (in the build folder): one package, libraries (static),
-# headers, CMake and pkg-config files, the command line, the Python package.
+# the CUDA plugin, headers, CMake and pkg-config files, the command line,
+# the Python package.
 set(CPACK_PACKAGE_NAME actorgrad)
 set(CPACK_PACKAGE_VENDOR "actorgrad")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Reverse-mode autograd engine scheduled by actors (CAF)")

@@ -21,7 +21,8 @@ Tensor binary_op(const char* op, BinaryOp f, const Tensor& a, const Tensor& b, d
   auto out = empty_like(a, shape);
   const auto g = geometry(op, shape,
                           {broadcast_strides(a.shape(), shape), broadcast_strides(b.shape(), shape)});
-  binary(on.launch, f, a.dtype(), alpha, g, data_of(a), data_of(b), mutable_data_of(out));
+  on.kernels.binary(on.launch, f, a.dtype(), alpha, g, data_of(a), data_of(b),
+                    mutable_data_of(out));
   return out;
 }
 
@@ -30,8 +31,8 @@ Tensor unary_op(const char* op, UnaryOp f, const Tensor& a, double s = 0.0) {
   check_defined(op, a);
   const OnDevice on(op, a.device());
   auto out = empty_like(a, a.shape());
-  unary(on.launch, f, a.dtype(), s, geometry(op, a.shape(), {a.strides()}), data_of(a),
-        mutable_data_of(out));
+  on.kernels.unary(on.launch, f, a.dtype(), s, geometry(op, a.shape(), {a.strides()}), data_of(a),
+                   mutable_data_of(out));
   return out;
 }
 
@@ -43,8 +44,8 @@ void binary_inplace(const char* op, BinaryOp f, const Tensor& self, const Tensor
   const OnDevice on(op, self.device());
   const auto g = geometry(op, self.shape(),
                           {self.strides(), broadcast_strides(other.shape(), self.shape())});
-  binary(on.launch, f, self.dtype(), alpha, g, data_of(self), data_of(other),
-         mutable_data_of(self));
+  on.kernels.binary(on.launch, f, self.dtype(), alpha, g, data_of(self), data_of(other),
+                    mutable_data_of(self));
   bump_version(self);
 }
 
@@ -52,8 +53,8 @@ void binary_inplace(const char* op, BinaryOp f, const Tensor& self, const Tensor
 void unary_inplace(const char* op, UnaryOp f, const Tensor& self, double s) {
   check_defined(op, self);
   const OnDevice on(op, self.device());
-  unary(on.launch, f, self.dtype(), s, geometry(op, self.shape(), {self.strides()}),
-        data_of(self), mutable_data_of(self));
+  on.kernels.unary(on.launch, f, self.dtype(), s, geometry(op, self.shape(), {self.strides()}),
+                   data_of(self), mutable_data_of(self));
   bump_version(self);
 }
 

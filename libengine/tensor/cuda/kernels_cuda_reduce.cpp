@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "actorgrad/device/cuda/caching_allocator.h"
-#include "actorgrad/device/cuda/cuda_error.h"
 #include "actorgrad/libengine/tensor/cuda/detail/cuda_support.h"
 #include "actorgrad/libengine/tensor/detail/kernel_checks.h"
 
@@ -22,8 +21,8 @@ Tensor softmax_impl(const char* op, const Tensor& a, std::int64_t dim, bool log)
   const auto split = split_at(a.shape(), wrap_dim(dim, a.dim()));
   const OnDevice on(op, a.device());
   auto out = empty_like(a, a.shape());
-  softmax(on.launch, log, a.dtype(), split.outer, split.size, split.inner, data_of(a),
-          mutable_data_of(out));
+  on.kernels.softmax(on.launch, log, a.dtype(), split.outer, split.size, split.inner, data_of(a),
+                     mutable_data_of(out));
   return out;
 }
 
@@ -54,8 +53,8 @@ Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim)
   }
   if (runs.empty()) { // nothing to add up: a copy in the new shape
     auto out = empty_like(a, s.out);
-    unary(on.launch, UnaryOp::copy, a.dtype(), 0.0, geometry("sum", a.shape(), {a.strides()}),
-          data_of(a), mutable_data_of(out));
+    on.kernels.unary(on.launch, UnaryOp::copy, a.dtype(), 0.0,
+                     geometry("sum", a.shape(), {a.strides()}), data_of(a), mutable_data_of(out));
     return out;
   }
   Tensor current = a;
@@ -68,8 +67,8 @@ Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim)
     for (auto d = begin; d < end; ++d)
       shape[d] = 1;
     auto out = empty_like(a, r + 1 == runs.size() ? s.out : shape);
-    reduce(on.launch, ReduceOp::sum, a.dtype(), outer, size, inner, data_of(current),
-           mutable_data_of(out));
+    on.kernels.reduce(on.launch, ReduceOp::sum, a.dtype(), outer, size, inner, data_of(current),
+                      mutable_data_of(out));
     current = out;
   }
   return current;
@@ -79,8 +78,8 @@ Tensor amax(const Tensor& a, std::int64_t dim, bool keepdim) {
   const AmaxDims m = amax_dims(a, dim, keepdim);
   const OnDevice on("amax", a.device());
   auto out = empty_like(a, m.out);
-  reduce(on.launch, ReduceOp::max, a.dtype(), m.split.outer, m.split.size, m.split.inner,
-         data_of(a), mutable_data_of(out));
+  on.kernels.reduce(on.launch, ReduceOp::max, a.dtype(), m.split.outer, m.split.size, m.split.inner,
+                    data_of(a), mutable_data_of(out));
   return out;
 }
 
@@ -90,9 +89,8 @@ bool any_nan(const Tensor& a) {
     return false;
   const OnDevice on("any_nan", a.device());
   const auto flag = actorgrad::cuda::allocate(sizeof(int), a.device());
-  actorgrad::cuda::check(cudaMemsetAsync(flag.get(), 0, sizeof(int), on.launch.stream),
-                         "cudaMemsetAsync", a.device());
-  find_nan(on.launch, a.dtype(), a.numel(), data_of(a), static_cast<int*>(flag.get()));
+  on.plugin.memset_async(on.launch.stream, flag.get(), 0, sizeof(int));
+  on.kernels.find_nan(on.launch, a.dtype(), a.numel(), data_of(a), static_cast<int*>(flag.get()));
   int found = 0;
   copy_to_host(&found, flag.get(), sizeof found, a.device());
   return found != 0;
@@ -106,11 +104,11 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   const OnDevice on("max_abs_diff", a.device());
   auto diff = empty_like(a, a.shape());
   const auto g = geometry("max_abs_diff", a.shape(), {a.strides(), b.strides()});
-  binary(on.launch, BinaryOp::abs_diff, a.dtype(), 1.0, g, data_of(a), data_of(b),
-         mutable_data_of(diff));
+  on.kernels.binary(on.launch, BinaryOp::abs_diff, a.dtype(), 1.0, g, data_of(a), data_of(b),
+                    mutable_data_of(diff));
   auto max = empty_like(a, {});
-  reduce(on.launch, ReduceOp::max, a.dtype(), 1, a.numel(), 1, data_of(diff),
-         mutable_data_of(max));
+  on.kernels.reduce(on.launch, ReduceOp::max, a.dtype(), 1, a.numel(), 1, data_of(diff),
+                    mutable_data_of(max));
   return read_scalar(max);
 }
 

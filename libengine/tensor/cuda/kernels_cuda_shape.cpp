@@ -7,7 +7,6 @@
 #include <optional>
 #include <utility>
 
-#include "actorgrad/device/cuda/cuda_error.h"
 #include "actorgrad/device/event.h"
 #include "actorgrad/libengine/tensor/cuda/detail/cuda_support.h"
 #include "actorgrad/libengine/tensor/detail/kernel_checks.h"
@@ -31,8 +30,8 @@ Tensor gather(const char* op, const Tensor& src, const Shape& shape, const Shape
   const OnDevice on(op, src.device());
   auto out = empty_like(src, shape);
   const auto* first = static_cast<const char*>(data_of(src)) + base * element_size(src.dtype());
-  unary(on.launch, UnaryOp::copy, src.dtype(), 0.0, geometry(op, shape, {strides}), first,
-        mutable_data_of(out));
+  on.kernels.unary(on.launch, UnaryOp::copy, src.dtype(), 0.0, geometry(op, shape, {strides}),
+                   first, mutable_data_of(out));
   return out;
 }
 
@@ -42,13 +41,13 @@ Tensor scatter_add(const char* op, const Shape& shape, std::int64_t dim,
                    const std::vector<std::int64_t>& index, const Tensor& src) {
   const OnDevice on(op, src.device());
   auto out = empty_like(src, shape);
-  actorgrad::cuda::check(cudaMemsetAsync(mutable_data_of(out), 0, nbytes_of(out), on.launch.stream),
-                         "cudaMemsetAsync", src.device());
+  on.plugin.memset_async(on.launch.stream, mutable_data_of(out), 0, nbytes_of(out));
   const auto split = split_at(shape, dim);
   const auto rows = upload(index, src.device());
-  scatter_add_rows(on.launch, src.dtype(), split.outer, split.size, split.inner,
-                   static_cast<const std::int64_t*>(rows.get()),
-                   static_cast<std::int64_t>(index.size()), data_of(src), mutable_data_of(out));
+  on.kernels.scatter_add_rows(on.launch, src.dtype(), split.outer, split.size, split.inner,
+                              static_cast<const std::int64_t*>(rows.get()),
+                              static_cast<std::int64_t>(index.size()), data_of(src),
+                              mutable_data_of(out));
   return out;
 }
 
@@ -60,17 +59,14 @@ Tensor copy_between_devices(const Tensor& a, Device to) {
   const OnDevice on("to_device", from);
   auto out = Tensor::empty(a.shape(), a.dtype(), to);
   if (from == to) {
-    actorgrad::cuda::check(cudaMemcpyAsync(mutable_data_of(out), data_of(a), nbytes_of(a),
-                                           cudaMemcpyDeviceToDevice, on.launch.stream),
-                           "cudaMemcpyAsync (device to device)", from);
+    on.plugin.copy_async(on.launch.stream, mutable_data_of(out), data_of(a), nbytes_of(a),
+                         actorgrad::cuda::CopyKind::device_to_device);
     return out;
   }
   const Stream src = current_stream(from);
   const Stream dst = current_stream(to);
   Event::recorded_on(dst).block(src); // earlier work on `to` is done with the memory
-  actorgrad::cuda::check(cudaMemcpyPeerAsync(mutable_data_of(out), to.index, data_of(a),
-                                             from.index, nbytes_of(a), on.launch.stream),
-                         "cudaMemcpyPeerAsync", from);
+  on.plugin.copy_peer_async(on.launch.stream, mutable_data_of(out), to, data_of(a), nbytes_of(a));
   record_async_read(a, src); // Note [Pending reads]
   Event::recorded_on(src).block(dst); // later work on `to` sees the copy
   return out;
@@ -106,9 +102,9 @@ Tensor index_select(const Tensor& a, std::int64_t dim, const std::vector<std::in
     return out;
   const auto split = split_at(a.shape(), d);
   const auto rows = upload(index, a.device());
-  gather_rows(on.launch, a.dtype(), split.outer, split.size, split.inner,
-              static_cast<const std::int64_t*>(rows.get()), shape[d], data_of(a),
-              mutable_data_of(out));
+  on.kernels.gather_rows(on.launch, a.dtype(), split.outer, split.size, split.inner,
+                         static_cast<const std::int64_t*>(rows.get()), shape[d], data_of(a),
+                         mutable_data_of(out));
   return out;
 }
 
@@ -148,11 +144,9 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
   for (const auto& t : tensors) {
     const auto rows = t.size(c.dim);
     if (t.numel() > 0) // `outer` blocks of `rows` rows, pitched in the output
-      actorgrad::cuda::check(
-        cudaMemcpy2DAsync(static_cast<char*>(mutable_data_of(out)) + start * row_bytes,
-                          split.size * row_bytes, data_of(t), rows * row_bytes, rows * row_bytes,
-                          split.outer, cudaMemcpyDeviceToDevice, on.launch.stream),
-        "cudaMemcpy2DAsync (cat)", first.device());
+      on.plugin.copy_2d_async(
+        on.launch.stream, static_cast<char*>(mutable_data_of(out)) + start * row_bytes,
+        split.size * row_bytes, data_of(t), rows * row_bytes, rows * row_bytes, split.outer);
     start += rows;
   }
   return out;
@@ -167,7 +161,7 @@ Tensor cast(const Tensor& a, DType dtype) {
   check_defined("cast", a);
   const OnDevice on("cast", a.device());
   auto out = Tensor::empty(a.shape(), dtype, a.device());
-  detail::cast(on.launch, a.dtype(), dtype, a.numel(), data_of(a), mutable_data_of(out));
+  on.kernels.cast(on.launch, a.dtype(), dtype, a.numel(), data_of(a), mutable_data_of(out));
   return out;
 }
 
@@ -185,17 +179,13 @@ Tensor to_device(const Tensor& a, Device device) {
       return to_device(kernels::to_device(a, Device::cpu()), device);
     const OnDevice on("to_device", device);
     auto out = Tensor::empty(a.shape(), a.dtype(), device);
-    actorgrad::cuda::check(cudaMemcpyAsync(mutable_data_of(out), data_of(a), nbytes_of(a),
-                                           cudaMemcpyHostToDevice, on.launch.stream),
-                           "cudaMemcpyAsync (host to device)", device);
+    on.plugin.copy_async(on.launch.stream, mutable_data_of(out), data_of(a), nbytes_of(a),
+                         actorgrad::cuda::CopyKind::host_to_device);
     return out;
   }
   // CUDA to host memory.
   auto out = Tensor::empty(a.shape(), a.dtype(), Device::cpu());
-  {
-    const actorgrad::cuda::DeviceScope scope(from);
-    copy_to_host(mutable_data_of(out), data_of(a), nbytes_of(a), from);
-  }
+  copy_to_host(mutable_data_of(out), data_of(a), nbytes_of(a), from);
   return device.is_cpu() ? out : kernels::to_device(out, device);
 }
 

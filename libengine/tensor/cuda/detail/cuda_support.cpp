@@ -4,13 +4,15 @@
 #include <string>
 
 #include "actorgrad/device/cuda/caching_allocator.h"
-#include "actorgrad/device/cuda/cuda_error.h"
+#include "actorgrad/device/cuda/plugin_loader.h"
 #include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad::kernels::cuda::detail {
 
-Launch launch_on(const char* op, Device d) {
-  return {op, d, actorgrad::cuda::native_stream(current_stream(d))};
+OnDevice::OnDevice(const char* op, Device d)
+  : plugin(actorgrad::cuda::plugin_for(d)), kernels(*plugin.kernels),
+    launch{op, current_stream(d), nullptr} {
+  launch.native = plugin.native_stream(launch.stream);
 }
 
 Geometry geometry(const char* op, const Shape& shape, std::initializer_list<Shape> strides) {
@@ -52,19 +54,18 @@ std::shared_ptr<void> upload(const std::vector<std::int64_t>& index, Device d) {
   const std::size_t nbytes = index.size() * sizeof(std::int64_t);
   auto buffer = actorgrad::cuda::allocate(nbytes, d);
   if (nbytes > 0)
-    actorgrad::cuda::check(cudaMemcpyAsync(buffer.get(), index.data(), nbytes,
-                                           cudaMemcpyHostToDevice, launch_on("upload", d).stream),
-                           "cudaMemcpyAsync (index to device)", d);
+    actorgrad::cuda::plugin_for(d).copy_async(current_stream(d), buffer.get(), index.data(), nbytes,
+                                              actorgrad::cuda::CopyKind::host_to_device);
   return buffer;
 }
 
 void copy_to_host(void* dst, const void* src, std::size_t nbytes, Device d) {
   if (nbytes == 0)
     return;
-  const auto stream = launch_on("copy_to_host", d).stream;
-  actorgrad::cuda::check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, stream),
-                         "cudaMemcpyAsync (device to host)", d);
-  actorgrad::cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize", d);
+  const Stream stream = current_stream(d);
+  actorgrad::cuda::plugin_for(d).copy_async(stream, dst, src, nbytes,
+                                            actorgrad::cuda::CopyKind::device_to_host);
+  synchronize(stream);
 }
 
 const void* data_of(const Tensor& t) { return t.impl()->raw(); }

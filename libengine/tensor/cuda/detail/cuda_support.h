@@ -1,7 +1,8 @@
 #pragma once
 /// @file cuda_support.h
 /// Host-side helpers of the CUDA kernels (kernels_cuda_*.cpp): launch
-/// targets, elementwise geometries, index uploads and reads back to the host.
+/// targets and the plugin's launchers, elementwise geometries, index
+/// uploads and reads back to the host.
 
 #include <cstddef>
 #include <cstdint>
@@ -9,19 +10,19 @@
 #include <memory>
 #include <vector>
 
-#include "actorgrad/device/cuda/device_scope.h"
-#include "actorgrad/libengine/tensor/cuda/detail/launch.h"
+#include "actorgrad/device/cuda/plugin.h"
+#include "actorgrad/libengine/tensor/cuda/detail/kernel_table.h"
 #include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad::kernels::cuda::detail {
 
-/// A launch of `op` on the current stream of `d`.
-Launch launch_on(const char* op, Device d);
-
-/// Device `d` made current for a kernel's scope, and its launch target.
+/// What a kernel on CUDA device `d` needs: the CUDA plugin (loaded on the
+/// first call; std::runtime_error naming `d` when it cannot be), its
+/// launchers, and a launch of `op` on the current stream of `d`.
 struct OnDevice {
-  OnDevice(const char* op, Device d) : scope(d), launch(launch_on(op, d)) {}
-  actorgrad::cuda::DeviceScope scope;
+  OnDevice(const char* op, Device d);
+  const actorgrad::cuda::Plugin& plugin;
+  const KernelTable& kernels;
   Launch launch;
 };
 

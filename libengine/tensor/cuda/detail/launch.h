@@ -1,12 +1,14 @@
 #pragma once
 /// @file launch.h
 /// The CUDA kernel launchers behind kernels_cuda.h: device pointers, sizes
-/// and strides in, work enqueued on a stream, nothing waited for. Shared by
-/// the host glue (kernels_cuda_*.cpp, built by the C++ compiler) and the
-/// kernels (*.cu, built by nvcc), so it includes neither Eigen nor CUDA
-/// headers. Pointers are to the first element; sizes and strides count
-/// elements. A launch error throws std::runtime_error naming the op and
-/// the device.
+/// and strides in, work enqueued on a stream, nothing waited for. Defined
+/// in the CUDA plugin (cuda/plugin/), which makes the launch's device
+/// current around each; the host glue (kernels_cuda_*.cpp, in the core)
+/// calls them through its KernelTable (kernel_table.h), never by name.
+/// Shared with the kernels (*.cu, built by nvcc), so it includes neither
+/// Eigen nor CUDA headers. Pointers are to the first element; sizes and
+/// strides count elements. A launch error throws std::runtime_error naming
+/// the op and the device.
 
 #include <cstdint>
 
@@ -18,8 +20,8 @@ namespace actorgrad::kernels::cuda::detail {
 /// Where a launch goes, and the op its errors name.
 struct Launch {
   const char* op;
-  Device device;
-  cudaStream_t stream;
+  Stream stream;       ///< a stream of the launch's device
+  cudaStream_t native; ///< its runtime handle (cuda::native_stream)
 };
 
 /// Most dims an elementwise launch takes once adjacent dims are merged.
@@ -104,5 +106,10 @@ void softmax(const Launch& l, bool log, DType t, std::int64_t outer, std::int64_
 /// Sets *flag (device memory, zeroed by the caller) to 1 when any of the
 /// `n` contiguous elements is NaN.
 void find_nan(const Launch& l, DType t, std::int64_t n, const void* in, int* flag);
+
+/// Row-major c[m, n] = a[m, k] b[k, n], all contiguous, through cuBLAS
+/// (sgemm without TF32, dgemm; one handle per thread and device). Sizes
+/// fit in 32 bits and k > 0.
+void gemm(const Launch& l, DType t, int m, int n, int k, const void* a, const void* b, void* c);
 
 } // namespace actorgrad::kernels::cuda::detail

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <memory>
 
-#include "actorgrad/device/cuda/caching_allocator.h"
-#include "actorgrad/libengine/tensor/cuda/detail/launch_support.cuh"
+#include "actorgrad/device/cuda/plugin/caching_allocator.h"
+#include "actorgrad/libengine/tensor/cuda/plugin/launch_support.cuh"
 
 namespace actorgrad::kernels::cuda::detail {
 
@@ -110,7 +110,7 @@ void reduce_as(const Launch& l, std::int64_t outer, std::int64_t size, std::int6
     const dim3 block(warp, rows_per_block);
     const dim3 grid(static_cast<unsigned>((inner + warp - 1) / warp),
                     static_cast<unsigned>(std::min<std::int64_t>(outer, 65535)));
-    reduce_columns_kernel<Op, T><<<grid, block, 0, l.stream>>>(in, out, outer, size, inner);
+    reduce_columns_kernel<Op, T><<<grid, block, 0, l.native>>>(in, out, outer, size, inner);
     check_launch(l);
     return;
   }
@@ -122,18 +122,18 @@ void reduce_as(const Launch& l, std::int64_t outer, std::int64_t size, std::int6
     return static_cast<unsigned>(std::min<std::int64_t>(blocks, 1 << 16));
   };
   if (chunks <= 1) {
-    reduce_rows_kernel<Op, T, T><<<grid(outer), block_threads, 0, l.stream>>>(in, out, outer, size,
+    reduce_rows_kernel<Op, T, T><<<grid(outer), block_threads, 0, l.native>>>(in, out, outer, size,
                                                                              1, size);
     check_launch(l);
     return;
   }
   const std::int64_t chunk = (size + chunks - 1) / chunks;
-  const auto partials = actorgrad::cuda::allocate(sizeof(Acc) * outer * chunks, l.device);
+  const auto partials = actorgrad::cuda::plugin::allocate(sizeof(Acc) * outer * chunks, l.stream);
   auto* p = static_cast<Acc*>(partials.get());
-  reduce_rows_kernel<Op, T, Acc><<<grid(outer * chunks), block_threads, 0, l.stream>>>(
+  reduce_rows_kernel<Op, T, Acc><<<grid(outer * chunks), block_threads, 0, l.native>>>(
     in, p, outer, size, chunks, chunk);
   check_launch(l);
-  reduce_rows_kernel<Op, Acc, T><<<grid(outer), block_threads, 0, l.stream>>>(p, out, outer,
+  reduce_rows_kernel<Op, Acc, T><<<grid(outer), block_threads, 0, l.native>>>(p, out, outer,
                                                                              chunks, 1, chunks);
   check_launch(l);
   // `partials` returns to the cache on this stream: later work on it runs after these kernels.
@@ -224,10 +224,10 @@ void softmax(const Launch& l, bool log, DType t, std::int64_t outer, std::int64_
     const auto* x = static_cast<const T*>(in);
     auto* y = static_cast<T*>(out);
     if (inner == 1)
-      softmax_rows_kernel<T><<<blocks_for(outer * block_threads), block_threads, 0, l.stream>>>(
+      softmax_rows_kernel<T><<<blocks_for(outer * block_threads), block_threads, 0, l.native>>>(
         x, y, outer, size, log);
     else
-      softmax_columns_kernel<T><<<blocks_for(outer * inner), block_threads, 0, l.stream>>>(
+      softmax_columns_kernel<T><<<blocks_for(outer * inner), block_threads, 0, l.native>>>(
         x, y, outer, size, inner, log);
   });
   check_launch(l);
@@ -238,7 +238,7 @@ void find_nan(const Launch& l, DType t, std::int64_t n, const void* in, int* fla
     return;
   dispatch_dtype(t, [&](auto zero) {
     using T = decltype(zero);
-    find_nan_kernel<T><<<blocks_for(n), block_threads, 0, l.stream>>>(static_cast<const T*>(in),
+    find_nan_kernel<T><<<blocks_for(n), block_threads, 0, l.native>>>(static_cast<const T*>(in),
                                                                       n, flag);
   });
   check_launch(l);

@@ -1,9 +1,9 @@
-#include "actorgrad/device/cuda/cuda_error.h"
+#include "actorgrad/device/cuda/plugin/cuda_error.h"
 
 #include <stdexcept>
 #include <string>
 
-namespace actorgrad::cuda {
+namespace actorgrad::cuda::plugin {
 
 void check(cudaError_t err, const char* call, Device device) {
   if (err == cudaSuccess)
@@ -13,4 +13,4 @@ void check(cudaError_t err, const char* call, Device device) {
                            cudaGetErrorString(err));
 }
 
-} // namespace actorgrad::cuda
+} // namespace actorgrad::cuda::plugin

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "actorgrad/libengine/tensor/cuda/detail/launch_support.cuh"
+#include "actorgrad/libengine/tensor/cuda/plugin/launch_support.cuh"
 
 namespace actorgrad::kernels::cuda::detail {
 
@@ -43,7 +43,7 @@ template <int N, class In, class Out, class F>
 void map(const Launch& l, const Geometry& g, F f, const void* a, const void* b, void* out) {
   if (g.numel == 0)
     return;
-  map_kernel<N, In, Out, F><<<blocks_for(g.numel), block_threads, 0, l.stream>>>(
+  map_kernel<N, In, Out, F><<<blocks_for(g.numel), block_threads, 0, l.native>>>(
     g, f, static_cast<const In*>(a), static_cast<const In*>(b), static_cast<Out*>(out));
   check_launch(l);
 }
@@ -176,7 +176,7 @@ void gather_rows(const Launch& l, DType t, std::int64_t outer, std::int64_t size
     return;
   dispatch_dtype(t, [&](auto zero) {
     using T = decltype(zero);
-    gather_rows_kernel<T><<<blocks_for(n), block_threads, 0, l.stream>>>(
+    gather_rows_kernel<T><<<blocks_for(n), block_threads, 0, l.native>>>(
       static_cast<const T*>(in), static_cast<T*>(out), size, inner, index, k, n);
   });
   check_launch(l);
@@ -190,7 +190,7 @@ void scatter_add_rows(const Launch& l, DType t, std::int64_t outer, std::int64_t
     return;
   dispatch_dtype(t, [&](auto zero) {
     using T = decltype(zero);
-    scatter_add_rows_kernel<T><<<blocks_for(n), block_threads, 0, l.stream>>>(
+    scatter_add_rows_kernel<T><<<blocks_for(n), block_threads, 0, l.native>>>(
       static_cast<const T*>(src), static_cast<T*>(out), size, inner, index, k, n);
   });
   check_launch(l);

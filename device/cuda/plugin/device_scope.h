@@ -4,7 +4,7 @@
 
 #include "actorgrad/device/device.h"
 
-namespace actorgrad::cuda {
+namespace actorgrad::cuda::plugin {
 
 /// Makes CUDA device `d` current on the calling thread (cudaSetDevice) for
 /// a scope and restores the previous one after; costs one cudaGetDevice
@@ -24,4 +24,4 @@ private:
   int previous_ = -1; ///< -1: nothing to restore
 };
 
-} // namespace actorgrad::cuda
+} // namespace actorgrad::cuda::plugin

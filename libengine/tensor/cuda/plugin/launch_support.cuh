@@ -7,7 +7,7 @@
 
 #include <cuda_runtime.h>
 
-#include "actorgrad/device/cuda/cuda_error.h"
+#include "actorgrad/device/cuda/plugin/cuda_error.h"
 #include "actorgrad/libengine/tensor/cuda/detail/launch.h"
 
 namespace actorgrad::kernels::cuda::detail {
@@ -33,7 +33,7 @@ __device__ inline std::int64_t grid_step() {
 
 /// Throws std::runtime_error naming the op and device when the last launch failed.
 inline void check_launch(const Launch& l) {
-  actorgrad::cuda::check(cudaGetLastError(), l.op, l.device);
+  actorgrad::cuda::plugin::check(cudaGetLastError(), l.op, l.stream.device);
 }
 
 } // namespace actorgrad::kernels::cuda::detail

@@ -1,8 +1,8 @@
-#include "actorgrad/device/cuda/device_scope.h"
+#include "actorgrad/device/cuda/plugin/device_scope.h"
 
-#include "actorgrad/device/cuda/cuda_error.h"
+#include "actorgrad/device/cuda/plugin/cuda_error.h"
 
-namespace actorgrad::cuda {
+namespace actorgrad::cuda::plugin {
 
 DeviceScope::DeviceScope(Device d) {
   int current = 0;
@@ -18,4 +18,4 @@ DeviceScope::~DeviceScope() {
     (void)cudaSetDevice(previous_); // it was current a moment ago: cannot fail but at exit
 }
 
-} // namespace actorgrad::cuda
+} // namespace actorgrad::cuda::plugin

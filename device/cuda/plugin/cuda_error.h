@@ -8,7 +8,7 @@
 
 #include "actorgrad/device/device.h"
 
-namespace actorgrad::cuda {
+namespace actorgrad::cuda::plugin {
 
 /// Throws std::runtime_error "`call` on `device`: <cudaGetErrorString>"
 /// unless `err` is cudaSuccess. Clears the runtime's last error first, so
@@ -16,4 +16,4 @@ namespace actorgrad::cuda {
 /// launch check.
 void check(cudaError_t err, const char* call, Device device);
 
-} // namespace actorgrad::cuda
+} // namespace actorgrad::cuda::plugin

@@ -1,0 +1,20 @@
+#pragma once
+/// @file cuda_backend.h
+/// The CUDA plugin's stream backend (the streams of cuda/cuda_backend.h),
+/// on the CUDA runtime.
+
+#include "actorgrad/device/cuda/cuda_backend.h"
+
+namespace actorgrad::cuda::plugin {
+
+/// CUDA devices visible to this process; 0 when there is no driver or no
+/// device (the error is swallowed). Counted once.
+int device_count();
+
+/// The CUDA device type's stream backend (process-wide, never destroyed).
+StreamBackend& backend();
+
+/// As cuda::native_stream.
+cudaStream_t native_stream(Stream s);
+
+} // namespace actorgrad::cuda::plugin
