@@ -3,8 +3,10 @@
 
 // The HTML report renders in headless Chromium: the rendered DOM has one
 // SVG lane per actor with a non-empty slice per node execution, and the
-// screenshot is a real, non-blank PNG. Exits 77 (skipped) when Chromium is
-// not installed (tools/setup.sh --with-test-deps installs it).
+// screenshot is a real, non-blank PNG; a view opened zoomed and searching
+// (its URL fragment) is zoomed, and outlines exactly the nodes searched for.
+// Exits 77 (skipped) when Chromium is not installed (tools/setup.sh
+// --with-test-deps installs it).
 
 #include <unistd.h>
 
@@ -36,8 +38,8 @@ int chromium(const fs::path& dir, const fs::path& html, const std::string& what,
   const std::string cmd =
     "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
     "--disable-component-update --disable-sync --no-first-run --user-data-dir=" +
-    (dir / "profile").string() + " --window-size=1400,900 " + what + " file://" +
-    html.string() + " >" + stdout_path.string() + " 2>" + (dir / "chromium.log").string();
+    (dir / "profile").string() + " --window-size=1400,900 " + what + " 'file://" +
+    html.string() + "' >" + stdout_path.string() + " 2>" + (dir / "chromium.log").string();
   return std::system(cmd.c_str());
 }
 
@@ -64,11 +66,28 @@ std::uint32_t big_endian(const std::string& s, std::size_t at) {
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
+/// Checks that `png` is a real 1400x900 screenshot; returns its bytes.
+std::string check_screenshot(const fs::path& png) {
+  const std::string image = read(png);
+  BOOST_TEST_REQUIRE(image.size() > 24u);
+  BOOST_TEST(image.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0, "a PNG file");
+  BOOST_TEST(image.compare(12, 4, "IHDR") == 0);
+  BOOST_TEST(big_endian(image, 16) == 1400u);
+  BOOST_TEST(big_endian(image, 20) == 900u);
+  // A blank 1400x900 page compresses to a few KB; the timeline and tables do not.
+  BOOST_TEST(image.size() > 30'000u, "screenshot of " << image.size() << " bytes is not blank");
+  return image;
+}
+
+void skip_without_chromium() {
   if (!have_chromium()) {
     std::cerr << "chromium is not installed: skipped\n";
     std::exit(77);
   }
+}
+
+BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
+  skip_without_chromium();
   CountingEngine ce;
   Tensor x = leaf3();
   ce.engine.start_recording();
@@ -85,7 +104,7 @@ BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
     trace::write_html_report(tl, trace::summarize(tl), out);
   }
   const std::string source = read(html);
-  // Inline script only (the operations table sorts itself): nothing loaded.
+  // One inline script (sorting, zoom, search): nothing loaded.
   for (const char* forbidden : {"https://", "@font-face", "@import", "src="})
     BOOST_TEST(occurrences(source, forbidden) == 0u, "no external resource: " << forbidden);
   BOOST_TEST(occurrences(source, "http://") == occurrences(source, "http://www.w3.org/2000/svg"),
@@ -109,13 +128,60 @@ BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
   const fs::path png = dir / "out.png";
   BOOST_TEST_REQUIRE(chromium(dir, html, "--screenshot=" + png.string(), dir / "stdout.txt") == 0,
                      read(dir / "chromium.log"));
-  const std::string image = read(png);
-  BOOST_TEST_REQUIRE(image.size() > 24u);
-  BOOST_TEST(image.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0, "a PNG file");
-  BOOST_TEST(image.compare(12, 4, "IHDR") == 0);
-  BOOST_TEST(big_endian(image, 16) == 1400u);
-  BOOST_TEST(big_endian(image, 20) == 900u);
-  // A blank 1400x900 page compresses to a few KB; the timeline and tables do not.
-  BOOST_TEST(image.size() > 30'000u, "screenshot of " << image.size() << " bytes is not blank");
+  check_screenshot(png);
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(a_view_opens_zoomed_and_searching) {
+  skip_without_chromium();
+  CountingEngine ce;
+  Tensor x = leaf3();
+  ce.engine.start_recording();
+  backward({cross_device_loss(x)}, {}, ce.engine);
+  const trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
+  std::size_t muls = 0;
+  for (const trace::Slice& sl : tl.slices)
+    muls += sl.node == "MulBackward";
+  BOOST_TEST_REQUIRE(muls > 0u);
+
+  const fs::path dir = fs::temp_directory_path() / ("actorgrad_view_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path html = dir / "report.html";
+  {
+    std::ofstream out(html);
+    trace::write_html_report(tl, trace::summarize(tl), out);
+  }
+  const fs::path view = html.string() + "#zoom=8&at=0.5&search=mulbackward";
+  BOOST_TEST_REQUIRE(chromium(dir, view, "--dump-dom", dir / "dom.html") == 0,
+                     read(dir / "chromium.log"));
+  const std::string dom = read(dir / "dom.html");
+  BOOST_TEST(dom.find("data-zoom=\"8\"") != std::string::npos, "the view is zoomed 8x");
+  BOOST_TEST(occurrences(dom, "scale(8 1)") == tl.actors.size() + 1, "every lane and the arrows");
+  BOOST_TEST(occurrences(dom, "class=\"node match\"") + occurrences(dom, "class=\"node critical match\"") ==
+               muls,
+             "exactly the MulBackward slices are outlined");
+  BOOST_TEST(dom.find(std::to_string(muls) + " nodes</span>") != std::string::npos, "the count");
+  BOOST_TEST(dom.find("class=\"searching\"") != std::string::npos);
+  // The axis shows the times in view: its first tick is no longer 0.
+  const std::regex first_tick(R"re(<g class="axis">\s*<line[^>]*>(?:</line>)?<text[^>]*>([^<]*)</text>)re");
+  std::smatch tick;
+  BOOST_TEST_REQUIRE(std::regex_search(dom, tick, first_tick));
+  BOOST_TEST(tick[1].str() != "0 ns", "first tick " << tick[1].str());
+
+  // Two zoom levels, looked at: the whole recording and 8x around its middle.
+  const std::string whole = check_screenshot([&] {
+    const fs::path png = dir / "whole.png";
+    BOOST_TEST_REQUIRE(chromium(dir, html, "--screenshot=" + png.string(), dir / "out.txt") == 0);
+    return png;
+  }());
+  const std::string zoomed = check_screenshot([&] {
+    const fs::path png = dir / "zoomed.png";
+    BOOST_TEST_REQUIRE(chromium(dir, view, "--screenshot=" + png.string(), dir / "out.txt") == 0);
+    return png;
+  }());
+  BOOST_TEST((whole != zoomed), "the zoomed view differs");
+  if (const char* keep = std::getenv("ACTORGRAD_KEEP_SCREENSHOTS"))
+    for (const char* name : {"whole.png", "zoomed.png"})
+      fs::copy_file(dir / name, fs::path(keep) / name, fs::copy_options::overwrite_existing);
   fs::remove_all(dir);
 }

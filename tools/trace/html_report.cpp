@@ -68,6 +68,11 @@ th:first-child, td:first-child { text-align: left; }
 table.sortable th { cursor: pointer; }
 ol { font-size: 13px; }
 polyline { fill: none; stroke-width: 1.2; }
+#timeline { cursor: grab; user-select: none; }
+#timeline .zoom rect, #timeline .zoom line { vector-effect: non-scaling-stroke; }
+#timeline.searching rect.node:not(.match) { opacity: 0.2; }
+#timeline rect.node.match { stroke: #000; stroke-width: 2; }
+#search { font: inherit; width: 16em; }
 polyline.mailbox, span.mailbox { stroke: #444; color: #444; }
 polyline.ready, span.ready { stroke: #9ab; color: #79a; }
 )";
@@ -87,12 +92,18 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
     for (const PathStep& step : p.steps)
       critical.insert(step.slice);
 
-  out << "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(kWidth)
+  out << "<p class=\"meta\"><input id=\"search\" type=\"search\" placeholder=\"find a node\"> "
+         "<span id=\"search-count\"></span> Wheel: zoom, drag: pan, double click: whole "
+         "recording.</p>\n"
+      << "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(kWidth)
       << "\" height=\"" << num(height) << "\" viewBox=\"0 0 " << num(kWidth) << ' '
-      << num(height) << "\">\n"
+      << num(height) << "\" data-left=\"" << num(kLabelWidth) << "\" data-plot=\"" << num(plot)
+      << "\" data-span-ns=\"" << (tl.end_ns - tl.begin_ns) << "\">\n"
       << "<defs><marker id=\"arrow\" viewBox=\"0 0 6 6\" refX=\"6\" refY=\"3\" markerWidth=\"6\" "
          "markerHeight=\"6\" orient=\"auto\"><path d=\"M0,0 L6,3 L0,6 z\" fill=\"#333\"/>"
-         "</marker></defs>\n";
+         "</marker><clipPath id=\"plot-area\"><rect x=\""
+      << num(kLabelWidth) << "\" y=\"0\" width=\"" << num(plot) << "\" height=\"" << num(height)
+      << "\"/></clipPath></defs>\n";
   out << "<g class=\"axis\">\n";
   for (int i = 0; i <= 5; ++i) {
     const std::int64_t ts = tl.begin_ns + static_cast<std::int64_t>(span * i / 5);
@@ -110,7 +121,7 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
         << "<rect class=\"lane-bg\" x=\"" << num(kLabelWidth) << "\" y=\"" << num(top)
         << "\" width=\"" << num(plot) << "\" height=\"" << num(kLaneHeight) << "\"/>\n"
         << "<text class=\"lane-label\" x=\"6\" y=\"" << num(top + kLaneHeight / 2 + 4) << "\">"
-        << escape(tl.actors[a]) << "</text>\n";
+        << escape(tl.actors[a]) << "</text>\n<g clip-path=\"url(#plot-area)\"><g class=\"zoom\">\n";
     for (std::size_t i = 0; i < tl.slices.size(); ++i) {
       const Slice& sl = tl.slices[i];
       if (sl.actor != a)
@@ -127,10 +138,10 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
         out << ", queue wait " << escape(format_duration(*w));
       out << "</title></rect>\n";
     }
-    out << "</g>\n";
+    out << "</g></g>\n</g>\n";
   }
 
-  out << "<g class=\"messages\">\n";
+  out << "<g clip-path=\"url(#plot-area)\"><g class=\"messages zoom\">\n";
   for (const Message& m : tl.messages) {
     if (!m.received())
       continue;
@@ -144,12 +155,18 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
         << (m.node.empty() ? "" : ", for " + escape(m.node)) << ", "
         << escape(format_duration(m.latency_ns())) << "</title></line>\n";
   }
-  out << "</g>\n</svg>\n";
+  out << "</g></g>\n</svg>\n";
 }
 
-/// Sorts a table with class "sortable" by the clicked column (numbers by
-/// their data-v, text by its content; a second click reverses).
-constexpr const char* kSortScript = R"(<script>
+/// The report's one script. It sorts a table with class "sortable" by the
+/// clicked column (numbers by their data-v, text by its content; a second
+/// click reverses). On the timeline, the wheel zooms around the pointer, a
+/// drag pans, a double click shows the whole recording, and the axis shows
+/// the times in view; the search box outlines the nodes whose details
+/// contain its text and dims the rest. A URL fragment opens a view:
+/// `#zoom=8&at=0.5&search=Mul` (zoom factor, the fraction of the recording
+/// at the centre, the search text).
+constexpr const char* kScript = R"(<script>
 document.querySelectorAll('table.sortable th').forEach((th, col) => th.addEventListener('click', () => {
   const table = th.closest('table');
   const rows = Array.from(table.querySelectorAll('tr')).slice(1);
@@ -159,6 +176,55 @@ document.querySelectorAll('table.sortable th').forEach((th, col) => th.addEventL
   rows.sort((a, b) => { const x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : 0) * (down ? -1 : 1); });
   rows.forEach(r => table.appendChild(r));
 }));
+(() => {
+  const svg = document.getElementById('timeline');
+  if (!svg) return;
+  const left = +svg.dataset.left, plot = +svg.dataset.plot, span = +svg.dataset.spanNs;
+  const zooms = svg.querySelectorAll('g.zoom'), ticks = svg.querySelectorAll('g.axis text');
+  let scale = 1, shift = 0; // a time at plot x is drawn at left + shift + scale * x
+  const fmt = ns => ns >= 1e6 ? (ns / 1e6).toFixed(3) + ' ms' : ns >= 1e3 ? (ns / 1e3).toFixed(1) + ' us' : Math.round(ns) + ' ns';
+  const userX = e => { const r = svg.getBoundingClientRect(); return (e.clientX - r.left) * svg.viewBox.baseVal.width / r.width; };
+  const apply = () => {
+    scale = Math.min(1e4, Math.max(1, scale));
+    shift = Math.min(0, Math.max(plot - scale * plot, shift));
+    const t = 'translate(' + (left + shift) + ' 0) scale(' + scale + ' 1) translate(' + -left + ' 0)';
+    zooms.forEach(g => g.setAttribute('transform', t));
+    ticks.forEach((el, i) => { el.textContent = fmt((i / 5 * plot - shift) / scale / plot * span); });
+    svg.dataset.zoom = scale;
+  };
+  svg.addEventListener('wheel', e => {
+    e.preventDefault();
+    const x = userX(e) - left, to = Math.min(1e4, Math.max(1, scale * (e.deltaY < 0 ? 1.25 : 0.8)));
+    shift = x - (x - shift) * to / scale;
+    scale = to;
+    apply();
+  }, {passive: false});
+  let drag = null;
+  svg.addEventListener('mousedown', e => { drag = {x: userX(e), shift: shift}; });
+  window.addEventListener('mousemove', e => { if (drag) { shift = drag.shift + userX(e) - drag.x; apply(); } });
+  window.addEventListener('mouseup', () => { drag = null; });
+  svg.addEventListener('dblclick', () => { scale = 1; shift = 0; apply(); });
+  const box = document.getElementById('search'), count = document.getElementById('search-count');
+  const search = q => {
+    q = q.trim().toLowerCase();
+    let n = 0;
+    svg.querySelectorAll('rect.node').forEach(r => {
+      const hit = q !== '' && r.textContent.toLowerCase().includes(q);
+      r.classList.toggle('match', hit);
+      n += hit ? 1 : 0;
+    });
+    svg.classList.toggle('searching', q !== '');
+    count.textContent = q === '' ? '' : n + (n === 1 ? ' node' : ' nodes');
+  };
+  box.addEventListener('input', () => search(box.value));
+  const view = new URLSearchParams(location.hash.slice(1));
+  if (view.has('zoom')) {
+    scale = Math.min(1e4, Math.max(1, +view.get('zoom') || 1));
+    shift = plot / 2 - scale * plot * (+view.get('at') || 0);
+  }
+  if (view.has('search')) { box.value = view.get('search'); search(box.value); }
+  apply();
+})();
 </script>
 )";
 
@@ -328,7 +394,7 @@ void write_html_report(const Timeline& tl, const Summary& s, std::ostream& out,
     write_diff(*diff, out);
   write_queues(tl, s, out);
   write_tables(tl, s, out);
-  out << kSortScript << "</body>\n</html>\n";
+  out << kScript << "</body>\n</html>\n";
 }
 
 } // namespace actorgrad::trace
