@@ -331,7 +331,9 @@ template <GraphTraits G>
 typename BasicGraphTask<G>::value_list BasicGraphTask<G>::evaluate_node(node& fn, NodeState& s) {
   typename G::run_scope scope(*this, fn);
   try {
-    value_list inputs = G::take_inputs(std::move(s.buffer));
+    // A reference when the graph type's buffer already is the input list
+    // (no new vector and no destructor for the moved-from one).
+    auto&& inputs = G::take_inputs(std::move(s.buffer));
     if (selective()) {
       const ExecInfo* info = exec_info(&fn);
       const bool needed = info && info->needed;

@@ -145,7 +145,7 @@ struct TorchGraph {
   /// (see Note [Errors keep their type]).
   [[noreturn]] static void rethrow_in_node(const node& fn, const std::exception& e);
 
-  static value_list take_inputs(input_buffer&& b) { return std::move(b); }
+  static value_list&& take_inputs(input_buffer&& b) { return std::move(b); }
   static source local_source(const node&, const at::Tensor&) { return {}; }
   static in_flight make_in_flight(const node&, at::Tensor&& grad) { return {std::move(grad)}; }
   static at::Tensor& sent_value(in_flight& f) { return f.grad; }
