@@ -86,23 +86,34 @@ void skip_without_chromium() {
   }
 }
 
-BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
-  skip_without_chromium();
+/// Records the backward of cross_device_loss, then with `async` a second
+/// one through backward_async.
+trace::Timeline record_cross_device(bool async) {
   CountingEngine ce;
   Tensor x = leaf3();
   ce.engine.start_recording();
   backward({cross_device_loss(x)}, {}, ce.engine);
-  ce.engine.backward_async({cross_device_loss(x)}).get();
-  const trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
+  if (async)
+    ce.engine.backward_async({cross_device_loss(x)}).get();
+  return trace::build_timeline(ce.engine.stop_recording());
+}
+
+/// Writes `tl`'s report into a new directory `dir`; returns its path.
+fs::path write_report(const trace::Timeline& tl, const fs::path& dir) {
+  fs::create_directories(dir);
+  const fs::path html = dir / "report.html";
+  std::ofstream out(html);
+  trace::write_html_report(tl, trace::summarize(tl), out);
+  return html;
+}
+
+BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
+  skip_without_chromium();
+  const trace::Timeline tl = record_cross_device(true);
   BOOST_TEST(tl.actors.size() == 4u, "caller, async coordinator, sim:0 and sim:1 workers");
 
   const fs::path dir = fs::temp_directory_path() / ("actorgrad_html_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path html = dir / "report.html";
-  {
-    std::ofstream out(html);
-    trace::write_html_report(tl, trace::summarize(tl), out);
-  }
+  const fs::path html = write_report(tl, dir);
   const std::string source = read(html);
   // One inline script (sorting, zoom, search): nothing loaded.
   for (const char* forbidden : {"https://", "@font-face", "@import", "src="})
@@ -134,23 +145,14 @@ BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
 
 BOOST_AUTO_TEST_CASE(a_view_opens_zoomed_and_searching) {
   skip_without_chromium();
-  CountingEngine ce;
-  Tensor x = leaf3();
-  ce.engine.start_recording();
-  backward({cross_device_loss(x)}, {}, ce.engine);
-  const trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
+  const trace::Timeline tl = record_cross_device(false);
   std::size_t muls = 0;
   for (const trace::Slice& sl : tl.slices)
     muls += sl.node == "MulBackward";
   BOOST_TEST_REQUIRE(muls > 0u);
 
   const fs::path dir = fs::temp_directory_path() / ("actorgrad_view_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path html = dir / "report.html";
-  {
-    std::ofstream out(html);
-    trace::write_html_report(tl, trace::summarize(tl), out);
-  }
+  const fs::path html = write_report(tl, dir);
   const fs::path view = html.string() + "#zoom=8&at=0.5&search=mulbackward";
   BOOST_TEST_REQUIRE(chromium(dir, view, "--dump-dom", dir / "dom.html") == 0,
                      read(dir / "chromium.log"));
