@@ -46,7 +46,7 @@ const DiffRow& row(const std::vector<DiffRow>& rows, const std::string& name) {
 
 BOOST_AUTO_TEST_CASE(a_recording_against_itself_changes_nothing) {
   const Timeline tl = recording("caller 7", "Extra");
-  const TraceDiff d = diff_timelines(tl, tl);
+  const TraceDiff d = diff_summaries(summarize(tl), summarize(tl));
   BOOST_TEST(d.span_before_ns == d.span_after_ns);
   BOOST_TEST(d.ops.size() == 3u);
   for (const auto& r : d.ops) {
@@ -67,7 +67,8 @@ BOOST_AUTO_TEST_CASE(a_recording_against_itself_changes_nothing) {
 
 BOOST_AUTO_TEST_CASE(an_added_and_a_removed_node_are_named) {
   // Another run: its caller has another id; Extra is gone, Late is new.
-  const TraceDiff d = diff_timelines(recording("caller 7", "Extra"), recording("caller 9", "Late"));
+  const TraceDiff d =
+    diff_summaries(summarize(recording("caller 7", "Extra")), summarize(recording("caller 9", "Late")));
   const DiffRow& extra = row(d.ops, "Extra");
   BOOST_TEST(extra.removed());
   BOOST_TEST(extra.count_before == 1u);

@@ -37,7 +37,7 @@ void write_reports(const Timeline& tl, const ReportPaths& paths, const Timeline*
   const Summary s = summarize(tl);
   std::optional<TraceDiff> diff;
   if (before)
-    diff = diff_timelines(*before, tl);
+    diff = diff_summaries(summarize(*before), s);
   write_file(paths.json, [&](std::ostream& out) { write_chrome_json(tl, out); });
   write_file(paths.html, [&](std::ostream& out) {
     write_html_report(tl, s, out, diff ? &*diff : nullptr);

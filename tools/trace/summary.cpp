@@ -193,18 +193,12 @@ std::string format_duration(std::int64_t ns) {
   return buf;
 }
 
-namespace {
+std::size_t rows_shown(std::size_t n, std::size_t top) { return top == 0 ? n : std::min(n, top); }
 
-/// How many of `n` rows a list shows.
-std::size_t shown(std::size_t n, std::size_t top) { return top == 0 ? n : std::min(n, top); }
-
-/// The line that says how many rows a list left out (nothing when none).
-void left_out(std::ostream& out, std::size_t n, std::size_t top, const char* what) {
-  if (shown(n, top) < n)
-    out << "  ... " << n - shown(n, top) << " more " << what << " not shown (--top N, --all)\n";
+void note_rows_left_out(std::ostream& out, std::size_t n, std::size_t top, const char* what) {
+  if (rows_shown(n, top) < n)
+    out << "  ... " << n - rows_shown(n, top) << " more " << what << " not shown (--top N, --all)\n";
 }
-
-} // namespace
 
 std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top) {
   std::ostringstream out;
@@ -248,7 +242,7 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
     std::snprintf(line, sizeof line, "  %-32s %7s %11s %11s %11s %11s %11s %7s\n", "name", "calls",
                   "total", "self", "mean", "min", "max", "self %");
     out << line;
-    for (std::size_t i = 0; i < shown(s.ops.size(), top); ++i) {
+    for (std::size_t i = 0; i < rows_shown(s.ops.size(), top); ++i) {
       const OpStats& op = s.ops[i];
       std::snprintf(line, sizeof line, "  %-32s %7zu %11s %11s %11s %11s %11s %6.1f%%\n",
                     op.name.c_str(), op.calls, format_duration(op.total_ns).c_str(),
@@ -257,26 +251,26 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
                     op.share_percent);
       out << line;
     }
-    left_out(out, s.ops.size(), top, "operations");
+    note_rows_left_out(out, s.ops.size(), top, "operations");
   }
 
   if (!s.edges.empty()) {
     out << "\nmessages (from -> to: kind, count, mean latency)\n";
-    for (std::size_t i = 0; i < shown(s.edges.size(), top); ++i) {
+    for (std::size_t i = 0; i < rows_shown(s.edges.size(), top); ++i) {
       const EdgeStats& e = s.edges[i];
       std::snprintf(line, sizeof line, "  %s -> %s: %s x%zu, %s\n",
                     tl.actors[e.from_actor].c_str(), tl.actors[e.to_actor].c_str(),
                     message_name(e.kind), e.count, format_duration(e.mean_latency_ns).c_str());
       out << line;
     }
-    left_out(out, s.edges.size(), top, "message edges");
+    note_rows_left_out(out, s.edges.size(), top, "message edges");
   }
 
   for (const CriticalPath& p : s.critical_paths) {
     out << "\ncritical path of GraphTask " << p.graph_task << ": " << p.steps.size()
         << " nodes, " << format_duration(p.length_ns) << " from its first start to its end ("
         << format_duration(p.wall_ns) << " wall)\n";
-    for (std::size_t i = 0; i < shown(p.steps.size(), top); ++i) {
+    for (std::size_t i = 0; i < rows_shown(p.steps.size(), top); ++i) {
       const PathStep& step = p.steps[i];
       const Slice& sl = tl.slices[step.slice];
       if (step.via_message)
@@ -286,7 +280,7 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
                     tl.actors[sl.actor].c_str(), format_duration(sl.duration_ns()).c_str());
       out << line;
     }
-    left_out(out, p.steps.size(), top, "nodes of this path");
+    note_rows_left_out(out, p.steps.size(), top, "nodes of this path");
   }
   return out.str();
 }

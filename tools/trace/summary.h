@@ -4,6 +4,7 @@
 /// the critical path of each backward call.
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -93,5 +94,11 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
 
 /// `1.234 ms`, `56.7 us`, `890 ns`.
 std::string format_duration(std::int64_t ns);
+
+/// How many of `n` rows a text list cut to `top` rows (0: all) shows.
+std::size_t rows_shown(std::size_t n, std::size_t top);
+
+/// The line that says how many rows such a list left out (nothing when none).
+void note_rows_left_out(std::ostream& out, std::size_t n, std::size_t top, const char* what);
 
 } // namespace actorgrad::trace

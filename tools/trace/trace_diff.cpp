@@ -37,23 +37,41 @@ std::string DiffRow::count_change_text() const {
   return text;
 }
 
-TraceDiff diff_timelines(const Timeline& before, const Timeline& after) {
+namespace {
+
+std::size_t node_executions(const Summary& s) {
+  std::size_t n = 0;
+  for (const ActorStats& a : s.actors)
+    n += a.tasks;
+  return n;
+}
+
+std::size_t messages(const Summary& s) {
+  std::size_t n = 0;
+  for (const ActorStats& a : s.actors)
+    n += a.messages_out;
+  return n;
+}
+
+} // namespace
+
+TraceDiff diff_summaries(const Summary& before, const Summary& after) {
   TraceDiff d;
-  d.span_before_ns = before.end_ns - before.begin_ns;
-  d.span_after_ns = after.end_ns - after.begin_ns;
-  d.nodes_before = before.slices.size();
-  d.nodes_after = after.slices.size();
-  d.messages_before = before.messages.size();
-  d.messages_after = after.messages.size();
+  d.span_before_ns = before.span_ns;
+  d.span_after_ns = after.span_ns;
+  d.nodes_before = node_executions(before);
+  d.nodes_after = node_executions(after);
+  d.messages_before = messages(before);
+  d.messages_after = messages(after);
 
   std::map<std::string, DiffRow> ops;
-  for (const OpStats& op : op_table(before)) {
+  for (const OpStats& op : before.ops) {
     DiffRow& r = ops[op.name];
     r.name = op.name;
     r.count_before = op.calls;
     r.time_before_ns = op.total_ns;
   }
-  for (const OpStats& op : op_table(after)) {
+  for (const OpStats& op : after.ops) {
     DiffRow& r = ops[op.name];
     r.name = op.name;
     r.count_after = op.calls;
@@ -79,12 +97,12 @@ TraceDiff diff_timelines(const Timeline& before, const Timeline& after) {
         return r;
     return d.actors.emplace_back(DiffRow{actor});
   };
-  for (const ActorStats& a : summarize(after).actors) {
+  for (const ActorStats& a : after.actors) {
     DiffRow& r = row_of(role(a.actor));
     r.count_after += a.tasks;
     r.time_after_ns += a.busy_ns;
   }
-  for (const ActorStats& a : summarize(before).actors) {
+  for (const ActorStats& a : before.actors) {
     DiffRow& r = row_of(role(a.actor));
     r.count_before += a.tasks;
     r.time_before_ns += a.busy_ns;
@@ -101,13 +119,13 @@ std::string format_diff(const TraceDiff& d, std::size_t top) {
       << " node executions, " << d.messages_after << " messages\n"
       << "change: " << signed_duration(d.span_after_ns - d.span_before_ns) << " ("
       << percent_change(d.span_before_ns, d.span_after_ns) << ")\n";
-  const auto table = [&](const char* title, const std::vector<DiffRow>& rows, std::size_t limit) {
+  const auto table = [&](const char* title, const char* what, const std::vector<DiffRow>& rows,
+                         std::size_t limit) {
     out << '\n' << title << '\n';
     std::snprintf(line, sizeof line, "  %-32s %8s %8s %8s %11s %11s %11s %8s\n", "name", "before",
                   "after", "change", "before", "after", "change", "%");
     out << line;
-    const std::size_t n = limit == 0 ? rows.size() : std::min(limit, rows.size());
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = 0; i < rows_shown(rows.size(), limit); ++i) {
       const DiffRow& r = rows[i];
       std::snprintf(line, sizeof line, "  %-32s %8zu %8zu %8s %11s %11s %11s %8s\n",
                     r.name.c_str(), r.count_before, r.count_after, r.count_change_text().c_str(),
@@ -117,11 +135,10 @@ std::string format_diff(const TraceDiff& d, std::size_t top) {
                     percent_change(r.time_before_ns, r.time_after_ns).c_str());
       out << line;
     }
-    if (n < rows.size())
-      out << "  ... " << rows.size() - n << " more not shown (--top N, --all)\n";
+    note_rows_left_out(out, rows.size(), limit, what);
   };
-  table("operations (calls, then total time; by change in total time)", d.ops, top);
-  table("actors (node executions, then busy time)", d.actors, 0);
+  table("operations (calls, then total time; by change in total time)", "operations", d.ops, top);
+  table("actors (node executions, then busy time)", "actors", d.actors, 0);
   return out.str();
 }
 

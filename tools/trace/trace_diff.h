@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actorgrad/tools/trace/timeline.h"
+#include "actorgrad/tools/trace/summary.h"
 
 namespace actorgrad::trace {
 
@@ -47,8 +47,9 @@ struct TraceDiff {
   std::vector<DiffRow> actors;
 };
 
-/// Compares `before` with `after`.
-TraceDiff diff_timelines(const Timeline& before, const Timeline& after);
+/// Compares two recordings through their summaries (summary.h: node
+/// executions and messages are the sums over the actors).
+TraceDiff diff_summaries(const Summary& before, const Summary& after);
 
 /// The comparison as text; each list shows its first `top` rows (0: all).
 std::string format_diff(const TraceDiff& d, std::size_t top = 20);
