@@ -37,6 +37,32 @@ std::string num(double v) {
   return buf;
 }
 
+/// The recording's time axis, shared by the timeline and the queue lanes:
+/// the plot area right of the lane names, the recording's span across it.
+struct TimeAxis {
+  explicit TimeAxis(const Timeline& tl)
+    : begin_ns(tl.begin_ns),
+      span(std::max<double>(1.0, static_cast<double>(tl.end_ns - tl.begin_ns))) {}
+  /// The SVG x of time `ts`.
+  double x(std::int64_t ts) const {
+    return kLabelWidth + plot * static_cast<double>(ts - begin_ns) / span;
+  }
+  static constexpr double plot = kWidth - kLabelWidth - kRightMargin;
+  std::int64_t begin_ns;
+  double span;
+};
+
+/// A table cell sorted by `key` (table.sortable), showing `text`.
+template <class K>
+void sorted_cell(std::ostream& out, const K& key, const std::string& text) {
+  out << "<td data-v=\"" << key << "\">" << escape(text) << "</td>";
+}
+
+/// A duration cell, sorted by its nanoseconds.
+void duration_cell(std::ostream& out, std::int64_t ns) {
+  sorted_cell(out, ns, format_duration(ns));
+}
+
 /// A fill colour per device, stable across reports.
 std::string device_colour(Device d) {
   static constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1",
@@ -78,11 +104,8 @@ polyline.ready, span.ready { stroke: #9ab; color: #79a; }
 )";
 
 void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
-  const double span = std::max<double>(1.0, static_cast<double>(tl.end_ns - tl.begin_ns));
-  const double plot = kWidth - kLabelWidth - kRightMargin;
-  auto x = [&](std::int64_t ts) {
-    return kLabelWidth + plot * static_cast<double>(ts - tl.begin_ns) / span;
-  };
+  const TimeAxis axis(tl);
+  const double span = axis.span, plot = TimeAxis::plot;
   auto lane_top = [&](std::size_t a) {
     return kAxisHeight + static_cast<double>(a) * (kLaneHeight + kLaneGap);
   };
@@ -107,8 +130,8 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
   out << "<g class=\"axis\">\n";
   for (int i = 0; i <= 5; ++i) {
     const std::int64_t ts = tl.begin_ns + static_cast<std::int64_t>(span * i / 5);
-    out << "<line x1=\"" << num(x(ts)) << "\" y1=\"" << num(kAxisHeight - 8) << "\" x2=\""
-        << num(x(ts)) << "\" y2=\"" << num(height) << "\"/><text x=\"" << num(x(ts))
+    out << "<line x1=\"" << num(axis.x(ts)) << "\" y1=\"" << num(kAxisHeight - 8) << "\" x2=\""
+        << num(axis.x(ts)) << "\" y2=\"" << num(height) << "\"/><text x=\"" << num(axis.x(ts))
         << "\" y=\"" << num(kAxisHeight - 12) << "\" text-anchor=\""
         << (i == 0 ? "start" : i == 5 ? "end" : "middle") << "\">"
         << escape(format_duration(ts - tl.begin_ns)) << "</text>\n";
@@ -128,8 +151,8 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
         continue;
       const double inset = 3.0 * std::min(sl.depth, 3);
       out << "<rect class=\"node" << (critical.count(i) ? " critical" : "") << "\" x=\""
-          << num(x(sl.start_ns)) << "\" y=\"" << num(top + 2 + inset) << "\" width=\""
-          << num(std::max(1.0, x(sl.end_ns) - x(sl.start_ns))) << "\" height=\""
+          << num(axis.x(sl.start_ns)) << "\" y=\"" << num(top + 2 + inset) << "\" width=\""
+          << num(std::max(1.0, axis.x(sl.end_ns) - axis.x(sl.start_ns))) << "\" height=\""
           << num(kLaneHeight - 4 - 2 * inset) << "\" fill=\"" << device_colour(sl.device)
           << "\"><title>" << escape(sl.node) << " (seq " << sl.sequence_nr << ", GraphTask "
           << sl.graph_task << ", depth " << sl.depth << ", " << escape(sl.device.str())
@@ -147,8 +170,8 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
       continue;
     std::string kind = message_name(m.kind);
     std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
-    out << "<line class=\"msg msg-" << kind << "\" x1=\"" << num(x(m.send_ns)) << "\" y1=\""
-        << num(lane_top(m.from_actor) + kLaneHeight / 2) << "\" x2=\"" << num(x(*m.recv_ns))
+    out << "<line class=\"msg msg-" << kind << "\" x1=\"" << num(axis.x(m.send_ns)) << "\" y1=\""
+        << num(lane_top(m.from_actor) + kLaneHeight / 2) << "\" x2=\"" << num(axis.x(*m.recv_ns))
         << "\" y2=\"" << num(lane_top(*m.to_actor) + kLaneHeight / 2)
         << "\" marker-end=\"url(#arrow)\"><title>" << message_name(m.kind) << ' ' << m.id
         << ": " << escape(tl.actors[m.from_actor]) << " -&gt; " << escape(tl.actors[*m.to_actor])
@@ -235,17 +258,15 @@ void write_op_table(const Summary& s, std::ostream& out) {
   out << "<h2>Operations</h2>\n<table id=\"ops\" class=\"sortable\">\n<tr><th>name</th>"
          "<th>calls</th><th>total</th><th>self</th><th>mean</th><th>min</th><th>max</th>"
          "<th>self %</th></tr>\n";
-  const auto cell = [&out](std::int64_t ns) {
-    out << "<td data-v=\"" << ns << "\">" << format_duration(ns) << "</td>";
-  };
   for (const OpStats& op : s.ops) {
     char pct[16];
     std::snprintf(pct, sizeof pct, "%.1f", op.share_percent);
-    out << "<tr><td>" << escape(op.name) << "</td><td data-v=\"" << op.calls << "\">" << op.calls
-        << "</td>";
+    out << "<tr><td>" << escape(op.name) << "</td>";
+    sorted_cell(out, op.calls, std::to_string(op.calls));
     for (std::int64_t ns : {op.total_ns, op.self_ns, op.mean_ns(), op.min_ns, op.max_ns})
-      cell(ns);
-    out << "<td data-v=\"" << op.share_percent << "\">" << pct << "</td></tr>\n";
+      duration_cell(out, ns);
+    sorted_cell(out, op.share_percent, pct);
+    out << "</tr>\n";
   }
   out << "</table>\n";
 }
@@ -296,11 +317,8 @@ void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
 void write_queues(const Timeline& tl, const Summary& s, std::ostream& out) {
   if (s.queues.empty())
     return;
-  const double span = std::max<double>(1.0, static_cast<double>(tl.end_ns - tl.begin_ns));
-  const double plot = kWidth - kLabelWidth - kRightMargin;
-  auto x = [&](std::int64_t ts) {
-    return kLabelWidth + plot * static_cast<double>(ts - tl.begin_ns) / span;
-  };
+  const TimeAxis axis(tl);
+  const double plot = TimeAxis::plot;
   const double lane = 2 * kLaneHeight;
   out << "<h2>Queues</h2>\n<p class=\"meta\">Engine messages waiting in each actor's mailbox "
          "(<span class=\"mailbox\">dark</span>) and ready nodes in its heap "
@@ -320,14 +338,14 @@ void write_queues(const Timeline& tl, const Summary& s, std::ostream& out) {
       out << "<polyline class=\"" << (mailbox ? "mailbox" : "ready") << "\" points=\"";
       std::int64_t prev = 0;
       auto y = [&](std::int64_t v) { return top + lane - 3 - (lane - 6) * double(v) / scale; };
-      out << num(x(tl.begin_ns)) << ',' << num(y(0));
+      out << num(axis.x(tl.begin_ns)) << ',' << num(y(0));
       for (const DepthSample& d : q.samples) {
         const std::int64_t v = mailbox ? d.mailbox : d.ready;
-        out << ' ' << num(x(d.t_ns)) << ',' << num(y(prev)) << ' ' << num(x(d.t_ns)) << ','
-            << num(y(v));
+        const std::string at = num(axis.x(d.t_ns));
+        out << ' ' << at << ',' << num(y(prev)) << ' ' << at << ',' << num(y(v));
         prev = v;
       }
-      out << ' ' << num(x(tl.end_ns)) << ',' << num(y(prev)) << "\"/>\n";
+      out << ' ' << num(axis.x(tl.end_ns)) << ',' << num(y(prev)) << "\"/>\n";
     }
     out << "</g>\n";
   }
@@ -338,13 +356,15 @@ void write_queues(const Timeline& tl, const Summary& s, std::ostream& out) {
     char m[32], r[32];
     std::snprintf(m, sizeof m, "%.2f", q.mean_mailbox);
     std::snprintf(r, sizeof r, "%.2f", q.mean_ready);
-    out << "<tr><td>" << escape(tl.actors[q.actor]) << "</td><td data-v=\"" << q.max_mailbox
-        << "\">" << q.max_mailbox << "</td><td data-v=\"" << m << "\">" << m
-        << "</td><td data-v=\"" << q.received << "\">" << q.received << "</td><td data-v=\""
-        << q.mean_mailbox_wait_ns() << "\">" << format_duration(q.mean_mailbox_wait_ns())
-        << "</td><td data-v=\"" << q.max_mailbox_wait_ns << "\">"
-        << format_duration(q.max_mailbox_wait_ns) << "</td><td data-v=\"" << q.max_ready << "\">"
-        << q.max_ready << "</td><td data-v=\"" << r << "\">" << r << "</td></tr>\n";
+    out << "<tr><td>" << escape(tl.actors[q.actor]) << "</td>";
+    sorted_cell(out, q.max_mailbox, std::to_string(q.max_mailbox));
+    sorted_cell(out, m, m);
+    sorted_cell(out, q.received, std::to_string(q.received));
+    duration_cell(out, q.mean_mailbox_wait_ns());
+    duration_cell(out, q.max_mailbox_wait_ns);
+    sorted_cell(out, q.max_ready, std::to_string(q.max_ready));
+    sorted_cell(out, r, r);
+    out << "</tr>\n";
   }
   out << "</table>\n";
 }
@@ -362,14 +382,16 @@ void write_diff(const TraceDiff& d, std::ostream& out) {
         << " before</th><th>after</th><th>change</th></tr>\n";
     for (const DiffRow& r : rows) {
       out << "<tr" << (r.added() ? " class=\"added\"" : r.removed() ? " class=\"removed\"" : "")
-          << "><td>" << escape(r.name) << "</td><td data-v=\"" << r.count_before << "\">"
-          << r.count_before << "</td><td data-v=\"" << r.count_after << "\">" << r.count_after
-          << "</td><td data-v=\"" << r.count_change() << "\">" << r.count_change_text()
-          << "</td><td data-v=\"" << r.time_before_ns << "\">"
-          << format_duration(r.time_before_ns) << "</td><td data-v=\"" << r.time_after_ns
-          << "\">" << format_duration(r.time_after_ns) << "</td><td data-v=\""
-          << r.time_change_ns() << "\">" << escape(signed_duration(r.time_change_ns())) << ' '
-          << escape(percent_change(r.time_before_ns, r.time_after_ns)) << "</td></tr>\n";
+          << "><td>" << escape(r.name) << "</td>";
+      sorted_cell(out, r.count_before, std::to_string(r.count_before));
+      sorted_cell(out, r.count_after, std::to_string(r.count_after));
+      sorted_cell(out, r.count_change(), r.count_change_text());
+      duration_cell(out, r.time_before_ns);
+      duration_cell(out, r.time_after_ns);
+      sorted_cell(out, r.time_change_ns(),
+                  signed_duration(r.time_change_ns()) + ' ' +
+                    percent_change(r.time_before_ns, r.time_after_ns));
+      out << "</tr>\n";
     }
     out << "</table>\n";
   };

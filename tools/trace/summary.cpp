@@ -197,7 +197,8 @@ std::size_t rows_shown(std::size_t n, std::size_t top) { return top == 0 ? n : s
 
 void note_rows_left_out(std::ostream& out, std::size_t n, std::size_t top, const char* what) {
   if (rows_shown(n, top) < n)
-    out << "  ... " << n - rows_shown(n, top) << " more " << what << " not shown (--top N, --all)\n";
+    out << "  ... " << n - rows_shown(n, top) << " more " << what
+        << " not shown (--top N, --all)\n";
 }
 
 std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top) {
