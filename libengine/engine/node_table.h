@@ -100,8 +100,9 @@ private:
   // block past 64 KiB makes glibc consolidate its fast bins (thousands of
   // instructions), and the next call on the thread would allocate it
   // again: so a table hands its blocks to a cache of the thread that drops
-  // it, and the next table made on that thread takes them, up to a size
-  // whose clearing stays cheaper than the allocation it saves.
+  // it, and the next table made on that thread takes them. Only blocks of
+  // up to max_cached_capacity slots (1 MiB of index) are kept, so a thread
+  // that once ran a huge graph does not hold its memory for good.
   static constexpr std::size_t min_capacity = 16;
   static constexpr std::size_t max_cached_capacity = std::size_t{1} << 16;
   struct Cache {
