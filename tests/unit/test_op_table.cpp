@@ -8,22 +8,12 @@
 
 #include "actorgrad/tools/trace/op_table.h"
 #include "actorgrad/tools/trace/summary.h"
+#include "tests/support/timeline_slice.h"
 
 using namespace actorgrad::trace;
+using actorgrad::test::slice;
 
 namespace {
-
-Slice slice(std::size_t actor, const std::string& node, std::int64_t start, std::int64_t end,
-            std::uint64_t seq) {
-  Slice s;
-  s.actor = actor;
-  s.graph_task = 1;
-  s.node = node;
-  s.sequence_nr = seq;
-  s.start_ns = start;
-  s.end_ns = end;
-  return s;
-}
 
 /// Actor 0: Outer [0, 100) with a nested (reentrant) Inner [10, 40) and
 /// Inner [50, 60); then Mul [100, 110). Actor 1: Mul [0, 30), Mul [40, 45).

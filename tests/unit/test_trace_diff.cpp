@@ -7,20 +7,12 @@
 #include <string>
 
 #include "actorgrad/tools/trace/trace_diff.h"
+#include "tests/support/timeline_slice.h"
 
 using namespace actorgrad::trace;
+using actorgrad::test::slice;
 
 namespace {
-
-Slice slice(std::size_t actor, const std::string& node, std::int64_t start, std::int64_t end) {
-  Slice s;
-  s.actor = actor;
-  s.graph_task = 1;
-  s.node = node;
-  s.start_ns = start;
-  s.end_ns = end;
-  return s;
-}
 
 /// A caller (named with its actor id) runs Mul [0, 10) and Mul [10, 30);
 /// sim:0's worker runs Sum [0, 5), then `extra` [5, 105) when given.
