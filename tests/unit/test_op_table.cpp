@@ -8,9 +8,10 @@
 
 #include "actorgrad/tools/trace/op_table.h"
 #include "actorgrad/tools/trace/summary.h"
-#include "tests/support/timeline_slice.h"
+#include "tests/support/hand_made_trace.h"
 
 using namespace actorgrad::trace;
+using actorgrad::test::row_named;
 using actorgrad::test::slice;
 
 namespace {
@@ -27,14 +28,6 @@ Timeline known() {
   return tl;
 }
 
-const OpStats& find(const std::vector<OpStats>& ops, const std::string& name) {
-  for (const auto& op : ops)
-    if (op.name == name)
-      return op;
-  BOOST_FAIL("no op " << name);
-  return ops.front();
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_CASE(calls_times_self_time_and_shares) {
@@ -43,18 +36,18 @@ BOOST_AUTO_TEST_CASE(calls_times_self_time_and_shares) {
   BOOST_TEST(ops[0].name == "Outer"); // by total time: 100, then Mul 45, Inner 40
   BOOST_TEST(ops[1].name == "Mul");
   BOOST_TEST(ops[2].name == "Inner");
-  const OpStats& outer = find(ops, "Outer");
+  const OpStats& outer = row_named(ops, "Outer");
   BOOST_TEST(outer.calls == 1u);
   BOOST_TEST(outer.total_ns == 100);
   BOOST_TEST(outer.self_ns == 60); // the nested 30 + 10 are Inner's
-  const OpStats& mul = find(ops, "Mul");
+  const OpStats& mul = row_named(ops, "Mul");
   BOOST_TEST(mul.calls == 3u);
   BOOST_TEST(mul.total_ns == 45);
   BOOST_TEST(mul.self_ns == 45);
   BOOST_TEST(mul.min_ns == 5);
   BOOST_TEST(mul.max_ns == 30);
   BOOST_TEST(mul.mean_ns() == 15);
-  const OpStats& inner = find(ops, "Inner");
+  const OpStats& inner = row_named(ops, "Inner");
   BOOST_TEST(inner.total_ns == 40);
   BOOST_TEST(inner.self_ns == 40);
   // Self times add up to the recorded node time with nesting counted once:

@@ -7,9 +7,10 @@
 #include <string>
 
 #include "actorgrad/tools/trace/trace_diff.h"
-#include "tests/support/timeline_slice.h"
+#include "tests/support/hand_made_trace.h"
 
 using namespace actorgrad::trace;
+using actorgrad::test::row_named;
 using actorgrad::test::slice;
 
 namespace {
@@ -24,14 +25,6 @@ Timeline recording(const std::string& caller, const std::string& extra = {}) {
     tl.slices.push_back(slice(1, extra, 5, 105));
   tl.normalize();
   return tl;
-}
-
-const DiffRow& row(const std::vector<DiffRow>& rows, const std::string& name) {
-  for (const auto& r : rows)
-    if (r.name == name)
-      return r;
-  BOOST_FAIL("no row " << name);
-  return rows.front();
 }
 
 } // namespace
@@ -50,8 +43,8 @@ BOOST_AUTO_TEST_CASE(a_recording_against_itself_changes_nothing) {
       BOOST_TEST(!r.removed());
     }
   }
-  BOOST_TEST(row(d.ops, "Mul").count_before == 2u);
-  BOOST_TEST(row(d.ops, "Mul").time_before_ns == 30);
+  BOOST_TEST(row_named(d.ops, "Mul").count_before == 2u);
+  BOOST_TEST(row_named(d.ops, "Mul").time_before_ns == 30);
   const std::string text = format_diff(d);
   BOOST_TEST(text.find("change: 0 ns (0.0%)") != std::string::npos, text);
   BOOST_TEST(text.find("added") == std::string::npos, text);
@@ -61,21 +54,21 @@ BOOST_AUTO_TEST_CASE(an_added_and_a_removed_node_are_named) {
   // Another run: its caller has another id; Extra is gone, Late is new.
   const TraceDiff d =
     diff_summaries(summarize(recording("caller 7", "Extra")), summarize(recording("caller 9", "Late")));
-  const DiffRow& extra = row(d.ops, "Extra");
+  const DiffRow& extra = row_named(d.ops, "Extra");
   BOOST_TEST(extra.removed());
   BOOST_TEST(extra.count_before == 1u);
   BOOST_TEST(extra.time_change_ns() == -100);
   BOOST_TEST(extra.count_change_text() == "removed");
-  const DiffRow& late = row(d.ops, "Late");
+  const DiffRow& late = row_named(d.ops, "Late");
   BOOST_TEST(late.added());
   BOOST_TEST(late.count_after == 1u);
   BOOST_TEST(late.count_change_text() == "added");
-  BOOST_TEST(row(d.ops, "Mul").time_change_ns() == 0);
+  BOOST_TEST(row_named(d.ops, "Mul").time_change_ns() == 0);
   // The callers match by role, not by id.
   BOOST_TEST(d.actors.size() == 2u);
-  BOOST_TEST(row(d.actors, "caller").count_before == 2u);
-  BOOST_TEST(row(d.actors, "caller").count_after == 2u);
-  BOOST_TEST(row(d.actors, "sim:0 worker").time_after_ns == 105);
+  BOOST_TEST(row_named(d.actors, "caller").count_before == 2u);
+  BOOST_TEST(row_named(d.actors, "caller").count_after == 2u);
+  BOOST_TEST(row_named(d.actors, "sim:0 worker").time_after_ns == 105);
   // The largest change first.
   BOOST_TEST(std::llabs(d.ops.front().time_change_ns()) == 100);
   const std::string text = format_diff(d);
