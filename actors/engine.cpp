@@ -180,7 +180,11 @@ trace::Trace Engine::stop_recording() {
   auto recorder = std::static_pointer_cast<trace::Recorder>(std::move(core_->recorder));
   core_->recorder = nullptr;
   core_->publish_observer();
-  return recorder ? recorder->snapshot() : trace::Trace{};
+  if (!recorder)
+    return {};
+  // The recorded calls' device work runs after they return (Note [Stream tracks]).
+  recorder->wait_for_device_work(std::chrono::seconds(10));
+  return recorder->snapshot();
 }
 
 } // namespace actorgrad

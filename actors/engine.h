@@ -145,7 +145,9 @@ public:
   void start_recording();
   /// Stops recording and returns what the calls
   /// started while recording have recorded so far (all of it once they
-  /// returned). Empty when not recording.
+  /// returned), after waiting (up to 10 s) for the device work they
+  /// launched to run, so that their stream tracks are whole. Empty when not
+  /// recording.
   trace::Trace stop_recording();
 
 private:

@@ -8,6 +8,7 @@
 
 #include "actorgrad/actors/trace/event.h"
 #include "actorgrad/device/device.h"
+#include "actorgrad/device/launch_observer.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad {
@@ -81,6 +82,13 @@ public:
   virtual void message_received(const ObservedActor& actor, const GraphTaskBase& task,
                                 trace::MessageKind kind, const NodeInfo& node, std::uint64_t id,
                                 std::uint32_t input_nr) {}
+  /// `actor`, running `node`, launches device work `work` (Note [Stream
+  /// tracks] in actors/trace/recorder.h). Returns what the stream calls, on
+  /// its own thread, once the item ran (empty: nothing).
+  virtual DeviceRun work_launched(const ObservedActor& actor, const GraphTaskBase& task,
+                                  const NodeInfo& node, const DeviceLaunch& work) {
+    return {};
+  }
   /// `actor` reached max_recursion_depth and hands `task` (and its ready
   /// queue) to a pool worker.
   virtual void handoff(const ObservedActor& actor, const GraphTaskBase& task) {}

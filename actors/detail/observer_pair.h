@@ -10,7 +10,7 @@
 namespace actorgrad::detail {
 
 /// Tells `first` then `second` everything; a message id is `second`'s (the
-/// recorder's) when it gives one.
+/// recorder's) when it gives one, and a launch's run is reported to both.
 class ObserverPair final : public EngineObserver {
 public:
   ObserverPair(std::shared_ptr<EngineObserver> first, std::shared_ptr<EngineObserver> second)
@@ -52,6 +52,19 @@ public:
                         const NodeInfo& n, std::uint64_t id, std::uint32_t input_nr) override {
     first_->message_received(a, t, kind, n, id, input_nr);
     second_->message_received(a, t, kind, n, id, input_nr);
+  }
+  DeviceRun work_launched(const ObservedActor& a, const GraphTaskBase& t, const NodeInfo& n,
+                          const DeviceLaunch& work) override {
+    DeviceRun run = first_->work_launched(a, t, n, work);
+    DeviceRun run2 = second_->work_launched(a, t, n, work);
+    if (!run || !run2)
+      return run ? std::move(run) : std::move(run2);
+    return [run = std::move(run), run2 = std::move(run2)](
+             std::uint64_t point, std::chrono::steady_clock::time_point start,
+             std::chrono::steady_clock::time_point end) {
+      run(point, start, end);
+      run2(point, start, end);
+    };
   }
   void handoff(const ObservedActor& a, const GraphTaskBase& t) override {
     first_->handoff(a, t);

@@ -241,6 +241,29 @@ void Runner::run(ReadyTask&& t) {
   finish_one(t.graph_task);
 }
 
+namespace {
+
+/// Passes the device work a running node launches to the task's observer
+/// (Note [Stream tracks] in actors/trace/recorder.h).
+class NodeLaunches final : public LaunchObserver {
+public:
+  NodeLaunches(EngineObserver& observer, const ObservedActor& actor, const GraphTaskBase& task,
+               const NodeInfo& node)
+    : observer_(observer), actor_(actor), task_(task), node_(node) {}
+
+  DeviceRun launched(const DeviceLaunch& work) override {
+    return observer_.work_launched(actor_, task_, node_, work);
+  }
+
+private:
+  EngineObserver& observer_;
+  const ObservedActor& actor_;
+  const GraphTaskBase& task_;
+  const NodeInfo& node_;
+};
+
+} // namespace
+
 void Runner::run_observed(ReadyTask& t, EngineObserver& observer) {
   GraphTaskBase& task = *t.graph_task;
   // The node's span covers its run and the delivery of its outputs, so the
@@ -248,6 +271,8 @@ void Runner::run_observed(ReadyTask& t, EngineObserver& observer) {
   const NodeInfo info = task.describe(t.node.get());
   observer.node_started(actor_, task, info);
   wants_feeds_ = true;
+  NodeLaunches launches(observer, actor_, task, info);
+  ScopedLaunchObserver launches_here(&launches);
   try {
     task.run(t, *this);
   } catch (...) {

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "actorgrad/device/device.h"
+#include "actorgrad/device/launch_observer.h"
+#include "actorgrad/device/stream.h"
 
 namespace actorgrad::trace {
 
@@ -19,6 +21,8 @@ enum class EventKind : std::uint8_t {
   input,      ///< the running node fed an output to `node`, owned by this actor (no message)
   node_start, ///< this actor started running `node`
   node_end,   ///< ... and finished it (its outputs delivered)
+  launch,     ///< the running `node` launched device work (`message_id` pairs it with its device_run)
+  device_run, ///< a stream ran launched work, from `ts_ns` to `end_ns` (on the stream's own track)
 };
 
 /// The engine message an Event of kind send or receive is about.
@@ -53,13 +57,28 @@ struct Event {
   int stream = 0;
   /// Input slot of `node` a Grad or an input event fills.
   std::uint32_t input_nr = 0;
+
+  // -- device work (launch and device_run; see Note [Stream tracks]) -----------
+  /// launch: what was launched. For a launch `device` and `stream` name the
+  /// stream it went to, `node` the node that launched it.
+  DeviceWork work = DeviceWork::none;
+  /// launch: the kernel's name (a string literal).
+  const char* op = "";
+  /// launch of a wait: the stream waited for; of a record: the stream recorded.
+  Stream source;
+  /// device_run: the item's number on its stream (from 1, in enqueue order);
+  /// launch of a wait or a record: the event's point on `source`.
+  std::uint64_t point = 0;
+  /// device_run: when the item finished (`ts_ns`: when it started).
+  std::int64_t end_ns = 0;
 };
 
 /// The events of one actor, in the order it recorded them (so `ts_ns` never
-/// decreases along a track).
+/// decreases along a track), or the device_run events of one stream.
 struct Track {
   /// "caller <thread id>", "sim:0 worker", "pool worker <actor id>",
-  /// "async coordinator <actor id>".
+  /// "async coordinator <actor id>"; for a stream its Stream::str(),
+  /// `sim:0/stream 1`.
   std::string actor;
   std::vector<Event> events;
 };

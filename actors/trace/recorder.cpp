@@ -1,11 +1,25 @@
 #include "actorgrad/actors/trace/recorder.h"
 
 #include <algorithm>
+#include <thread>
+#include <vector>
 
 namespace actorgrad::trace {
 
 namespace {
+
 std::atomic<std::uint64_t> next_serial{1};
+
+/// A buffer of one stream in one recording, opened by this thread.
+struct StreamBuffer {
+  std::uint64_t recording;
+  Stream stream;
+  EventBuffer* buffer;
+};
+/// This thread's stream buffers, of one recording at a time: a sim stream's
+/// thread runs one stream; a GPU driver's callback thread may run several.
+thread_local std::vector<StreamBuffer> stream_buffers;
+
 } // namespace
 
 Recorder::Recorder()
@@ -37,10 +51,28 @@ Trace Recorder::snapshot() const {
   return t;
 }
 
+void Recorder::wait_for_device_work(std::chrono::milliseconds limit) const {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (runs_pending_.load(std::memory_order_acquire) > 0 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
 EventBuffer& Recorder::buffer_of(const ObservedActor& a) {
   if (a.cache.owner != serial_)
     a.cache = {serial_, &open_buffer(a.name())};
   return *static_cast<EventBuffer*>(a.cache.state);
+}
+
+EventBuffer& Recorder::stream_buffer(Stream s) {
+  if (!stream_buffers.empty() && stream_buffers.front().recording != serial_)
+    stream_buffers.clear(); // an earlier recording's: never written again from here
+  for (const StreamBuffer& b : stream_buffers)
+    if (b.stream == s)
+      return *b.buffer;
+  EventBuffer& b = open_buffer(s.str());
+  stream_buffers.push_back({serial_, s, &b});
+  return b;
 }
 
 void Recorder::record(const ObservedActor& a, EventKind kind, const GraphTaskBase& t,
@@ -89,6 +121,45 @@ std::uint64_t Recorder::message_sent(const ObservedActor& a, const GraphTaskBase
 void Recorder::message_received(const ObservedActor& a, const GraphTaskBase& t, MessageKind kind,
                                 const NodeInfo& n, std::uint64_t id, std::uint32_t input_nr) {
   record(a, EventKind::receive, t, n, kind, id, input_nr);
+}
+
+
+DeviceRun Recorder::work_launched(const ObservedActor& a, const GraphTaskBase& t,
+                                  const NodeInfo& n, const DeviceLaunch& work) {
+  Event e;
+  e.ts_ns = now();
+  e.kind = EventKind::launch;
+  e.graph_task = t.id;
+  e.message_id = next_message_id();
+  e.node = n.name;
+  e.sequence_nr = n.sequence_nr;
+  e.depth = t.reentrant_depth;
+  e.device = work.stream.device;
+  e.stream = static_cast<int>(work.stream.id);
+  e.work = work.kind;
+  e.op = work.op;
+  e.source = work.source;
+  e.point = work.point;
+  const std::uint64_t id = e.message_id;
+  buffer_of(a).append(std::move(e));
+  if (work.kind == DeviceWork::record)
+    return {};
+  runs_pending_.fetch_add(1, std::memory_order_relaxed);
+  return [self = shared_from_this(), id, task = t.id, s = work.stream](std::uint64_t point,
+                                                          std::chrono::steady_clock::time_point start,
+                                                          std::chrono::steady_clock::time_point end) {
+    Event run;
+    run.ts_ns = self->since_start(start);
+    run.end_ns = self->since_start(end);
+    run.kind = EventKind::device_run;
+    run.message_id = id;
+    run.graph_task = task;
+    run.device = s.device;
+    run.stream = static_cast<int>(s.id);
+    run.point = point;
+    self->stream_buffer(s).append(std::move(run));
+    self->runs_pending_.fetch_sub(1, std::memory_order_release);
+  };
 }
 
 } // namespace actorgrad::trace

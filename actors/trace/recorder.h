@@ -19,10 +19,30 @@
 /// may see the count reach zero and return before the WakeUp arrives, and a
 /// WakeUp that arrives after its task left the coordinator's frames is not
 /// recorded as received.
+///
+/// Note [Stream tracks]
+/// On an asynchronous device a node's span is only the launch of its
+/// kernels: they run later, on the stream's thread (sim) or the GPU. So
+/// while an observed node runs, its actor installs a LaunchObserver
+/// (device/launch_observer.h) on its thread, and the backend reports to it
+/// each kernel, copy, wait and event record the node enqueues. The actor
+/// appends a `launch` event to its own buffer; the backend wraps the item
+/// so that, when the stream has run it, the stream's thread appends a
+/// `device_run` event (start, end, the item's point on the stream) to a
+/// buffer of its own, named after the stream: again one writer per buffer
+/// and no lock. The two pair by message_id, as a send and its receive do,
+/// and the timeline draws them as a span on the stream's track with a flow
+/// arrow from the node that launched it. A record has no run of its own:
+/// the event completes when the item at its point has run, so the timeline
+/// derives its time. A wait that the backend finds already satisfied
+/// enqueues nothing and is not reported. Work enqueued outside an observed
+/// node (the forward pass, an unrecorded task) is not seen, nor is a
+/// synchronous sim's (its kernels run inside the node's span).
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "actorgrad/actors/observer.h"
@@ -34,7 +54,7 @@ namespace actorgrad::trace {
 /// One recording. Thread-safe and lock-free: buffers are registered
 /// through an atomic push list, message ids come from an atomic counter,
 /// and snapshot() may run while actors keep appending.
-class Recorder final : public EngineObserver {
+class Recorder final : public EngineObserver, public std::enable_shared_from_this<Recorder> {
 public:
   Recorder();
   /// Frees the buffers. The actors' references (TaskContext) keep a
@@ -53,15 +73,16 @@ public:
 
   /// Nanoseconds since this recording started, on the one monotonic clock
   /// every actor uses.
-  std::int64_t now() const {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                                epoch_)
-      .count();
-  }
+  std::int64_t now() const { return since_start(std::chrono::steady_clock::now()); }
 
   /// Everything published so far: one Track per buffer, in the order the
   /// buffers were opened. May run while actors keep appending.
   Trace snapshot() const;
+
+  /// Waits until the device work launched while recording has run and been
+  /// recorded, at most `limit` (a stuck kernel must not hang the caller;
+  /// work that had not run by then is left out of the snapshot).
+  void wait_for_device_work(std::chrono::milliseconds limit) const;
 
   // -- EngineObserver: one Event each ------------------------------------------
   void node_ready(const ObservedActor& a, const GraphTaskBase& t, const NodeInfo& n) override;
@@ -73,6 +94,10 @@ public:
                              const NodeInfo& n, std::uint32_t input_nr) override;
   void message_received(const ObservedActor& a, const GraphTaskBase& t, MessageKind kind,
                         const NodeInfo& n, std::uint64_t id, std::uint32_t input_nr) override;
+  /// Also a `launch` event; the returned call appends the `device_run`
+  /// (Note [Stream tracks]). Needs the Recorder owned by a shared_ptr.
+  DeviceRun work_launched(const ObservedActor& a, const GraphTaskBase& t, const NodeInfo& n,
+                          const DeviceLaunch& work) override;
 
 private:
   /// Appends an event about `n` (empty name: none) of `t` to `a`'s buffer.
@@ -81,12 +106,22 @@ private:
               std::uint32_t input_nr = 0);
   /// `a`'s buffer in this recording, opened on first use.
   EventBuffer& buffer_of(const ObservedActor& a);
+  /// The calling thread's buffer for `s` in this recording, opened on first use.
+  EventBuffer& stream_buffer(Stream s);
+  /// Nanoseconds since this recording started of `t`.
+  std::int64_t since_start(std::chrono::steady_clock::time_point t) const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t - epoch_).count();
+  }
 
   /// Tells this recording apart from earlier ones in ObservedActor::cache
   /// (an address could be reused).
   const std::uint64_t serial_;
   const std::chrono::steady_clock::time_point epoch_;
   std::atomic<std::uint64_t> next_message_id_{1};
+  /// Launched device work whose run is not yet recorded: incremented by the
+  /// launching actor, decremented by the stream's thread after it appended
+  /// the run (release); read by wait_for_device_work (acquire).
+  std::atomic<std::int64_t> runs_pending_{0};
   /// Most recently opened first.
   std::atomic<EventBuffer*> buffers_{nullptr};
 };

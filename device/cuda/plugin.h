@@ -20,6 +20,7 @@
 
 #include "actorgrad/device/cuda/caching_allocator.h"
 #include "actorgrad/device/cuda/cuda_backend.h"
+#include "actorgrad/device/launch_observer.h"
 #include "actorgrad/device/stream_backend.h"
 
 namespace actorgrad::kernels::cuda::detail {
@@ -30,7 +31,7 @@ namespace actorgrad::cuda {
 
 /// Bumped whenever Plugin or KernelTable changes, so that a plugin from
 /// another build is refused instead of called wrongly.
-inline constexpr std::uint32_t plugin_abi_version = 1;
+inline constexpr std::uint32_t plugin_abi_version = 2;
 
 /// The direction of a copy_async.
 enum class CopyKind : std::uint8_t {
@@ -47,6 +48,10 @@ enum class CopyKind : std::uint8_t {
 struct Plugin {
   /// plugin_abi_version of the plugin's build; checked before anything else.
   std::uint32_t abi_version;
+  /// Called by the loader before anything else: how the plugin finds the
+  /// calling thread's launch observer (launch_observer(), which lives in
+  /// the core; Note [Device work timing on CUDA]).
+  void (*connect_launch_observer)(LaunchObserver* (*launch_observer)());
   /// CUDA devices visible to this process (0 without a driver or a GPU).
   int (*device_count)();
   /// The CUDA device type's stream backend (cuda_backend.h describes its streams).

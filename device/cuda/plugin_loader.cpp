@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "actorgrad/device/launch_observer.h"
+
 namespace actorgrad::cuda {
 
 namespace {
@@ -66,6 +68,7 @@ Loaded open(const std::string& what) {
     dlclose(handle);
     return r;
   }
+  p->connect_launch_observer(&launch_observer);
   r.plugin = p; // never unloaded: its memory and backend outlive every tensor
   return r;
 }

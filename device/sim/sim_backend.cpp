@@ -23,6 +23,24 @@ struct SimEvent final : EventState {
   RaceDetectorState::Clock clock;
 };
 
+/// `body`, reporting its run to `done` when there is one (Note [Stream tracks]).
+std::function<void()> reporting(SimStream& st, DeviceRun done, std::function<void()> body) {
+  if (!done)
+    return body;
+  return [&st, done = std::move(done), body = std::move(body)] {
+    // Items complete in order and only this thread completes them.
+    const std::uint64_t point = st.completed() + 1;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      body();
+    } catch (...) { // reported to whoever synchronizes; the run happened all the same
+      done(point, start, std::chrono::steady_clock::now());
+      throw;
+    }
+    done(point, start, std::chrono::steady_clock::now());
+  };
+}
+
 bool default_async() {
   const char* v = std::getenv("ACTORGRAD_SIM_ASYNC");
   return v == nullptr || std::string(v) != "0";
@@ -92,12 +110,14 @@ public:
     e->stream = &stream(s);
     if (!detect) {
       e->point = e->stream->enqueued();
-      return e;
+    } else {
+      auto& d = race_detector();
+      std::lock_guard lock(d.mutex());
+      e->point = e->stream->enqueued();
+      e->clock = d.clock_of(e->stream->slot);
     }
-    auto& d = race_detector();
-    std::lock_guard lock(d.mutex());
-    e->point = e->stream->enqueued();
-    e->clock = d.clock_of(e->stream->slot);
+    if (LaunchObserver* o = launch_observer()) [[unlikely]]
+      o->launched({DeviceWork::record, "record", s, s, e->point});
     return e;
   }
 
@@ -111,8 +131,13 @@ public:
     // gradient a context switch), as a GPU skips a wait on a completed event.
     const bool done = e.stream->completed() >= e.point;
     auto enqueue_wait = [&] {
-      if (!done)
-        st.enqueue([src = e.stream, point = e.point] { src->wait_for(point); });
+      if (done)
+        return;
+      std::function<void()> wait = [src = e.stream, point = e.point] { src->wait_for(point); };
+      if (LaunchObserver* o = launch_observer()) [[unlikely]]
+        wait = reporting(st, o->launched({DeviceWork::wait, "wait", s, e.stream->id, e.point}),
+                         std::move(wait));
+      st.enqueue(std::move(wait));
     };
     if (!detect) {
       enqueue_wait();
@@ -141,13 +166,15 @@ public:
     }
   }
 
-  void launch(Stream s, const char* op, const std::vector<Access>& accesses,
+  void launch(Stream s, const char* op, DeviceWork kind, const std::vector<Access>& accesses,
               std::function<void()> kernel) {
     if (!async) {
       kernel();
       return;
     }
     SimStream& st = stream(s);
+    if (LaunchObserver* o = launch_observer()) [[unlikely]]
+      kernel = reporting(st, o->launched({kind, op, s, s, 0}), std::move(kernel));
     if (!detect) {
       st.enqueue(std::move(kernel));
       return;
@@ -205,9 +232,9 @@ bool is_async() { return sim_backend().async.load(std::memory_order_relaxed); }
 
 bool detecting_races() { return sim_backend().detect.load(std::memory_order_relaxed); }
 
-void launch(Stream s, const char* op, const std::vector<Access>& accesses,
+void launch(Stream s, const char* op, DeviceWork kind, const std::vector<Access>& accesses,
             std::function<void()> kernel) {
-  sim_backend().launch(s, op, accesses, std::move(kernel));
+  sim_backend().launch(s, op, kind, accesses, std::move(kernel));
 }
 
 void host_access(Device d, const Access& access, const char* op) {

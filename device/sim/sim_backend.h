@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "actorgrad/device/launch_observer.h"
 #include "actorgrad/device/sim/race_detector.h"
 #include "actorgrad/device/sim/sim_config.h"
 #include "actorgrad/device/stream_backend.h"
@@ -20,11 +21,13 @@ bool is_async();
 /// True when accesses are checked (SimConfig::async and detect_races).
 bool detecting_races();
 
-/// Enqueues `kernel` (named `op`) on `s`; with the sim synchronous, runs it
-/// now. `accesses` are the buffers it reads and writes, reads first, for the
-/// race detector (empty when not detecting_races()). The kernel must own
-/// (hold handles to) everything it touches: it runs after launch returns.
-void launch(Stream s, const char* op, const std::vector<Access>& accesses,
+/// Enqueues `kernel` (named `op`, a string literal; `kind` a kernel or a
+/// copy) on `s`; with the sim synchronous, runs it now. `accesses` are the
+/// buffers it reads and writes, reads first, for the race detector (empty
+/// when not detecting_races()). The kernel must own (hold handles to)
+/// everything it touches: it runs after launch returns. The calling
+/// thread's launch_observer(), if any, sees it launched and run.
+void launch(Stream s, const char* op, DeviceWork kind, const std::vector<Access>& accesses,
             std::function<void()> kernel);
 
 /// The host is about to touch a buffer of device `d` (`op` names why):

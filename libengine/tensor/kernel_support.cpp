@@ -1,5 +1,6 @@
 #include "actorgrad/libengine/tensor/detail/kernel_support.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "actorgrad/device/guards.h"
@@ -66,7 +67,11 @@ void launch_on_stream(const char* op, std::initializer_list<const Tensor*> reads
     for (const Tensor* t : writes)
       add(*t, true, "the output");
   }
-  sim::launch(current_stream(d), op, accesses, std::move(body));
+  // A copy moves data between devices (or from the host); the rest are kernels.
+  const bool copy = std::any_of(reads.begin(), reads.end(),
+                                [&](const Tensor* t) { return t->device() != d; });
+  sim::launch(current_stream(d), op, copy ? DeviceWork::copy : DeviceWork::kernel, accesses,
+              std::move(body));
 }
 
 void bump_version(const Tensor& self) { ++self.impl()->version->version; }

@@ -134,6 +134,11 @@ BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
     BOOST_TEST(std::stod((*it)[1]) > 0.0, "slice drawn with a width");
   BOOST_TEST(slices == tl.slices.size(), "a slice per node execution");
   BOOST_TEST(occurrences(dom, "<line class=\"msg") > 0u, "message arrows");
+  // Stream tracks (Note [Stream tracks]): a lane per stream, a span per item.
+  BOOST_TEST(tl.streams.size() >= 2u, "sim:0's and sim:1's streams ran the kernels");
+  BOOST_TEST(occurrences(dom, "<g class=\"lane stream\"") == tl.streams.size());
+  BOOST_TEST(occurrences(dom, "<rect class=\"device ") == tl.device_spans.size());
+  BOOST_TEST(occurrences(dom, "<line class=\"launch\"") > 0u, "launch arrows");
   BOOST_TEST(occurrences(dom, "<table id=\"ops\" class=\"sortable\"") == 1u, "the operations table");
 
   const fs::path png = dir / "out.png";
@@ -158,7 +163,8 @@ BOOST_AUTO_TEST_CASE(a_view_opens_zoomed_and_searching) {
                      read(dir / "chromium.log"));
   const std::string dom = read(dir / "dom.html");
   BOOST_TEST(dom.find("data-zoom=\"8\"") != std::string::npos, "the view is zoomed 8x");
-  BOOST_TEST(occurrences(dom, "scale(8 1)") == tl.actors.size() + 1, "every lane and the arrows");
+  BOOST_TEST(occurrences(dom, "scale(8 1)") == tl.actors.size() + tl.streams.size() + 1,
+             "every lane and the arrows");
   BOOST_TEST(occurrences(dom, "class=\"node match\"") + occurrences(dom, "class=\"node critical match\"") ==
                muls,
              "exactly the MulBackward slices are outlined");

@@ -50,7 +50,7 @@ BOOST_AUTO_TEST_CASE(a_kernel_runs_after_launch_returns) {
   StreamGuard guard(s);
   auto x = Tensor::ones({4}, DType::f64, dev);
   std::atomic<bool> open{false};
-  sim::launch(s, "gate", {}, [&open] {
+  sim::launch(s, "gate", DeviceWork::kernel, {}, [&open] {
     while (!open.load())
       std::this_thread::yield();
   });

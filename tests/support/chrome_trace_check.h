@@ -4,8 +4,10 @@
 /// chrome_json.h): every event in process 1 on a named track, timestamps
 /// monotonic per track, node slices with their args, and every message a
 /// paired flow arrow (`s` and `f` with the same id, cat, name and bp "e",
-/// each end inside a slice on its track), queue counters non-negative and
-/// present where messages were received. Header-only; include it from a
+/// each end inside a slice on its track), as is every launch of device work
+/// but a record (from the launching node to its span on the stream's
+/// track), queue counters non-negative and present where messages were
+/// received. Header-only; include it from a
 /// Boost.Test binary (after boost/test/unit_test.hpp).
 
 #include <algorithm>
@@ -78,7 +80,8 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
       BOOST_FAIL("unexpected phase " << ph);
     }
   }
-  BOOST_TEST(thread_names.size() == tl.actors.size(), "one track per actor");
+  BOOST_TEST(thread_names.size() == tl.actors.size() + tl.streams.size(),
+             "one track per actor and per stream");
   BOOST_TEST(starts.size() == finishes.size());
   for (const auto& [id, s] : starts) {
     BOOST_TEST_CONTEXT("flow " << id) {
@@ -101,7 +104,11 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
   std::size_t received = 0;
   for (const auto& m : tl.messages)
     received += m.received();
-  BOOST_TEST(starts.size() == received, "one arrow per received message");
+  std::size_t launched = 0;
+  for (const auto& d : tl.device_spans)
+    launched += d.kind != DeviceWork::record;
+  BOOST_TEST(starts.size() == received + launched,
+             "one arrow per received message and per launch that ran");
   BOOST_TEST((received == 0 || counters > 0), "queue counter events where messages were received");
   return node_slices;
 }

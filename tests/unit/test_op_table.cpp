@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(calls_times_self_time_and_shares) {
 
 BOOST_AUTO_TEST_CASE(csv_has_a_header_and_a_line_per_op) {
   const std::string csv = op_table_csv(op_table(known()));
-  BOOST_TEST(csv.rfind("name,calls,total_ns,self_ns,mean_ns,min_ns,max_ns,share_percent\n", 0) == 0u);
+  BOOST_TEST(csv.rfind("name,calls,total_ns,self_ns,mean_ns,min_ns,max_ns,share_percent,device_ns\n", 0) == 0u);
   BOOST_TEST(csv.find("\n\"Mul\",3,45,45,15,5,30,") != std::string::npos, csv);
   std::size_t lines = 0;
   for (char c : csv)

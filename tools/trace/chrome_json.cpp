@@ -97,6 +97,80 @@ void add_markers(const Timeline& tl, std::size_t actor, std::vector<std::int64_t
   }
 }
 
+/// The track (tid - 1) of stream `i`: after the actors'.
+std::size_t stream_track(const Timeline& tl, std::size_t i) { return tl.actors.size() + i; }
+
+/// A slice per device span on its stream's track, and a flow from its
+/// launch (inside the launching node's slice) to its start.
+void add_device_spans(const Timeline& tl, std::vector<Line>& lines) {
+  for (const DeviceSpan& d : tl.device_spans) {
+    const std::size_t track = stream_track(tl, d.stream);
+    std::string args = "\"kind\":" + quoted(device_work_name(d.kind)) +
+                       ",\"point\":" + std::to_string(d.point) + ",\"launch_us\":" +
+                       micros(d.launch_ns) + ",\"launched_by\":" + quoted(tl.actors[d.launcher]) +
+                       ",\"graph_task\":" + std::to_string(d.graph_task) + ",\"node\":" +
+                       quoted(d.node) + ",\"sequence_nr\":" + std::to_string(d.sequence_nr) +
+                       ",\"id\":" + std::to_string(d.id) + ",\"stream\":" +
+                       quoted(tl.streams[d.stream]);
+    if (d.waits_for)
+      args += ",\"waits_for\":" + quoted(tl.streams[*d.waits_for]) +
+              ",\"waits_for_point\":" + std::to_string(d.waits_for_point);
+    lines.push_back({track, d.start_ns, 0,
+                     "{\"ph\":\"X\",\"cat\":\"device\",\"name\":" + quoted(d.op) +
+                       ",\"pid\":1,\"tid\":" + std::to_string(track + 1) + ",\"ts\":" +
+                       micros(d.start_ns) + ",\"dur\":" + micros(d.duration_ns()) +
+                       ",\"args\":{" + args + "}}"});
+    if (d.kind == DeviceWork::record)
+      continue; // an instant: nothing for an arrow to bind to
+    const std::string common = ",\"cat\":\"launch\",\"name\":" + quoted(d.op) + ",\"id\":" +
+                               std::to_string(d.id) + ",\"bp\":\"e\",\"pid\":1,\"tid\":";
+    lines.push_back({d.launcher, d.launch_ns, 1,
+                     "{\"ph\":\"s\"" + common + std::to_string(d.launcher + 1) + ",\"ts\":" +
+                       micros(d.launch_ns) + "}"});
+    lines.push_back({track, d.start_ns, 1,
+                     "{\"ph\":\"f\"" + common + std::to_string(track + 1) + ",\"ts\":" +
+                       micros(d.start_ns) + "}"});
+  }
+}
+
+/// Looks `key` up in `names`, or throws naming what it is.
+std::size_t index_of(const std::map<std::string, std::size_t>& names, const std::string& key,
+                     const char* what) {
+  auto it = names.find(key);
+  if (it == names.end())
+    throw std::runtime_error("device span names an unknown " + std::string(what) + " " + key);
+  return it->second;
+}
+
+/// A device span as add_device_spans wrote it.
+DeviceSpan read_device_span(const boost::property_tree::ptree& e,
+                            const std::map<int, std::size_t>& stream_of_tid,
+                            const std::map<std::string, std::size_t>& actor_named,
+                            const std::map<std::string, std::size_t>& stream_named) {
+  const auto& a = e.get_child("args");
+  DeviceSpan d;
+  auto stream = stream_of_tid.find(e.get<int>("tid"));
+  if (stream == stream_of_tid.end())
+    throw std::runtime_error("device span on a track that is not a stream's");
+  d.stream = stream->second;
+  d.kind = parse_device_work(a.get<std::string>("kind").c_str());
+  d.op = e.get<std::string>("name");
+  d.point = a.get<std::uint64_t>("point");
+  d.start_ns = to_ns(e.get<double>("ts"));
+  d.end_ns = d.start_ns + to_ns(e.get<double>("dur"));
+  d.launcher = index_of(actor_named, a.get<std::string>("launched_by"), "actor");
+  d.launch_ns = to_ns(a.get<double>("launch_us"));
+  d.graph_task = a.get<std::uint64_t>("graph_task");
+  d.node = a.get<std::string>("node");
+  d.sequence_nr = a.get<std::uint64_t>("sequence_nr");
+  d.id = a.get<std::uint64_t>("id");
+  if (auto w = a.get_optional<std::string>("waits_for")) {
+    d.waits_for = index_of(stream_named, *w, "stream");
+    d.waits_for_point = a.get<std::uint64_t>("waits_for_point");
+  }
+  return d;
+}
+
 } // namespace
 
 void write_chrome_json(const Timeline& tl, std::ostream& out) {
@@ -148,6 +222,7 @@ void write_chrome_json(const Timeline& tl, std::ostream& out) {
   }
   for (std::size_t a = 0; a < tl.actors.size(); ++a)
     add_markers(tl, a, std::move(ends[a]), lines);
+  add_device_spans(tl, lines);
   // A counter track per actor with its mailbox and ready-heap lengths (see
   // Note [Queue depth from the trace]); derived, so not read back.
   for (const QueueDepth& q : queue_depths(tl))
@@ -173,6 +248,13 @@ void write_chrome_json(const Timeline& tl, std::ostream& out) {
     out << ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":" << a + 1
         << ",\"args\":{\"sort_index\":" << a + 1 << "}}";
   }
+  for (std::size_t i = 0; i < tl.streams.size(); ++i) {
+    const std::size_t tid = stream_track(tl, i) + 1;
+    out << ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":" << tid
+        << ",\"args\":{\"name\":" << quoted(tl.streams[i]) << ",\"stream\":true}}";
+    out << ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":" << tid
+        << ",\"args\":{\"sort_index\":" << tid << "}}";
+  }
   for (const Line& l : lines)
     out << ",\n" << l.json;
   out << "\n]}\n";
@@ -195,6 +277,8 @@ Timeline read_chrome_json(const std::string& path) {
 
   Timeline tl;
   std::map<int, std::size_t> actor_of_tid;
+  std::map<int, std::size_t> stream_of_tid;
+  std::map<std::string, std::size_t> actor_named, stream_named;
   std::map<std::uint64_t, Message> messages;
   auto actor = [&](const pt::ptree& e) {
     const int tid = e.get<int>("tid");
@@ -223,8 +307,16 @@ Timeline read_chrome_json(const std::string& path) {
       const std::string ph = e.get<std::string>("ph");
       const std::string cat = e.get<std::string>("cat", "");
       if (ph == "M" && e.get<std::string>("name") == "thread_name") {
-        actor_of_tid[e.get<int>("tid")] = tl.actors.size();
-        tl.actors.push_back(e.get<std::string>("args.name"));
+        const std::string name = e.get<std::string>("args.name");
+        if (e.get<bool>("args.stream", false)) {
+          stream_of_tid[e.get<int>("tid")] = stream_named[name] = tl.streams.size();
+          tl.streams.push_back(name);
+        } else {
+          actor_of_tid[e.get<int>("tid")] = actor_named[name] = tl.actors.size();
+          tl.actors.push_back(name);
+        }
+      } else if (ph == "X" && cat == "device") {
+        tl.device_spans.push_back(read_device_span(e, stream_of_tid, actor_named, stream_named));
       } else if (ph == "X" && cat == "node") {
         const pt::ptree& a = e.get_child("args");
         Slice s;
@@ -246,11 +338,11 @@ Timeline read_chrome_json(const std::string& path) {
         Message& m = messages[e.get<std::uint64_t>("args.message_id")];
         m.id = e.get<std::uint64_t>("args.message_id");
         read_message(e, m);
-      } else if (ph == "s") {
+      } else if (ph == "s" && cat == "message") {
         Message& m = messages[e.get<std::uint64_t>("id")];
         m.id = e.get<std::uint64_t>("id");
         read_message(e, m);
-      } else if (ph == "f") {
+      } else if (ph == "f" && cat == "message") {
         Message& m = messages[e.get<std::uint64_t>("id")];
         m.to_actor = actor(e);
         m.recv_ns = to_ns(e.get<double>("ts"));

@@ -13,7 +13,13 @@
 /// sits in a short `X` marker slice (cat "message", at most 1 us, ending
 /// before the actor's next event) so the arrow has a slice to bind to. A
 /// message never received has only its send marker, with args
-/// `unreceived: true` and the message's description.
+/// `unreceived: true` and the message's description. After the actors, one
+/// track per device stream (its thread_name args add `stream: true`) with
+/// an `X` slice (cat "device", named after the kernel) per device span,
+/// args kind, point, launch_us, launched_by, graph_task, node, sequence_nr,
+/// id, stream and, for a wait, waits_for and waits_for_point; a flow (cat
+/// "launch", `bp` "e") goes from the launch on the launching actor's track
+/// to the span's start (not for a record, an instant).
 
 #include <iosfwd>
 #include <string>

@@ -86,6 +86,12 @@ svg { border: 1px solid #ccc; background: #fafafa; }
 .msg { stroke: #333; stroke-width: 1; opacity: 0.65; }
 .msg-task { stroke: #1f77b4; }
 .msg-wakeup { stroke: #2ca02c; stroke-dasharray: 3 2; }
+.launch { stroke: #8c564b; stroke-width: 0.8; opacity: 0.5; stroke-dasharray: 2 2; }
+rect.device { fill: #9c755f; stroke: #333; stroke-width: 0.3; }
+rect.device.copy { fill: #e15759; }
+rect.device.wait { fill: #ccc; }
+rect.device.record { fill: #333; }
+rect.device.critical { stroke: #c00; stroke-width: 1.2; }
 table { border-collapse: collapse; font-size: 13px; }
 tr.added td { background: #e8f5e9; }
 tr.removed td { background: #fdecea; }
@@ -103,17 +109,51 @@ polyline.mailbox, span.mailbox { stroke: #444; color: #444; }
 polyline.ready, span.ready { stroke: #9ab; color: #79a; }
 )";
 
+/// A lane per device stream below the actors' (lane `actors + i`), with
+/// a span per item of device work (Note [Stream tracks]).
+template <class LaneTop>
+void write_stream_lanes(const Timeline& tl, const TimeAxis& axis,
+                        const std::set<std::pair<std::size_t, bool>>& critical, LaneTop&& lane_top,
+                        std::ostream& out) {
+  for (std::size_t i = 0; i < tl.streams.size(); ++i) {
+    const double top = lane_top(tl.actors.size() + i);
+    out << "<g class=\"lane stream\" data-stream=\"" << escape(tl.streams[i]) << "\">\n"
+        << "<rect class=\"lane-bg\" x=\"" << num(kLabelWidth) << "\" y=\"" << num(top)
+        << "\" width=\"" << num(TimeAxis::plot) << "\" height=\"" << num(kLaneHeight) << "\"/>\n"
+        << "<text class=\"lane-label\" x=\"6\" y=\"" << num(top + kLaneHeight / 2 + 4) << "\">"
+        << escape(tl.streams[i]) << "</text>\n<g clip-path=\"url(#plot-area)\"><g class=\"zoom\">\n";
+    for (std::size_t j = 0; j < tl.device_spans.size(); ++j) {
+      const DeviceSpan& d = tl.device_spans[j];
+      if (d.stream != i)
+        continue;
+      out << "<rect class=\"device " << device_work_name(d.kind)
+          << (critical.count({j, true}) ? " critical" : "") << "\" x=\""
+          << num(axis.x(d.start_ns)) << "\" y=\"" << num(top + 5) << "\" width=\""
+          << num(std::max(1.0, axis.x(d.end_ns) - axis.x(d.start_ns))) << "\" height=\""
+          << num(kLaneHeight - 10) << "\"><title>" << escape(d.op) << " ("
+          << device_work_name(d.kind) << " " << d.point << " of " << escape(tl.streams[i])
+          << ", launched by " << escape(d.node) << " seq " << d.sequence_nr << " on "
+          << escape(tl.actors[d.launcher]) << ", GraphTask " << d.graph_task;
+      if (d.waits_for)
+        out << ", waits for " << escape(tl.streams[*d.waits_for]) << " point "
+            << d.waits_for_point;
+      out << "): " << escape(format_duration(d.duration_ns())) << "</title></rect>\n";
+    }
+    out << "</g></g>\n</g>\n";
+  }
+}
+
 void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
   const TimeAxis axis(tl);
   const double span = axis.span, plot = TimeAxis::plot;
   auto lane_top = [&](std::size_t a) {
     return kAxisHeight + static_cast<double>(a) * (kLaneHeight + kLaneGap);
   };
-  const double height = lane_top(tl.actors.size()) + 4;
-  std::set<std::size_t> critical;
+  const double height = lane_top(tl.actors.size() + tl.streams.size()) + 4;
+  std::set<std::pair<std::size_t, bool>> critical; // index, on a device
   for (const CriticalPath& p : s.critical_paths)
     for (const PathStep& step : p.steps)
-      critical.insert(step.slice);
+      critical.insert({step.slice, step.on_device});
 
   out << "<p class=\"meta\"><input id=\"search\" type=\"search\" placeholder=\"find a node\"> "
          "<span id=\"search-count\"></span> Wheel: zoom, drag: pan, double click: whole "
@@ -150,7 +190,7 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
       if (sl.actor != a)
         continue;
       const double inset = 3.0 * std::min(sl.depth, 3);
-      out << "<rect class=\"node" << (critical.count(i) ? " critical" : "") << "\" x=\""
+      out << "<rect class=\"node" << (critical.count({i, false}) ? " critical" : "") << "\" x=\""
           << num(axis.x(sl.start_ns)) << "\" y=\"" << num(top + 2 + inset) << "\" width=\""
           << num(std::max(1.0, axis.x(sl.end_ns) - axis.x(sl.start_ns))) << "\" height=\""
           << num(kLaneHeight - 4 - 2 * inset) << "\" fill=\"" << device_colour(sl.device)
@@ -164,7 +204,18 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
     out << "</g></g>\n</g>\n";
   }
 
+  write_stream_lanes(tl, axis, critical, lane_top, out);
+
   out << "<g clip-path=\"url(#plot-area)\"><g class=\"messages zoom\">\n";
+  for (const DeviceSpan& d : tl.device_spans) {
+    if (d.kind == DeviceWork::record)
+      continue;
+    out << "<line class=\"launch\" x1=\"" << num(axis.x(d.launch_ns)) << "\" y1=\""
+        << num(lane_top(d.launcher) + kLaneHeight / 2) << "\" x2=\"" << num(axis.x(d.start_ns))
+        << "\" y2=\"" << num(lane_top(tl.actors.size() + d.stream) + kLaneHeight / 2)
+        << "\" marker-end=\"url(#arrow)\"><title>launch of " << escape(d.op) << " by "
+        << escape(d.node) << " (seq " << d.sequence_nr << ")</title></line>\n";
+  }
   for (const Message& m : tl.messages) {
     if (!m.received())
       continue;
@@ -257,7 +308,7 @@ void write_op_table(const Summary& s, std::ostream& out) {
     return;
   out << "<h2>Operations</h2>\n<table id=\"ops\" class=\"sortable\">\n<tr><th>name</th>"
          "<th>calls</th><th>total</th><th>self</th><th>mean</th><th>min</th><th>max</th>"
-         "<th>self %</th></tr>\n";
+         "<th>self %</th><th>device</th></tr>\n";
   for (const OpStats& op : s.ops) {
     char pct[16];
     std::snprintf(pct, sizeof pct, "%.1f", op.share_percent);
@@ -266,6 +317,7 @@ void write_op_table(const Summary& s, std::ostream& out) {
     for (std::int64_t ns : {op.total_ns, op.self_ns, op.mean_ns(), op.min_ns, op.max_ns})
       duration_cell(out, ns);
     sorted_cell(out, op.share_percent, pct);
+    duration_cell(out, op.device_ns);
     out << "</tr>\n";
   }
   out << "</table>\n";
@@ -284,6 +336,18 @@ void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
         << "</td><td>" << format_duration(a.queue_wait.p99_ns) << "</td></tr>\n";
   }
   out << "</table>\n";
+  if (!s.streams.empty()) {
+    out << "<h2>Streams</h2>\n<table id=\"streams\">\n<tr><th>stream</th><th>busy %</th>"
+           "<th>busy</th><th>kernels</th><th>waits</th><th>waiting</th></tr>\n";
+    for (const StreamStats& st : s.streams) {
+      char pct[16];
+      std::snprintf(pct, sizeof pct, "%.1f", st.busy_percent);
+      out << "<tr><td>" << escape(st.stream) << "</td><td>" << pct << "</td><td>"
+          << format_duration(st.busy_ns) << "</td><td>" << st.kernels << "</td><td>" << st.waits
+          << "</td><td>" << format_duration(st.wait_ns) << "</td></tr>\n";
+    }
+    out << "</table>\n";
+  }
   write_op_table(s, out);
   if (!s.edges.empty()) {
     out << "<h2>Messages</h2>\n<table id=\"edges\">\n<tr><th>from</th><th>to</th><th>kind</th>"
@@ -296,14 +360,21 @@ void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
   }
   for (const CriticalPath& p : s.critical_paths) {
     out << "<h2>Critical path of GraphTask " << p.graph_task << "</h2>\n<p class=\"meta\">"
-        << p.steps.size() << " nodes, " << format_duration(p.length_ns)
+        << p.steps.size() << " steps, " << format_duration(p.length_ns)
         << " from its first start to its end (" << format_duration(p.wall_ns)
         << " wall)</p>\n<ol class=\"critical-path\">\n";
     for (const PathStep& step : p.steps) {
-      const Slice& sl = tl.slices[step.slice];
       out << "<li>";
       if (step.via_message)
         out << "(message " << format_duration(step.latency_ns) << ") ";
+      if (step.on_device) {
+        const DeviceSpan& d = tl.device_spans[step.slice];
+        out << escape(d.op) << " (" << device_work_name(d.kind) << " of seq " << d.sequence_nr
+            << ") on " << escape(tl.streams[d.stream]) << ": " << format_duration(d.duration_ns())
+            << "</li>\n";
+        continue;
+      }
+      const Slice& sl = tl.slices[step.slice];
       out << escape(sl.node) << " seq " << sl.sequence_nr << " on " << escape(tl.actors[sl.actor])
           << ": " << format_duration(sl.duration_ns()) << "</li>\n";
     }

@@ -38,6 +38,10 @@ std::vector<OpStats> op_table(const Timeline& tl) {
     op.max_ns = std::max(op.max_ns, s.duration_ns());
     all_self += self[i];
   }
+  for (const DeviceSpan& d : tl.device_spans)
+    if (d.kind == DeviceWork::kernel || d.kind == DeviceWork::copy)
+      if (auto it = by_name.find(d.node); it != by_name.end())
+        it->second.device_ns += d.duration_ns();
   std::vector<OpStats> ops;
   for (auto& [name, op] : by_name) {
     op.share_percent = all_self > 0 ? 100.0 * double(op.self_ns) / double(all_self) : 0.0;
@@ -50,7 +54,7 @@ std::vector<OpStats> op_table(const Timeline& tl) {
 
 std::string op_table_csv(const std::vector<OpStats>& ops) {
   std::ostringstream out;
-  out << "name,calls,total_ns,self_ns,mean_ns,min_ns,max_ns,share_percent\n";
+  out << "name,calls,total_ns,self_ns,mean_ns,min_ns,max_ns,share_percent,device_ns\n";
   for (const OpStats& op : ops) {
     // Node names are identifiers ("AddmmBackward0", "torch::autograd::AccumulateGrad"):
     // quoted all the same, with quotes doubled, as CSV has it.
@@ -58,7 +62,8 @@ std::string op_table_csv(const std::vector<OpStats>& ops) {
     for (char c : op.name)
       name += c == '"' ? std::string("\"\"") : std::string(1, c);
     out << '"' << name << "\"," << op.calls << ',' << op.total_ns << ',' << op.self_ns << ','
-        << op.mean_ns() << ',' << op.min_ns << ',' << op.max_ns << ',' << op.share_percent << '\n';
+        << op.mean_ns() << ',' << op.min_ns << ',' << op.max_ns << ',' << op.share_percent << ','
+        << op.device_ns << '\n';
   }
   return out.str();
 }

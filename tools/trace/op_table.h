@@ -26,13 +26,18 @@ struct OpStats {
   std::int64_t max_ns = 0;
   /// self_ns over all nodes' self time, in percent (the shares add up to 100).
   double share_percent = 0;
+  /// Time its executions' kernels and copies ran on their streams (Note
+  /// [Stream tracks]): on an asynchronous device, the work the node's time
+  /// only launched.
+  std::int64_t device_ns = 0;
   std::int64_t mean_ns() const { return calls ? total_ns / static_cast<std::int64_t>(calls) : 0; }
 };
 
 /// One row per node name, by total time (then name).
 std::vector<OpStats> op_table(const Timeline& tl);
 
-/// The table as CSV: a header line, then one line per op, times in ns.
+/// The table as CSV: a header line, then one line per op, times in ns
+/// (name,calls,total_ns,self_ns,mean_ns,min_ns,max_ns,share_percent,device_ns).
 std::string op_table_csv(const std::vector<OpStats>& ops);
 
 } // namespace actorgrad::trace

@@ -53,68 +53,135 @@ std::int64_t busy_time(const std::vector<const Slice*>& slices) {
 // latencies instead counted twice the time a message is in flight while
 // its sender's span (which covers the sending) goes on: a 100-node chain
 // over sim:2 showed 484 us of path in 326 us of wall.
+//
+// On an asynchronous device the nodes only launch work; the device work of
+// the call (Note [Stream tracks]) joins the graph: an item starts after its
+// launch (inside its node's span), after the item before it on its stream,
+// and a wait after the item it waits for. So the path may end on a stream
+// and pass through kernels, and the call's wall time runs to the end of its
+// last device work. Without that, the path of a chain on async sim was the
+// launches' 0.66 ms against 3.6 ms of device work.
 
-/// The critical path of the slices `task_slices` of one task (sorted by start).
+/// A node slice or a device span of the task.
+struct Element {
+  std::size_t index;
+  bool on_device;
+};
+
+/// The critical path of the slices `task_slices` (sorted by start) and the
+/// device spans `task_spans` of one task.
 CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
-                           const std::vector<std::size_t>& task_slices) {
+                           const std::vector<std::size_t>& task_slices,
+                           const std::vector<std::size_t>& task_spans) {
   struct In {
-    std::size_t from;
+    Element from;
     std::int64_t arrival_ns;
     std::int64_t latency_ns;
     bool message;
   };
+  auto end_of = [&](Element e) {
+    return e.on_device ? tl.device_spans[e.index].end_ns : tl.slices[e.index].end_ns;
+  };
+  auto start_of = [&](Element e) {
+    return e.on_device ? tl.device_spans[e.index].start_ns : tl.slices[e.index].start_ns;
+  };
   std::map<std::uint64_t, std::size_t> by_seq;
   for (std::size_t i : task_slices)
     by_seq.emplace(tl.slices[i].sequence_nr, i);
-  std::map<std::size_t, std::vector<In>> in;
+  std::map<std::size_t, std::vector<In>> in, device_in;
   for (std::size_t i : task_slices)
     for (std::uint64_t p : tl.slices[i].local_inputs)
       if (auto it = by_seq.find(p); it != by_seq.end())
-        in[i].push_back({it->second, tl.slices[it->second].end_ns, 0, false});
+        in[i].push_back({{it->second, false}, tl.slices[it->second].end_ns, 0, false});
   for (const Message& m : tl.messages) {
     if (m.graph_task != task || !m.producer || !m.received())
       continue;
     auto from = by_seq.find(*m.producer);
     auto to = by_seq.find(m.sequence_nr);
     if (from != by_seq.end() && to != by_seq.end())
-      in[to->second].push_back({from->second, *m.recv_ns, m.latency_ns(), true});
+      in[to->second].push_back({{from->second, false}, *m.recv_ns, m.latency_ns(), true});
+  }
+  std::map<std::pair<std::size_t, std::uint64_t>, std::size_t> at_point; // stream, point -> span
+  for (std::size_t j : task_spans)
+    at_point.emplace(std::pair{tl.device_spans[j].stream, tl.device_spans[j].point}, j);
+  std::set<std::size_t> launchers;
+  for (std::size_t j : task_spans) {
+    const DeviceSpan& d = tl.device_spans[j];
+    if (auto it = by_seq.find(d.sequence_nr); it != by_seq.end()) {
+      device_in[j].push_back({{it->second, false}, d.launch_ns, 0, false});
+      launchers.insert(it->second);
+    }
+    if (auto it = at_point.find({d.stream, d.point - 1}); it != at_point.end())
+      device_in[j].push_back({{it->second, true}, tl.device_spans[it->second].end_ns, 0, false});
+    if (d.waits_for)
+      if (auto it = at_point.find({*d.waits_for, d.waits_for_point}); it != at_point.end())
+        device_in[j].push_back({{it->second, true}, tl.device_spans[it->second].end_ns, 0, false});
   }
 
-  // The path ends at the sink (a node feeding none of the task's nodes)
-  // that finished last: an actor may record a producer's end only after the
-  // sink it fed has finished.
+  // The path ends at the sink (a node feeding none of the task's nodes) or
+  // the device work that finished last: an actor may record a producer's
+  // end only after the sink it fed has finished.
   std::set<std::size_t> feeds;
   for (const auto& [to, edges] : in)
     for (const In& e : edges)
-      feeds.insert(e.from);
-  std::optional<std::size_t> last;
+      feeds.insert(e.from.index);
+  std::optional<Element> last;
+  auto consider = [&](Element e) {
+    if (!last || end_of(e) > end_of(*last))
+      last = e;
+  };
   for (std::size_t i : task_slices)
-    if (!feeds.count(i) && (!last || tl.slices[i].end_ns > tl.slices[*last].end_ns))
-      last = i;
+    if (!feeds.count(i))
+      consider({i, false});
+  for (std::size_t j : task_spans)
+    consider({j, true});
   if (!last) // not a DAG as recorded (a snapshot taken mid-run): the last to finish
     for (std::size_t i : task_slices)
-      if (!last || tl.slices[i].end_ns > tl.slices[*last].end_ns)
-        last = i;
+      consider({i, false});
 
   CriticalPath path{task, {}, 0, 0};
-  std::set<std::size_t> on_path;
-  for (std::size_t at = *last; on_path.insert(at).second;) {
+  std::set<std::pair<std::size_t, bool>> on_path;
+  for (Element at = *last; on_path.insert({at.index, at.on_device}).second;) {
     const In* gate = nullptr;
-    for (const In& e : in[at])
+    for (const In& e : (at.on_device ? device_in : in)[at.index])
       if (!gate || e.arrival_ns > gate->arrival_ns)
         gate = &e;
-    path.steps.push_back({at, gate ? gate->latency_ns : 0, gate && gate->message});
+    path.steps.push_back({at.index, at.on_device, gate ? gate->latency_ns : 0,
+                          gate && gate->message});
     if (!gate)
       break;
     at = gate->from;
   }
   std::reverse(path.steps.begin(), path.steps.end());
-  path.length_ns = tl.slices[*last].end_ns - tl.slices[path.steps.front().slice].start_ns;
+  const PathStep& first = path.steps.front();
+  path.length_ns = end_of(*last) - start_of({first.slice, first.on_device});
   std::int64_t first_start = tl.slices[task_slices.front()].start_ns, last_end = 0;
   for (std::size_t i : task_slices)
     last_end = std::max(last_end, tl.slices[i].end_ns);
+  for (std::size_t j : task_spans)
+    last_end = std::max(last_end, tl.device_spans[j].end_ns);
   path.wall_ns = last_end - first_start;
+  path.start_ns = first_start;
   return path;
+}
+
+std::vector<StreamStats> stream_stats(const Timeline& tl, std::int64_t span_ns) {
+  std::vector<StreamStats> out(tl.streams.size());
+  for (std::size_t i = 0; i < tl.streams.size(); ++i)
+    out[i].stream = tl.streams[i];
+  for (const DeviceSpan& d : tl.device_spans) {
+    StreamStats& st = out[d.stream];
+    if (d.kind == DeviceWork::wait) {
+      ++st.waits;
+      st.wait_ns += d.duration_ns();
+    } else if (d.kind != DeviceWork::record) {
+      ++st.kernels; // a stream runs one item at a time: the spans do not overlap
+      st.busy_ns += d.duration_ns();
+    }
+  }
+  for (StreamStats& st : out)
+    st.busy_percent = span_ns > 0 ? 100.0 * double(st.busy_ns) / double(span_ns) : 0;
+  return out;
 }
 
 } // namespace
@@ -166,19 +233,21 @@ Summary summarize(const Timeline& tl) {
                        value.second / static_cast<std::int64_t>(value.first)});
   }
 
+  std::map<std::uint64_t, std::vector<std::size_t>> task_spans;
+  for (std::size_t j = 0; j < tl.device_spans.size(); ++j)
+    if (tl.device_spans[j].kind != DeviceWork::record) // an instant: gates nothing
+      task_spans[tl.device_spans[j].graph_task].push_back(j);
   for (auto& [task, idx] : task_slices) {
     std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
       return tl.slices[a].start_ns < tl.slices[b].start_ns;
     });
-    s.critical_paths.push_back(critical_path(tl, task, idx));
+    s.critical_paths.push_back(critical_path(tl, task, idx, task_spans[task]));
   }
+  s.streams = stream_stats(tl, s.span_ns);
   s.ops = op_table(tl);
   s.queues = queue_depths(tl);
   std::sort(s.critical_paths.begin(), s.critical_paths.end(),
-            [&](const CriticalPath& a, const CriticalPath& b) {
-              return tl.slices[a.steps.front().slice].start_ns <
-                     tl.slices[b.steps.front().slice].start_ns;
-            });
+            [&](const CriticalPath& a, const CriticalPath& b) { return a.start_ns < b.start_ns; });
   return s;
 }
 
@@ -223,6 +292,19 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
     out << line;
   }
 
+  if (!s.streams.empty()) {
+    out << "\nstreams (device work of the recorded nodes)\n";
+    std::snprintf(line, sizeof line, "%-26s %7s %11s %8s %7s %11s\n", "stream", "busy %", "busy",
+                  "kernels", "waits", "waiting");
+    out << line;
+    for (const StreamStats& st : s.streams) {
+      std::snprintf(line, sizeof line, "%-26s %6.1f%% %11s %8zu %7zu %11s\n", st.stream.c_str(),
+                    st.busy_percent, format_duration(st.busy_ns).c_str(), st.kernels, st.waits,
+                    format_duration(st.wait_ns).c_str());
+      out << line;
+    }
+  }
+
   if (!tl.actors.empty()) {
     out << "\nqueues (engine messages in the mailbox, ready nodes in the heap)\n";
     std::snprintf(line, sizeof line, "%-26s %8s %8s %11s %11s %8s %8s\n", "actor", "mbox max",
@@ -240,16 +322,16 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
 
   if (!s.ops.empty()) {
     out << "\noperations (by total time)\n";
-    std::snprintf(line, sizeof line, "  %-32s %7s %11s %11s %11s %11s %11s %7s\n", "name", "calls",
-                  "total", "self", "mean", "min", "max", "self %");
+    std::snprintf(line, sizeof line, "  %-32s %7s %11s %11s %11s %11s %11s %7s %11s\n", "name",
+                  "calls", "total", "self", "mean", "min", "max", "self %", "device");
     out << line;
     for (std::size_t i = 0; i < rows_shown(s.ops.size(), top); ++i) {
       const OpStats& op = s.ops[i];
-      std::snprintf(line, sizeof line, "  %-32s %7zu %11s %11s %11s %11s %11s %6.1f%%\n",
+      std::snprintf(line, sizeof line, "  %-32s %7zu %11s %11s %11s %11s %11s %6.1f%% %11s\n",
                     op.name.c_str(), op.calls, format_duration(op.total_ns).c_str(),
                     format_duration(op.self_ns).c_str(), format_duration(op.mean_ns()).c_str(),
                     format_duration(op.min_ns).c_str(), format_duration(op.max_ns).c_str(),
-                    op.share_percent);
+                    op.share_percent, format_duration(op.device_ns).c_str());
       out << line;
     }
     note_rows_left_out(out, s.ops.size(), top, "operations");
@@ -269,19 +351,26 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
 
   for (const CriticalPath& p : s.critical_paths) {
     out << "\ncritical path of GraphTask " << p.graph_task << ": " << p.steps.size()
-        << " nodes, " << format_duration(p.length_ns) << " from its first start to its end ("
+        << " steps, " << format_duration(p.length_ns) << " from its first start to its end ("
         << format_duration(p.wall_ns) << " wall)\n";
     for (std::size_t i = 0; i < rows_shown(p.steps.size(), top); ++i) {
       const PathStep& step = p.steps[i];
-      const Slice& sl = tl.slices[step.slice];
       if (step.via_message)
         out << "    | message " << format_duration(step.latency_ns) << "\n";
-      std::snprintf(line, sizeof line, "  %-24s seq %-8llu %-22s %11s\n", sl.node.c_str(),
-                    static_cast<unsigned long long>(sl.sequence_nr),
-                    tl.actors[sl.actor].c_str(), format_duration(sl.duration_ns()).c_str());
+      if (step.on_device) {
+        const DeviceSpan& d = tl.device_spans[step.slice];
+        std::snprintf(line, sizeof line, "  %-24s %-6s of seq %-8llu %-15s %11s\n", d.op.c_str(),
+                      device_work_name(d.kind), static_cast<unsigned long long>(d.sequence_nr),
+                      tl.streams[d.stream].c_str(), format_duration(d.duration_ns()).c_str());
+      } else {
+        const Slice& sl = tl.slices[step.slice];
+        std::snprintf(line, sizeof line, "  %-24s seq %-8llu %-22s %11s\n", sl.node.c_str(),
+                      static_cast<unsigned long long>(sl.sequence_nr),
+                      tl.actors[sl.actor].c_str(), format_duration(sl.duration_ns()).c_str());
+      }
       out << line;
     }
-    note_rows_left_out(out, p.steps.size(), top, "nodes of this path");
+    note_rows_left_out(out, p.steps.size(), top, "steps of this path");
   }
   return out.str();
 }

@@ -45,9 +45,11 @@ struct EdgeStats {
   std::int64_t mean_latency_ns = 0;
 };
 
-/// One node of a critical path and how it was reached.
+/// One node (or item of device work) of a critical path and how it was reached.
 struct PathStep {
-  std::size_t slice = 0; ///< index into Timeline::slices
+  /// Index into Timeline::slices, or into Timeline::device_spans when on_device.
+  std::size_t slice = 0;
+  bool on_device = false;
   /// Latency of the message that carried the input from the previous step
   /// (0 for the first step and for an input passed on the same actor).
   std::int64_t latency_ns = 0;
@@ -55,16 +57,33 @@ struct PathStep {
   bool via_message = false;
 };
 
-/// The chain of nodes that gated one backward call's end (see Note
-/// [Critical path by last arrival] in summary.cpp): from the sink that
-/// finished last, back through each node's last-arriving input.
+/// The chain of nodes (and device work) that gated one backward call's end
+/// (see Note [Critical path by last arrival] in summary.cpp): from the sink
+/// or device work that finished last, back through each one's
+/// last-arriving input.
 struct CriticalPath {
   std::uint64_t graph_task = 0;
   std::vector<PathStep> steps;
   /// From the first step's start to the last step's end (at most wall_ns).
   std::int64_t length_ns = 0;
-  /// The call's span: its first node's start to its last node's end.
+  /// The call's span: its first node's start to the end of its last node
+  /// or device work.
   std::int64_t wall_ns = 0;
+  /// When the call's first node started.
+  std::int64_t start_ns = 0;
+};
+
+/// What one device stream ran of the recorded work.
+struct StreamStats {
+  std::string stream;
+  /// Kernels and copies, and the time they ran (busy).
+  std::size_t kernels = 0;
+  std::int64_t busy_ns = 0;
+  /// busy_ns over the recording's span, in percent.
+  double busy_percent = 0;
+  /// Waits for other streams' events, and the time they held the stream.
+  std::size_t waits = 0;
+  std::int64_t wait_ns = 0;
 };
 
 /// Everything the text summary and the HTML report show.
@@ -82,13 +101,15 @@ struct Summary {
   std::vector<OpStats> ops;
   /// Per actor, in Timeline::actors order (queue_depth.h).
   std::vector<QueueDepth> queues;
+  /// Per stream, in Timeline::streams order.
+  std::vector<StreamStats> streams;
 };
 
 /// Computes the summary of `tl`.
 Summary summarize(const Timeline& tl);
 
-/// The summary as text: an actor table, the queues, the operations, message edges, and
-/// each critical path with its nodes. Each list shows its first `top` rows
+/// The summary as text: an actor table, the streams, the queues, the
+/// operations, message edges, and each critical path with its nodes. Each list shows its first `top` rows
 /// (0: all) and says how many it left out.
 std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top = 20);
 

@@ -32,6 +32,57 @@ std::vector<Track> merge_tracks(const Trace& trace) {
   return merged;
 }
 
+/// The device spans of the launches that ran, and the records (Note [Stream tracks]).
+template <class StreamNamed>
+void add_device_spans(Timeline& tl,
+                      const std::map<std::uint64_t, std::pair<std::size_t, Event>>& launches,
+                      const std::map<std::uint64_t, std::pair<std::size_t, Event>>& runs,
+                      StreamNamed&& stream_named) {
+  auto span_of = [&](std::uint64_t id, std::size_t actor, const Event& l) {
+    DeviceSpan d;
+    d.kind = l.work;
+    d.op = l.op;
+    d.launcher = actor;
+    d.launch_ns = l.ts_ns;
+    d.graph_task = l.graph_task;
+    d.node = l.node;
+    d.sequence_nr = l.sequence_nr;
+    d.id = id;
+    return d;
+  };
+  std::map<std::pair<std::size_t, std::uint64_t>, std::int64_t> end_of; // stream, point -> end
+  for (const auto& [id, launch] : launches) {
+    auto run = runs.find(id);
+    if (run == runs.end())
+      continue;
+    const Event& r = run->second.second;
+    DeviceSpan d = span_of(id, launch.first, launch.second);
+    d.stream = run->second.first;
+    d.point = r.point;
+    d.start_ns = r.ts_ns;
+    d.end_ns = r.end_ns;
+    if (d.kind == DeviceWork::wait) {
+      d.waits_for = stream_named(launch.second.source.str());
+      d.waits_for_point = launch.second.point;
+    }
+    end_of[{d.stream, d.point}] = d.end_ns;
+    tl.device_spans.push_back(std::move(d));
+  }
+  for (const auto& [id, launch] : launches) {
+    const Event& l = launch.second;
+    if (l.work != DeviceWork::record)
+      continue;
+    DeviceSpan d = span_of(id, launch.first, l);
+    d.stream = stream_named(l.source.str());
+    d.point = l.point;
+    d.start_ns = l.ts_ns;
+    if (auto it = end_of.find({d.stream, d.point}); it != end_of.end())
+      d.start_ns = std::max(d.start_ns, it->second);
+    d.end_ns = d.start_ns;
+    tl.device_spans.push_back(std::move(d));
+  }
+}
+
 } // namespace
 
 void Timeline::normalize() {
@@ -44,6 +95,10 @@ void Timeline::normalize() {
   });
   std::stable_sort(messages.begin(), messages.end(),
                    [](const Message& a, const Message& b) { return a.send_ns < b.send_ns; });
+  std::stable_sort(device_spans.begin(), device_spans.end(),
+                   [](const DeviceSpan& a, const DeviceSpan& b) {
+                     return a.stream != b.stream ? a.stream < b.stream : a.start_ns < b.start_ns;
+                   });
   bool any = false;
   auto see = [&](std::int64_t ts) {
     begin_ns = any ? std::min(begin_ns, ts) : ts;
@@ -58,6 +113,10 @@ void Timeline::normalize() {
     see(m.send_ns);
     if (m.recv_ns)
       see(*m.recv_ns);
+  }
+  for (const DeviceSpan& d : device_spans) {
+    see(d.launch_ns);
+    see(d.end_ns);
   }
 }
 
@@ -75,8 +134,23 @@ Timeline build_timeline(const Trace& trace) {
   std::map<NodeKey, std::vector<std::uint64_t>> inputs;
   std::map<std::uint64_t, Message> messages;
   std::map<std::uint64_t, std::pair<std::size_t, std::int64_t>> receipts; // id -> actor, ts
+  std::map<std::uint64_t, std::pair<std::size_t, Event>> launches;        // id -> actor, launch
+  std::map<std::uint64_t, std::pair<std::size_t, Event>> runs;            // id -> stream, run
+  std::map<std::string, std::size_t> stream_index;
+  auto stream_named = [&](const std::string& name) {
+    auto [it, added] = stream_index.emplace(name, tl.streams.size());
+    if (added)
+      tl.streams.push_back(name);
+    return it->second;
+  };
 
   for (const Track& track : merge_tracks(trace)) {
+    if (!track.events.empty() && track.events.front().kind == EventKind::device_run) {
+      const std::size_t stream = stream_named(track.actor);
+      for (const Event& e : track.events)
+        runs.emplace(e.message_id, std::pair{stream, e});
+      continue;
+    }
     const std::size_t actor = tl.actors.size();
     tl.actors.push_back(track.actor);
     std::vector<std::size_t> open; // slices running on this actor, innermost last
@@ -119,6 +193,11 @@ Timeline build_timeline(const Trace& trace) {
       case EventKind::receive:
         receipts[e.message_id] = {actor, e.ts_ns};
         break;
+      case EventKind::launch:
+        launches.emplace(e.message_id, std::pair{actor, e});
+        break;
+      case EventKind::device_run: // only on stream tracks
+        break;
       }
     }
     // A slice still open was snapshotted while its node ran: it ends at the snapshot.
@@ -150,6 +229,7 @@ Timeline build_timeline(const Trace& trace) {
     }
     tl.messages.push_back(std::move(m));
   }
+  add_device_spans(tl, launches, runs, stream_named);
   tl.normalize();
   return tl;
 }

@@ -62,10 +62,44 @@ struct Message {
   std::int64_t latency_ns() const { return recv_ns ? *recv_ns - send_ns : 0; }
 };
 
+/// One item of device work: launched by a node, run by a stream (Note
+/// [Stream tracks] in actors/trace/recorder.h).
+struct DeviceSpan {
+  std::size_t stream = 0; ///< index into Timeline::streams
+  DeviceWork kind = DeviceWork::kernel;
+  /// The kernel's name (`wait`, `record` for those).
+  std::string op;
+  /// Its number on its stream (from 1, in enqueue order); for a record, the
+  /// point it marks.
+  std::uint64_t point = 0;
+  /// When the stream ran it. A record is an instant: when the stream had
+  /// run the item at its point (or its launch, if that was later).
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  /// Who launched it, and when: the node (of `graph_task`) on an actor.
+  std::size_t launcher = 0; ///< index into Timeline::actors
+  std::int64_t launch_ns = 0;
+  std::uint64_t graph_task = 0;
+  std::string node;
+  std::uint64_t sequence_nr = 0;
+  /// A wait: the stream it waited for (index into Timeline::streams) and
+  /// the event's point there.
+  std::optional<std::size_t> waits_for;
+  std::uint64_t waits_for_point = 0;
+  /// Pairs the launch with the run (the flow arrow's id).
+  std::uint64_t id = 0;
+
+  std::int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
 /// The node executions and messages of a recording.
 struct Timeline {
   /// Actor names, one track each, in the order their first event happened.
   std::vector<std::string> actors;
+  /// Device streams that ran observed work, one track each (Stream::str()).
+  std::vector<std::string> streams;
+  /// Sorted by stream, then start time.
+  std::vector<DeviceSpan> device_spans;
   /// Sorted by actor, then start time (outer slices before nested ones).
   std::vector<Slice> slices;
   /// Sorted by send time.
@@ -82,7 +116,9 @@ struct Timeline {
 /// thread's successive calls) merge into one; a node slice spans a
 /// node_start and its node_end; a message pairs the send and the receive
 /// of one message id; a send made while a node of the same task ran on the
-/// sending actor is attributed to that node.
+/// sending actor is attributed to that node. A device span pairs a launch
+/// with its device_run (a launch not yet run is left out); a record gets
+/// its time from its stream's spans.
 Timeline build_timeline(const Trace& trace);
 
 } // namespace actorgrad::trace

@@ -8,6 +8,7 @@
 
 #include "actorgrad/device/cuda/plugin/cuda_error.h"
 #include "actorgrad/device/cuda/plugin/device_scope.h"
+#include "actorgrad/device/cuda/plugin/device_work_timer.h"
 
 namespace actorgrad::cuda::plugin {
 
@@ -18,6 +19,10 @@ constexpr std::uint32_t pool = 4;
 struct CudaEvent final : EventState {
   cudaEvent_t event = nullptr;
   Device device;
+  /// Where it was recorded, and its point there among the observed items
+  /// (Note [Device work timing on CUDA]; 0 when recorded unobserved).
+  Stream stream;
+  std::uint64_t point = 0;
 
   ~CudaEvent() override {
     if (event != nullptr)
@@ -62,6 +67,11 @@ public:
     check(cudaEventCreateWithFlags(&e->event, cudaEventDisableTiming), "cudaEventCreateWithFlags",
           s.device);
     check(cudaEventRecord(e->event, native), "cudaEventRecord", s.device);
+    e->stream = s;
+    if (LaunchObserver* o = current_launch_observer()) {
+      e->point = observed_items(s);
+      o->launched({DeviceWork::record, "record", s, s, e->point});
+    }
     return e;
   }
 
@@ -69,7 +79,9 @@ public:
     const auto& e = static_cast<const CudaEvent&>(state);
     const auto native = native_of(s);
     DeviceScope scope(s.device);
-    check(cudaStreamWaitEvent(native, e.event, 0), "cudaStreamWaitEvent", s.device);
+    observed({DeviceWork::wait, "wait", s, e.stream, e.point}, native, [&] {
+      check(cudaStreamWaitEvent(native, e.event, 0), "cudaStreamWaitEvent", s.device);
+    });
   }
 
   bool query(const EventState& state) override {

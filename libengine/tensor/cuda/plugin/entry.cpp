@@ -8,6 +8,7 @@
 #include "actorgrad/device/cuda/plugin/cuda_backend.h"
 #include "actorgrad/device/cuda/plugin/cuda_error.h"
 #include "actorgrad/device/cuda/plugin/device_scope.h"
+#include "actorgrad/device/cuda/plugin/device_work_timer.h"
 #include "actorgrad/libengine/tensor/cuda/detail/kernel_table.h"
 
 namespace actorgrad::cuda::plugin {
@@ -19,41 +20,47 @@ using kernels::cuda::detail::Launch;
 
 StreamBackend* backend_ptr() { return &backend(); }
 
-void memset_async(Stream s, void* dst, int value, std::size_t nbytes) {
+/// Enqueues one item, `op`, on `s` with its device current: `call` (which
+/// returns the runtime's status), seen by the thread's launch observer
+/// (Note [Device work timing on CUDA]).
+template <class F>
+void enqueue(Stream s, DeviceWork kind, const char* op, F&& call) {
   const DeviceScope scope(s.device);
-  check(cudaMemsetAsync(dst, value, nbytes, native_stream(s)), "cudaMemsetAsync", s.device);
+  const cudaStream_t native = native_stream(s);
+  observed({kind, op, s, s, 0}, native, [&] { check(call(native), op, s.device); });
+}
+
+void memset_async(Stream s, void* dst, int value, std::size_t nbytes) {
+  enqueue(s, DeviceWork::kernel, "cudaMemsetAsync",
+          [&](cudaStream_t n) { return cudaMemsetAsync(dst, value, nbytes, n); });
 }
 
 void copy_async(Stream s, void* dst, const void* src, std::size_t nbytes, CopyKind kind) {
-  const DeviceScope scope(s.device);
+  auto copy = [&](const char* op, cudaMemcpyKind k) {
+    enqueue(s, DeviceWork::copy, op,
+            [&](cudaStream_t n) { return cudaMemcpyAsync(dst, src, nbytes, k, n); });
+  };
   switch (kind) {
     case CopyKind::host_to_device:
-      check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, native_stream(s)),
-            "cudaMemcpyAsync (host to device)", s.device);
-      return;
+      return copy("cudaMemcpyAsync (host to device)", cudaMemcpyHostToDevice);
     case CopyKind::device_to_host:
-      check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, native_stream(s)),
-            "cudaMemcpyAsync (device to host)", s.device);
-      return;
+      return copy("cudaMemcpyAsync (device to host)", cudaMemcpyDeviceToHost);
     case CopyKind::device_to_device:
-      check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, native_stream(s)),
-            "cudaMemcpyAsync (device to device)", s.device);
-      return;
+      return copy("cudaMemcpyAsync (device to device)", cudaMemcpyDeviceToDevice);
   }
 }
 
 void copy_2d_async(Stream s, void* dst, std::size_t dpitch, const void* src, std::size_t spitch,
                    std::size_t width, std::size_t height) {
-  const DeviceScope scope(s.device);
-  check(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, cudaMemcpyDeviceToDevice,
-                          native_stream(s)),
-        "cudaMemcpy2DAsync", s.device);
+  enqueue(s, DeviceWork::copy, "cudaMemcpy2DAsync", [&](cudaStream_t n) {
+    return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, cudaMemcpyDeviceToDevice, n);
+  });
 }
 
 void copy_peer_async(Stream s, void* dst, Device to, const void* src, std::size_t nbytes) {
-  const DeviceScope scope(s.device);
-  check(cudaMemcpyPeerAsync(dst, to.index, src, s.device.index, nbytes, native_stream(s)),
-        "cudaMemcpyPeerAsync", s.device);
+  enqueue(s, DeviceWork::copy, "cudaMemcpyPeerAsync", [&](cudaStream_t n) {
+    return cudaMemcpyPeerAsync(dst, to.index, src, s.device.index, nbytes, n);
+  });
 }
 
 /// `F` with the launch's device made current around it (kernel launches
@@ -65,7 +72,7 @@ template <class... Args, void (*F)(const Launch&, Args...)>
 struct OnDevice<F> {
   static void call(const Launch& l, Args... args) {
     const DeviceScope scope(l.stream.device);
-    F(l, args...);
+    observed({DeviceWork::kernel, l.op, l.stream, l.stream, 0}, l.native, [&] { F(l, args...); });
   }
 };
 
@@ -85,6 +92,7 @@ constexpr KernelTable kernel_table{
 
 constexpr Plugin table{
   plugin_abi_version,
+  &connect_launch_observer,
   &device_count,
   &backend_ptr,
   &native_stream,
