@@ -147,10 +147,10 @@ LaunchObserver* current_launch_observer() {
   return observer_source != nullptr ? observer_source() : nullptr;
 }
 
-TimedItem start_timing(Stream s, DeviceRun done) {
+TimedItem start_timing(Stream s, cudaStream_t native, DeviceRun done) {
   timer().anchor(s.device);
   TimedItem item{timing_event(s.device), s, timer().next_point(s), std::move(done)};
-  check(cudaEventRecord(static_cast<cudaEvent_t>(item.start), native_stream(s)), "cudaEventRecord",
+  check(cudaEventRecord(static_cast<cudaEvent_t>(item.start), native), "cudaEventRecord",
         s.device);
   return item;
 }

@@ -44,9 +44,9 @@ struct TimedItem {
   DeviceRun done;
 };
 
-/// Records the start event of an item about to be enqueued on `s` (with
-/// s.device current), numbering it on `s`.
-TimedItem start_timing(Stream s, DeviceRun done);
+/// Records the start event of an item about to be enqueued on `s` (runtime
+/// handle `native`, s.device current), numbering it on `s`.
+TimedItem start_timing(Stream s, cudaStream_t native, DeviceRun done);
 /// Records its end event (after the item was enqueued) and hands it to the
 /// timer thread.
 void finish_timing(TimedItem item, cudaStream_t native);
@@ -69,7 +69,7 @@ void observed(const DeviceLaunch& work, cudaStream_t native, F&& enqueue) {
     enqueue();
     return;
   }
-  TimedItem item = start_timing(work.stream, std::move(done));
+  TimedItem item = start_timing(work.stream, native, std::move(done));
   try {
     enqueue();
   } catch (...) { // still reported, so that the recorder does not wait for it
