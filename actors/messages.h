@@ -14,7 +14,8 @@
 /// | Handoff   | handoff.cpp: hand_off; reentrant_pool.cpp: ReentrantPool::act (to an idle worker) | ReentrantPool, then a PoolWorker | reentrant_pool.cpp: ReentrantPool::act; handoff.cpp: serve_handoff |
 /// | Serving   | handoff.cpp: serve_handoff                            | the requester | handoff.cpp: hand_off |
 /// | HandBack  | handoff.cpp: serve_handoff                            | the requester | handoff.cpp: hand_off |
-/// | Idle      | reentrant_pool.cpp: PoolWorker::act                   | ReentrantPool | reentrant_pool.cpp: ReentrantPool::act |
+/// | AsyncCall | async_call.h: spawn_call; reentrant_pool.cpp: ReentrantPool::act (to an idle coordinator) | ReentrantPool, then a pooled async coordinator | reentrant_pool.cpp: ReentrantPool::act, PoolWorker::act (run_call in async_call.cpp) |
+/// | Idle      | reentrant_pool.cpp: PoolWorker::act; async_call.cpp: run_call | ReentrantPool | reentrant_pool.cpp: ReentrantPool::act |
 /// | BackwardRequest | the application: any actor, `request(engine.request_actor(), timeout, msg::BackwardRequest{...})` | the request actor | request_server.cpp: request_server |
 /// | GradRequest | the application, as BackwardRequest                     | the request actor | request_server.cpp: request_server |
 /// | BackwardResponse | request_server.cpp: answer (on the call's coordinator, through detail::respond) | the requester | the requester's response handler (`.then`, `.receive`) |
@@ -30,7 +31,7 @@
 /// (category `sec`; `sec::invalid_argument`: the request's arguments are
 /// wrong; `sec::runtime_error`: the pass failed) whose context holds the
 /// engine's message (msg::error_text). The requester is never blocked: the
-/// call runs on a coordinator actor of its own (Note [Requests across actor
+/// call runs on a pooled async coordinator (Note [Requests across actor
 /// systems] in actors/detail/request_server.h).
 ///
 /// CAF system messages the engine handles: `down_msg` (a monitored
@@ -62,6 +63,7 @@
 
 #include "actorgrad/actors/detail/ready_queue.h"
 #include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/graph_task.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad::msg {
@@ -100,8 +102,8 @@ struct Job {
   std::function<void()> fn;
 };
 
-/// Stops a DeviceWorker, the ReentrantPool or a pool worker (sent with
-/// high priority; ranks first in a worker's heap).
+/// Stops a DeviceWorker, the ReentrantPool, a pool worker or a pooled async
+/// coordinator (sent with high priority; ranks first in a worker's heap).
 struct Shutdown {};
 
 /// A reentrant call past max_recursion_depth: the calling actor moves its
@@ -128,9 +130,23 @@ struct HandBack {
   detail::ReadyQueue queue;
 };
 
-/// A pool worker is free again (sent to the ReentrantPool).
+/// An asynchronous call (backward_async, grad_async, execute_async, a
+/// request): its coordinator runs `task` from `first`, then calls
+/// `done(error, captured gradients)` (actors/detail/async_call.h). Sent to
+/// the ReentrantPool, which forwards it to an idle (or new) pooled async
+/// coordinator: no thread is started per call.
+struct AsyncCall {
+  std::shared_ptr<GraphTask> task;
+  ReadyTask first;
+  std::function<void(std::exception_ptr, variable_list)> done;
+};
+
+/// A pool worker or a pooled async coordinator is free again (sent to the
+/// ReentrantPool).
 struct Idle {
   caf::actor worker;
+  /// An async coordinator (else a pool worker serving handoffs).
+  bool async_coordinator = false;
 };
 
 /// Asks the engine for `actorgrad::backward(tensors, options)`: sent by any
@@ -181,6 +197,7 @@ inline constexpr bool is_engine_message =
   std::is_same_v<M, Grad> || std::is_same_v<M, Task> || std::is_same_v<M, WakeUp> ||
   std::is_same_v<M, Job> || std::is_same_v<M, Shutdown> || std::is_same_v<M, Handoff> ||
   std::is_same_v<M, Serving> || std::is_same_v<M, HandBack> || std::is_same_v<M, Idle> ||
+  std::is_same_v<M, AsyncCall> ||
   std::is_same_v<M, BackwardRequest> || std::is_same_v<M, GradRequest> ||
   std::is_same_v<M, BackwardResponse> || std::is_same_v<M, GradResponse>;
 
@@ -195,6 +212,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Handoff)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Serving)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::HandBack)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Idle)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::AsyncCall)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::BackwardRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::GradRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::BackwardResponse)

@@ -1,61 +1,66 @@
 #pragma once
 /// @file async_call.h
-/// The async coordinator: an actor that runs one backward call and reports
-/// its outcome (to a future, or as a reply to a request). Internal.
+/// Asynchronous calls: a pooled coordinator actor runs the backward call and
+/// reports its outcome (to a future, or as a reply to a request). Internal.
 
 #include <exception>
 #include <future>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
-#include <caf/blocking_actor.hpp>
-
 #include "actorgrad/actors/detail/engine_core.h"
-#include "actorgrad/actors/detail/foreign_thread.h"
+#include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/runner.h"
+#include "actorgrad/actors/messages.h"
 #include "actorgrad/libengine/engine/call_args.h"
 #include "actorgrad/libengine/engine/graph_task.h"
 
 namespace actorgrad::detail {
 
-/// Spawns a coordinator actor for `call` and calls `done(error, gradients)`
-/// once: with a null error and the captured gradients when the call
-/// completed, else with the error (of its arguments: on the calling thread;
-/// of its nodes: on the coordinator). `done` must not throw.
+// Note [Pooled async coordinators]
+// An asynchronous call needs an actor of its own to coordinate it: its
+// dispatch loop blocks until the task is done, and the caller must not.
+// Spawning a blocking actor per call started an OS thread per call (about
+// 26,000 instructions and 57-100 us). So the ReentrantPool keeps async
+// coordinators too, next to the pool workers of depth handoffs: a call goes
+// to it as msg::AsyncCall and on to an idle coordinator (a new one only
+// when all are busy), which runs it with its long-lived Runner and reports
+// Idle. It reports Idle *before* calling `done`: whatever the caller sends
+// once `done` woke it (the next call) then reaches the pool after the Idle,
+// so a loop of calls reuses one coordinator instead of racing the pool into
+// spawning more. A message of a finished call that arrives later (a WakeUp,
+// a gradient of a call a dead worker aborted) is handled by that Runner as
+// any straggler; the task it belongs to is kept alive by the message.
+
+/// Runs `call` on a pooled async coordinator and calls `done(error,
+/// gradients)` once: with a null error and the captured gradients when the
+/// call completed, else with the error (of its arguments: on the calling
+/// thread; of its nodes: on the coordinator). `done` must not throw.
 template <class Done>
 void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
                 Done done) {
-  std::shared_ptr<std::pair<std::shared_ptr<GraphTask>, ReadyTask>> created;
+  std::optional<std::pair<std::shared_ptr<GraphTask>, ReadyTask>> created;
   try {
-    created = std::make_shared<std::pair<std::shared_ptr<GraphTask>, ReadyTask>>(
+    created.emplace(
       GraphTask::create(call.roots, std::move(call.root_grads), call.options, call.outputs, 0));
   } catch (...) {
     done(std::current_exception(), variable_list{});
     return;
   }
   created->first->executor = engine;
-  ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
-  core->system.spawn([core, created, done](caf::blocking_actor* self) {
-    // Take the task out of the captured holder: the actor keeps this
-    // function (and its captures) until it is destroyed, and the task's
-    // context holds the actor, so a task left here would never be freed.
-    std::shared_ptr<GraphTask> task = std::move(created->first);
-    ReadyTask first = std::move(created->second);
-    variable_list grads;
-    try {
-      Runner runner(*core, self, ObservedActor::Role::async_coordinator, ReadyQueue{});
-      runner.coordinate(task, std::move(first));
-      grads = task->finish();
-    } catch (...) {
-      done(std::current_exception(), variable_list{});
-      return;
-    }
-    done(std::exception_ptr{}, std::move(grads));
-  });
+  post(core->pool, msg::AsyncCall{std::move(created->first), std::move(created->second),
+                                  std::move(done)});
 }
 
-/// Spawns a coordinator actor for `call` and fulfils the future with
+/// A pooled async coordinator's handling of `call` (Note [Pooled async
+/// coordinators]): coordinates it with `runner`, tells `pool` that `self`
+/// is idle, then calls its `done`.
+void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& pool,
+              const caf::actor& self);
+
+/// Runs `call` on a pooled async coordinator and fulfils the future with
 /// `finish(captured gradients)`: errors of the call, from its arguments to
 /// its nodes and `finish`, arrive through the future.
 template <class R, class Finish>

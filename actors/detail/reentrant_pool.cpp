@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "actorgrad/actors/detail/async_call.h"
 #include "actorgrad/actors/detail/handoff.h"
 #include "actorgrad/actors/detail/post.h"
 
@@ -11,22 +12,31 @@ ReentrantPool::ReentrantPool(caf::actor_config& cfg, std::shared_ptr<EngineCore>
   : caf::blocking_actor(cfg), core_(std::move(core)) {}
 
 void ReentrantPool::act() {
+  using Role = ObservedActor::Role;
   std::vector<caf::actor> all;
-  std::vector<caf::actor> idle;
+  std::vector<caf::actor> idle_workers, idle_coordinators;
+  // Forwards `element` to an idle actor of `role` from `idle`, or a new one.
+  auto forward = [&](caf::mailbox_element_ptr element, Role role, std::vector<caf::actor>& idle) {
+    if (idle.empty()) {
+      all.push_back(spawn<PoolWorker>(core_, role));
+      idle.push_back(all.back());
+      if (role == Role::pool_worker)
+        core_->pool_workers.fetch_add(1, std::memory_order_relaxed);
+    }
+    caf::actor actor = std::move(idle.back());
+    idle.pop_back();
+    actor->enqueue(std::move(element), nullptr);
+  };
   for (;;) {
     auto element = dequeue();
     auto& content = element->content();
     if (content.match_elements<msg::Handoff>()) {
-      if (idle.empty()) {
-        all.push_back(spawn<PoolWorker>(core_));
-        idle.push_back(all.back());
-        core_->pool_workers.fetch_add(1, std::memory_order_relaxed);
-      }
-      caf::actor worker = std::move(idle.back());
-      idle.pop_back();
-      worker->enqueue(std::move(element), nullptr);
+      forward(std::move(element), Role::pool_worker, idle_workers);
+    } else if (content.match_elements<msg::AsyncCall>()) {
+      forward(std::move(element), Role::async_coordinator, idle_coordinators);
     } else if (content.match_elements<msg::Idle>()) {
-      idle.push_back(content.get_as<msg::Idle>(0).worker);
+      const auto& m = content.get_as<msg::Idle>(0);
+      (m.async_coordinator ? idle_coordinators : idle_workers).push_back(m.worker);
     } else if (content.match_elements<msg::Shutdown>()) {
       for (auto& w : all)
         post<caf::message_priority::high>(w, msg::Shutdown{});
@@ -37,17 +47,23 @@ void ReentrantPool::act() {
   }
 }
 
-PoolWorker::PoolWorker(caf::actor_config& cfg, std::shared_ptr<EngineCore> core)
-  : caf::blocking_actor(cfg), core_(std::move(core)) {}
+PoolWorker::PoolWorker(caf::actor_config& cfg, std::shared_ptr<EngineCore> core,
+                       ObservedActor::Role role)
+  : caf::blocking_actor(cfg), core_(std::move(core)), role_(role) {}
 
 void PoolWorker::act() {
-  Runner runner(*core_, this, ObservedActor::Role::pool_worker, ReadyQueue{});
+  Runner runner(*core_, this, role_, ReadyQueue{});
+  const auto self = caf::actor_cast<caf::actor>(this);
   for (;;) {
     auto element = dequeue();
     auto& content = element->content();
     if (content.match_elements<msg::Handoff>()) {
       serve_handoff(runner, std::move(content.get_mutable_as<msg::Handoff>(0)));
-      post(core_->pool, msg::Idle{caf::actor_cast<caf::actor>(this)});
+      post(core_->pool, msg::Idle{self, false});
+    } else if (content.match_elements<msg::AsyncCall>()) {
+      run_call(runner, std::move(content.get_mutable_as<msg::AsyncCall>(0)), core_->pool, self);
+      if (runner.shutdown_pending())
+        return; // a Shutdown that arrived during the call (Note [Shutdown during a frame])
     } else if (content.match_elements<msg::Shutdown>()) {
       return;
     } else {

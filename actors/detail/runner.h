@@ -76,6 +76,12 @@ public:
   caf::blocking_actor& mailbox();
   /// Reentrant coordinate calls now nested on this thread.
   int& reentrant_frames() { return reentrant_frames_; }
+  /// A Shutdown arrived while this actor coordinated a call (Note
+  /// [Shutdown during a frame]), or waits on top of the heap, where the
+  /// call's end left it: its owner stops once the call is over.
+  bool shutdown_pending() const {
+    return shutdown_pending_ || (!queue_.heap.empty() && queue_.heap.top().is_shutdown());
+  }
 
   // -- Dispatch ---------------------------------------------------------------
   void ready(ReadyTask&& t) override;

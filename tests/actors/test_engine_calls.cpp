@@ -6,7 +6,12 @@
 // with torch's defaults, run on that engine (its observer sees the nodes)
 // and give the gradients of a hand computation.
 
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <set>
 #include <future>
 #include <memory>
 #include <vector>
@@ -105,4 +110,67 @@ BOOST_AUTO_TEST_CASE(async_calls_take_the_same_options) {
   b.get();
   BOOST_TEST(x.grad().to_vector() == v({3.0, 0.5}), boost::test_tools::per_element());
   BOOST_TEST(!w.grad().defined());
+}
+
+namespace {
+
+/// Threads of this process now.
+std::size_t threads() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    ++n;
+  return n;
+}
+
+} // namespace
+
+// Note [Pooled async coordinators]: async calls run on pooled coordinator
+// actors, so 1,000 of them, one after another, run their CPU nodes on one
+// thread and leave the process with the threads it had; 8 at a time, on at
+// most 8 threads. Each gives the right gradient.
+BOOST_AUTO_TEST_CASE(async_calls_start_no_thread_per_call) {
+  // The threads that ran CPU nodes (the coordinators'), by the engine's
+  // actors; read by the test after the calls.
+  auto mutex = std::make_shared<std::mutex>();
+  auto cpu_threads = std::make_shared<std::set<pid_t>>();
+  Engine engine{EngineConfig{
+    .devices = {sim0},
+    .observer = on_node_start([mutex, cpu_threads](Device d, const GraphTaskBase&, const NodeInfo&) {
+      if (d.is_cpu()) {
+        std::lock_guard lock(*mutex);
+        cpu_threads->insert(::gettid());
+      }
+    })}};
+  Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
+  Tensor loss = sum(mul(x.to(sim0), x.to(sim0))).to(Device::cpu());
+  auto check = [&](std::future<variable_list>& f) {
+    BOOST_REQUIRE(f.wait_for(kWaitLimit) == std::future_status::ready);
+    const auto g = f.get().at(0).to_vector();
+    BOOST_TEST_REQUIRE(g == v({2.0, -4.0}), boost::test_tools::per_element());
+  };
+  auto seen = [&] {
+    std::lock_guard lock(*mutex);
+    return std::exchange(*cpu_threads, {}).size();
+  };
+  for (int i = 0; i < 10; ++i) { // warm-up: the pool, its first coordinator
+    auto f = engine.grad_async({loss}, {x}, {.retain_graph = true});
+    check(f);
+  }
+  seen();
+  const std::size_t before = threads();
+  for (int i = 0; i < 1000; ++i) {
+    auto f = engine.grad_async({loss}, {x}, {.retain_graph = true});
+    check(f);
+  }
+  BOOST_TEST(seen() == 1u, "1,000 sequential calls coordinated on one thread");
+  BOOST_TEST(threads() == before, "and no thread left behind");
+  for (int round = 0; round < 125; ++round) {
+    std::vector<std::future<variable_list>> fs;
+    for (int i = 0; i < 8; ++i)
+      fs.push_back(engine.grad_async({loss}, {x}, {.retain_graph = true}));
+    for (auto& f : fs)
+      check(f);
+  }
+  BOOST_TEST(seen() <= 8u, "8 overlapping calls at a time: at most 8 coordinators");
+  BOOST_TEST(threads() <= before + 7);
 }
