@@ -46,8 +46,9 @@ struct EngineStats {
 ///   when the graph crosses to a device.
 /// - Each configured device has one DeviceWorker actor shared by all calls.
 /// - backward / grad: the public API's calls on this engine.
-/// - backward_async / grad_async / execute_async spawn a coordinator actor
-///   and return a future.
+/// - backward_async / grad_async / execute_async run on a pooled coordinator
+///   actor (one per call in flight, reused; no thread started per call) and
+///   return a future.
 /// - request_actor() answers backward and grad requests sent by message
 ///   (for event-based actors, which must not block).
 ///
@@ -81,7 +82,7 @@ public:
   /// reads the results (BasicGraphTask<G>::finish).
   void run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first);
 
-  /// Like execute, on a spawned coordinator actor.
+  /// Like execute, on a pooled coordinator actor.
   std::future<variable_list> execute_async(edge_list roots, variable_list root_grads,
                                            ExecuteOptions options, edge_list outputs);
 
@@ -95,12 +96,12 @@ public:
   variable_list grad(const variable_list& outputs, const variable_list& inputs,
                      const GradOptions& options = {});
 
-  /// `backward` on a spawned coordinator actor. Argument errors are thrown
+  /// `backward` on a pooled coordinator actor. Argument errors are thrown
   /// here; errors of nodes arrive through the future.
   std::future<void> backward_async(const variable_list& tensors,
                                    const BackwardOptions& options = {});
 
-  /// `grad` on a spawned coordinator actor (errors as backward_async).
+  /// `grad` on a pooled coordinator actor (errors as backward_async).
   std::future<variable_list> grad_async(const variable_list& outputs, const variable_list& inputs,
                                         const GradOptions& options = {});
 
@@ -109,7 +110,7 @@ public:
   /// any actor, event-based included, of this or another actor system:
   /// `self->request(engine.request_actor(), timeout, msg::GradRequest{{y}, {x}})
   ///    .then([](msg::GradResponse& r) {...}, [](caf::error& e) {...})`.
-  /// Each call runs on a coordinator actor of its own; the requester's
+  /// Each call runs on a pooled coordinator actor of its own; the requester's
   /// thread is never blocked. The answer is a response message, or a
   /// caf::error carrying the engine's message (msg::error_text); a pass
   /// longer than the request's timeout answers sec::request_timeout and its

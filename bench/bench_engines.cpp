@@ -191,6 +191,14 @@ void register_all() {
   // engines hand off to their reentrant pool); no libtorch variant.
   for (std::string eng : {"sequential", "reference", "baseline", "actor"})
     register_single({"reentrant", 100}, eng);
+  // Per call (issue "Performance floor"): a 2-node CPU graph, a root on a
+  // sim device, the same CPU graph asynchronously, one nested call.
+  for (std::string eng : {"sequential", "reference", "baseline", "actor"}) {
+    register_single({"chain_passthrough", 1}, eng);
+    register_single({"sim_root", 2}, eng);
+    register_single({"reentrant", 1}, eng);
+  }
+  register_single({"async_chain_passthrough", 1}, "actor");
 
   for (std::string pattern : {"pipeline", "branches"})
     for (int d : {2, 4})

@@ -30,9 +30,10 @@ struct EngineCore;
 //   drops its last handle, and ~actor_system waits for that thread, so an
 //   Engine owning its system would hang in its destructor while the
 //   application still holds request_actor() (test_requests checks it);
-// - it only checks the arguments and spawns a coordinator actor for the
-//   call (actors/detail/async_call.h), so it takes the next request at once
-//   and no requester waits on another's pass;
+// - it only checks the arguments and hands the call to a pooled
+//   coordinator actor (Note [Pooled async coordinators] in
+//   actors/detail/async_call.h), so it takes the next request at once and
+//   no requester waits on another's pass;
 // - the coordinator answers through detail::respond, which enqueues the
 //   response with no execution unit: the requester's own system schedules
 //   it (tests/actors/test_requests.cpp checks the answer runs on the

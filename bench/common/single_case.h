@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "actorgrad/actors/engine.h"
 #include "bench/common/reentrant.h"
 #include "bench/common/workloads.h"
 #if ACTORGRAD_BENCH_HAVE_TORCH
@@ -31,6 +32,8 @@ inline Graph build_case(const std::string& kind, int n) {
   // what is left is the engines' own cost of running nodes on device workers.
   if (kind == "pipeline") return busy_pipeline(64, n, std::chrono::nanoseconds(0));
   if (kind == "branches") return busy_branches(32, n, std::chrono::nanoseconds(0));
+  // A call whose root is on a device: n nodes that do nothing, all on sim:0.
+  if (kind == "sim_root") return busy_pipeline(n, 1, std::chrono::nanoseconds(0));
   throw std::invalid_argument("unknown case '" + kind + "'");
 }
 
@@ -38,8 +41,9 @@ inline Graph build_case(const std::string& kind, int n) {
 /// actor, or (with libtorch) torch_seq, torch and torch_actor (libtorch's
 /// nodes on the actor engine through the bridge, installed for the rest of
 /// the process). Kind "reentrant" (n = the
-/// depth, see ReentrantCase) has no torch variant. Not movable: run()
-/// refers to the members.
+/// depth, see ReentrantCase) has no torch variant; kind "async_K" runs case
+/// K with the actor engine's execute_async and waits for it (actor only).
+/// Not movable: run() refers to the members.
 class SingleCase {
 public:
   /// Throws std::runtime_error for a torch engine in a build without
@@ -68,6 +72,15 @@ public:
 #else
       throw std::runtime_error("built without libtorch");
 #endif
+    }
+    if (kind.rfind("async_", 0) == 0) {
+      auto* actor = dynamic_cast<Engine*>(&engine(engine_name));
+      if (actor == nullptr)
+        throw std::runtime_error(kind + ": the actor engine only");
+      graph_ = build_case(kind.substr(6), n);
+      nodes_ = graph_.nodes;
+      run_ = [this, actor] { run_backward_async(*actor, graph_); };
+      return;
     }
     graph_ = build_case(kind, n);
     nodes_ = graph_.nodes;

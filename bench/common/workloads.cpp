@@ -213,6 +213,10 @@ Graph busy_branches(int n, int devices, std::chrono::nanoseconds spin) {
 
 void run_backward(Executor& e, const Graph& g) { e.execute(g.roots, g.root_grads, retain(), {}); }
 
+void run_backward_async(Engine& e, const Graph& g) {
+  e.execute_async(g.roots, g.root_grads, retain(), {}).get();
+}
+
 // -- sequential lower bound ------------------------------------------------------
 
 SequentialPlan::SequentialPlan(const Graph& g)

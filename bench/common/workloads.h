@@ -15,6 +15,10 @@
 #include "actorgrad/libengine/engine/input_buffer.h"
 #include "actorgrad/libengine/tensor/tensor.h"
 
+namespace actorgrad {
+class Engine; // actors/engine.h
+} // namespace actorgrad
+
 namespace actorgrad::bench {
 
 /// One backward graph, built once and run many times (retain_graph).
@@ -67,6 +71,8 @@ Graph busy_branches(int n, int devices, std::chrono::nanoseconds spin);
 
 /// Runs the graph's backward with retain_graph on `e`.
 void run_backward(Executor& e, const Graph& g);
+/// ... with the actor engine's execute_async, waiting for its future.
+void run_backward_async(Engine& e, const Graph& g);
 
 /// A plan's pass over `order` (ready order): resets every step's buffer and
 /// adds the graph's root gradient into the first.
