@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the actor-engine tests that stress concurrency, reentrancy, faults,
-# recording and sim streams with ASan + UBSan (build-asan/) and runs them: any leak
+# recording (stream tracks included), pooled async calls and sim streams with ASan + UBSan (build-asan/) and runs them: any leak
 # (LeakSanitizer), memory error or undefined behaviour fails. Part of the
 # README's test command (tools/test.sh). TSan needs a CAF built with it
 # (Debian's is not instrumented): tools/tsan.sh builds one and runs TSan.
@@ -9,6 +9,7 @@ set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$repo_root/${ASAN_BUILD_DIR:-build-asan}"
 targets=(actors_test_concurrency actors_test_reentrant actors_test_faults actors_test_recorder
+         actors_test_stream_tracks actors_test_engine_calls
          semantics_test_backward_semantics semantics_test_hook_results
          semantics_test_hook_handles streams_test_sim_streams
          streams_test_input_buffer_streams streams_test_engine_streams streams_test_pending_reads)
