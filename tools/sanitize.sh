@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the actor-engine tests that stress concurrency, reentrancy, faults,
-# recording (stream tracks included), pooled async calls and sim streams with ASan + UBSan (build-asan/) and runs them: any leak
-# (LeakSanitizer), memory error or undefined behaviour fails. Part of the
+# recording (stream tracks included), pooled async calls and sim streams
+# with ASan + UBSan (build-asan/) and runs them: any leak (LeakSanitizer),
+# memory error or undefined behaviour fails. Part of the
 # README's test command (tools/test.sh). TSan needs a CAF built with it
 # (Debian's is not instrumented): tools/tsan.sh builds one and runs TSan.
 set -euo pipefail
