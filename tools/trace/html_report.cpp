@@ -109,6 +109,29 @@ polyline.mailbox, span.mailbox { stroke: #444; color: #444; }
 polyline.ready, span.ready { stroke: #9ab; color: #79a; }
 )";
 
+/// Opens a timeline lane at `top`: its group (with `attributes`), its
+/// background and its label; its spans follow, then kCloseLane.
+void open_lane(std::ostream& out, double top, const std::string& attributes,
+               const std::string& label) {
+  out << "<g " << attributes << ">\n<rect class=\"lane-bg\" x=\"" << num(kLabelWidth)
+      << "\" y=\"" << num(top) << "\" width=\"" << num(TimeAxis::plot) << "\" height=\""
+      << num(kLaneHeight) << "\"/>\n<text class=\"lane-label\" x=\"6\" y=\""
+      << num(top + kLaneHeight / 2 + 4) << "\">" << escape(label)
+      << "</text>\n<g clip-path=\"url(#plot-area)\"><g class=\"zoom\">\n";
+}
+
+/// Writes `<rect class="..." x y width height` of a span from `start` to
+/// `end` (at least 1 wide), `height` high at `y`; the caller ends the tag.
+void span_rect(std::ostream& out, const std::string& cls, const TimeAxis& axis, std::int64_t start,
+               std::int64_t end, double y, double height) {
+  out << "<rect class=\"" << cls << "\" x=\"" << num(axis.x(start)) << "\" y=\"" << num(y)
+      << "\" width=\"" << num(std::max(1.0, axis.x(end) - axis.x(start))) << "\" height=\""
+      << num(height) << "\"";
+}
+
+/// Closes what open_lane opened.
+constexpr const char* kCloseLane = "</g></g>\n</g>\n";
+
 /// A lane per device stream below the actors' (lane `actors + i`), with
 /// a span per item of device work (Note [Stream tracks]).
 template <class LaneTop>
@@ -117,20 +140,17 @@ void write_stream_lanes(const Timeline& tl, const TimeAxis& axis,
                         std::ostream& out) {
   for (std::size_t i = 0; i < tl.streams.size(); ++i) {
     const double top = lane_top(tl.actors.size() + i);
-    out << "<g class=\"lane stream\" data-stream=\"" << escape(tl.streams[i]) << "\">\n"
-        << "<rect class=\"lane-bg\" x=\"" << num(kLabelWidth) << "\" y=\"" << num(top)
-        << "\" width=\"" << num(TimeAxis::plot) << "\" height=\"" << num(kLaneHeight) << "\"/>\n"
-        << "<text class=\"lane-label\" x=\"6\" y=\"" << num(top + kLaneHeight / 2 + 4) << "\">"
-        << escape(tl.streams[i]) << "</text>\n<g clip-path=\"url(#plot-area)\"><g class=\"zoom\">\n";
+    open_lane(out, top, "class=\"lane stream\" data-stream=\"" + escape(tl.streams[i]) + "\"",
+              tl.streams[i]);
     for (std::size_t j = 0; j < tl.device_spans.size(); ++j) {
       const DeviceSpan& d = tl.device_spans[j];
       if (d.stream != i)
         continue;
-      out << "<rect class=\"device " << device_work_name(d.kind)
-          << (critical.count({j, true}) ? " critical" : "") << "\" x=\""
-          << num(axis.x(d.start_ns)) << "\" y=\"" << num(top + 5) << "\" width=\""
-          << num(std::max(1.0, axis.x(d.end_ns) - axis.x(d.start_ns))) << "\" height=\""
-          << num(kLaneHeight - 10) << "\"><title>" << escape(d.op) << " ("
+      span_rect(out,
+                std::string("device ") + device_work_name(d.kind) +
+                  (critical.count({j, true}) ? " critical" : ""),
+                axis, d.start_ns, d.end_ns, top + 5, kLaneHeight - 10);
+      out << "><title>" << escape(d.op) << " ("
           << device_work_name(d.kind) << " " << d.point << " of " << escape(tl.streams[i])
           << ", launched by " << escape(d.node) << " seq " << d.sequence_nr << " on "
           << escape(tl.actors[d.launcher]) << ", GraphTask " << d.graph_task;
@@ -139,7 +159,7 @@ void write_stream_lanes(const Timeline& tl, const TimeAxis& axis,
             << d.waits_for_point;
       out << "): " << escape(format_duration(d.duration_ns())) << "</title></rect>\n";
     }
-    out << "</g></g>\n</g>\n";
+    out << kCloseLane;
   }
 }
 
@@ -180,28 +200,23 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
 
   for (std::size_t a = 0; a < tl.actors.size(); ++a) {
     const double top = lane_top(a);
-    out << "<g class=\"lane\" data-actor=\"" << escape(tl.actors[a]) << "\">\n"
-        << "<rect class=\"lane-bg\" x=\"" << num(kLabelWidth) << "\" y=\"" << num(top)
-        << "\" width=\"" << num(plot) << "\" height=\"" << num(kLaneHeight) << "\"/>\n"
-        << "<text class=\"lane-label\" x=\"6\" y=\"" << num(top + kLaneHeight / 2 + 4) << "\">"
-        << escape(tl.actors[a]) << "</text>\n<g clip-path=\"url(#plot-area)\"><g class=\"zoom\">\n";
+    open_lane(out, top, "class=\"lane\" data-actor=\"" + escape(tl.actors[a]) + "\"",
+              tl.actors[a]);
     for (std::size_t i = 0; i < tl.slices.size(); ++i) {
       const Slice& sl = tl.slices[i];
       if (sl.actor != a)
         continue;
       const double inset = 3.0 * std::min(sl.depth, 3);
-      out << "<rect class=\"node" << (critical.count({i, false}) ? " critical" : "") << "\" x=\""
-          << num(axis.x(sl.start_ns)) << "\" y=\"" << num(top + 2 + inset) << "\" width=\""
-          << num(std::max(1.0, axis.x(sl.end_ns) - axis.x(sl.start_ns))) << "\" height=\""
-          << num(kLaneHeight - 4 - 2 * inset) << "\" fill=\"" << device_colour(sl.device)
-          << "\"><title>" << escape(sl.node) << " (seq " << sl.sequence_nr << ", GraphTask "
+      span_rect(out, critical.count({i, false}) ? "node critical" : "node", axis, sl.start_ns,
+                sl.end_ns, top + 2 + inset, kLaneHeight - 4 - 2 * inset);
+      out << " fill=\"" << device_colour(sl.device) << "\"><title>" << escape(sl.node) << " (seq " << sl.sequence_nr << ", GraphTask "
           << sl.graph_task << ", depth " << sl.depth << ", " << escape(sl.device.str())
           << ", stream default): " << escape(format_duration(sl.duration_ns()));
       if (auto w = sl.queue_wait_ns())
         out << ", queue wait " << escape(format_duration(*w));
       out << "</title></rect>\n";
     }
-    out << "</g></g>\n</g>\n";
+    out << kCloseLane;
   }
 
   write_stream_lanes(tl, axis, critical, lane_top, out);
