@@ -40,7 +40,10 @@ public:
     keys_ = std::exchange(other.keys_, {});
     slots_ = std::exchange(other.slots_, {});
     free_ = std::exchange(other.free_, {});
-    few_ = std::move(other.few_);
+    // Past both counts both arrays hold empty tasks: nothing to move there
+    // (every call hands a caller's heap over twice).
+    for (std::size_t i = 0; i < std::max(num_few_, other.num_few_); ++i)
+      few_[i] = std::move(other.few_[i]);
     num_few_ = std::exchange(other.num_few_, 0);
     return *this;
   }
