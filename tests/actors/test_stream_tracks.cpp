@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "actorgrad/device/event.h"
+#include "actorgrad/device/guards.h"
 #include "actorgrad/device/sim/sim_backend.h"
 #include "actorgrad/tools/trace/chrome_json.h"
 #include "actorgrad/tools/trace/summary.h"
@@ -241,4 +242,32 @@ BOOST_AUTO_TEST_CASE(critical_path_through_device_work) {
   for (const trace::Slice& sl : tl.slices)
     spans += sl.duration_ns();
   BOOST_TEST(spans < 3'000'000, "the premise: the nodes only launched the work");
+}
+
+// A node whose forward ran on a pool stream runs its backward there
+// (PyTorch's stream semantics): its kernel is on that stream's track.
+BOOST_AUTO_TEST_CASE(a_pool_stream_has_its_own_track) {
+  CountingEngine ce;
+  const Stream pool = stream_from_pool(Device::sim(0));
+  Tensor x = to_device(Tensor::from_vector({1, 2, 3}, {3}, DType::f64), Device::sim(0))
+               .set_requires_grad();
+  Tensor k;
+  {
+    StreamGuard on_pool(pool);
+    k = launching_op(x, "K", 1, 100us);
+  }
+  Tensor loss = sum(k);
+  backward({loss}, {.retain_graph = true}, ce.engine);
+  ce.engine.start_recording();
+  backward({loss}, {.retain_graph = true}, ce.engine);
+  const trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
+  const std::size_t track = stream_named(tl, pool.str());
+  int spins = 0;
+  for (const trace::DeviceSpan& d : tl.device_spans)
+    if (d.op == "spin") {
+      ++spins;
+      BOOST_TEST(d.stream == track);
+      BOOST_TEST(d.node == "K");
+    }
+  BOOST_TEST(spins == 1);
 }
