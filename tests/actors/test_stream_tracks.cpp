@@ -73,7 +73,10 @@ BOOST_AUTO_TEST_CASE(every_launch_runs_once_on_its_stream) {
   CountingEngine ce;
   Tensor x = leaf3();
   Tensor k0 = launching_op(to_device(x, Device::sim(0)), "K0", 3, 100us);
-  Tensor k1 = launching_op(to_device(k0, Device::sim(1)), "K1", 2, 100us);
+  // K1's kernels are long, so that they are still running when the copy to
+  // sim:0 makes sim:0's stream wait for them (a wait on finished work is
+  // not enqueued), even on a loaded machine.
+  Tensor k1 = launching_op(to_device(k0, Device::sim(1)), "K1", 2, 3000us);
   Tensor loss = sum(to_device(k1, Device::cpu()));
   backward({loss}, {.retain_graph = true}, ce.engine); // warm-up: streams and workers exist
   ce.engine.start_recording();
