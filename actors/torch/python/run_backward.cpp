@@ -8,10 +8,13 @@
 #include <torch/csrc/autograd/edge.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
+#include <torch/csrc/autograd/graph_task.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/THP.h>
 
 #include <memory>
+
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad::torch_python {
 
@@ -160,12 +163,20 @@ PyObject* queue_callback(PyObject*, PyObject* callback) {
     Py_DECREF(obj);
   });
   Py_INCREF(callback);
-  Engine::get_default_engine().queue_callback([fn]() {
+  auto call = [fn]() {
     pybind11::gil_scoped_acquire gil;
     THPObjectPtr result{PyObject_CallFunctionObjArgs(fn.get(), nullptr)};
     if (!result)
       throw python_error();
-  });
+  };
+  // A call that runs without a libtorch GraphTask (Note [Calls without a
+  // libtorch GraphTask] in actors/torch/bridge_engine.cpp) takes the
+  // callback on the actor engine's task; everywhere else libtorch's engine
+  // takes it (or refuses it, with its text, outside a backward call).
+  if (!::torch::autograd::get_current_graph_task_exec_info() && actorgrad::current_graph_task())
+    actorgrad::queue_callback(std::move(call));
+  else
+    Engine::get_default_engine().queue_callback(std::move(call));
   Py_RETURN_NONE;
   END_HANDLE_TH_ERRORS
 }

@@ -7,7 +7,8 @@
 /// default engine (the actor engine once installed), with the GIL released;
 /// `queue_callback` and `is_checkpoint_valid` read libtorch's own state,
 /// which the bridge sets (Note [The bridge runs inside one libtorch
-/// GraphTask]).
+/// GraphTask]; a call that needs none of it queues callbacks on the actor
+/// engine's task: Note [Calls without a libtorch GraphTask]).
 
 #include <Python.h>
 
