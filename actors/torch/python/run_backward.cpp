@@ -96,9 +96,23 @@ std::vector<Edge> unpack_inputs(PyObject* inputs, bool accumulate_grad) {
   return edges;
 }
 
+/// torch's THPEngine_run_backward parses "OObb|Obb" from a tuple and a
+/// dict; run_backward parses the same from the caller's stack (vectorcall),
+/// without building them. CPython fills in the rest on the first call
+/// (under the GIL) and keeps the keyword names.
+_PyArg_Parser run_backward_parser() {
+  static const char* const keywords[] = {"tensors",      "grad_tensors", "keep_graph",
+                                         "create_graph", "inputs",       "allow_unreachable",
+                                         "accumulate_grad", nullptr};
+  _PyArg_Parser parser{};
+  parser.format = "OObb|Obb:run_backward";
+  parser.keywords = keywords;
+  return parser;
+}
+
 } // namespace
 
-PyObject* run_backward(PyObject*, PyObject* args, PyObject* kwargs) {
+PyObject* run_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   HANDLE_TH_ERRORS
   PyObject* tensors = nullptr;
   PyObject* grad_tensors = nullptr;
@@ -107,11 +121,10 @@ PyObject* run_backward(PyObject*, PyObject* args, PyObject* kwargs) {
   PyObject* inputs = nullptr;
   unsigned char allow_unreachable = 0;
   unsigned char accumulate_grad = 0;
-  const char* accepted_kwargs[] = {"tensors", "grad_tensors", "keep_graph", "create_graph", "inputs",
-                                   "allow_unreachable", "accumulate_grad", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OObb|Obb", const_cast<char**>(accepted_kwargs),
-                                   &tensors, &grad_tensors, &keep_graph, &create_graph, &inputs,
-                                   &allow_unreachable, &accumulate_grad))
+  static _PyArg_Parser parser = run_backward_parser();
+  if (!_PyArg_ParseStackAndKeywords(args, nargs, kwnames, &parser, &tensors, &grad_tensors,
+                                    &keep_graph, &create_graph, &inputs, &allow_unreachable,
+                                    &accumulate_grad))
     return nullptr;
   TORCH_CHECK(PyTuple_Check(tensors), "tensors argument is expected to be a tuple, but got ",
               THPUtils_typename(tensors));

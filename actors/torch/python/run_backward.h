@@ -15,8 +15,9 @@
 namespace actorgrad::torch_python {
 
 /// `run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
-/// allow_unreachable=False, accumulate_grad=False)`.
-PyObject* run_backward(PyObject* self, PyObject* args, PyObject* kwargs);
+/// allow_unreachable=False, accumulate_grad=False)` (METH_FASTCALL |
+/// METH_KEYWORDS).
+PyObject* run_backward(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
 /// `queue_callback(fn)`: runs `fn` at the end of the backward call whose
 /// node runs on this thread.
 PyObject* queue_callback(PyObject* self, PyObject* callback);
