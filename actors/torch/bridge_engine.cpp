@@ -90,11 +90,10 @@ private:
 // callbacks (a profiler sees a call's nodes inside the Trampoline's event),
 // runs straight on this thread, with the grad mode create_graph as
 // libtorch's GraphTask sets it and its warnings delayed and replayed as
-// libtorch's warning handler does.
-// That saves libtorch's GraphTask, its thread_main around the Trampoline
-// and its post-processing, which set and restore the whole thread-local
-// state twice each (bench/RESULTS.md, "Python bridge": the costs of a
-// one-node call). Code that is not a node can still run inside such a call
+// libtorch's warning handler does. That saves libtorch's GraphTask, its
+// thread_main around the Trampoline and its post-processing, which set and
+// restore the whole thread-local state twice each (bench/RESULTS.md,
+// "Python bridge": the costs of a one-node call). Code that is not a node can still run inside such a call
 // (a saved tensor's unpack hook, a tensor subclass's __torch_dispatch__): a
 // nested backward there is an outermost call for libtorch's depth count
 // (the actor engine still counts it, Runner::coordinate), and the Python
