@@ -1,6 +1,10 @@
 #include "actorgrad/actors/torch/bridge_engine.h"
 
+#include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
+#include <c10/util/Exception.h>
 #include <torch/csrc/autograd/anomaly_mode.h>
+#include <torch/csrc/autograd/utils/warnings.h>
 
 #include <cstdint>
 #include <limits>
@@ -29,6 +33,25 @@ thread_local const GraphTask* innermost = nullptr;
 /// can set but not read). Only this thread touches it.
 thread_local std::shared_ptr<ReadyQueue> thread_queue;
 
+/// Runs the call's graph on the actor engine on this thread and finishes it
+/// (final callbacks, captured gradients); `stock` is the libtorch GraphTask
+/// whose Trampoline runs it (null: none, Note [Calls without a libtorch
+/// GraphTask]).
+variable_list run_graph(Engine& engine, const std::shared_ptr<TorchGraphTask>& task,
+                        ReadyTask&& first, const GraphTask* stock) {
+  struct Innermost {
+    const GraphTask* prev = innermost;
+    explicit Innermost(const GraphTask* t) { innermost = t; }
+    ~Innermost() { innermost = prev; }
+  } scope(stock);
+  {
+    TorchGraph::call_scope state; // Note [Per-thread call state]
+    engine.run(task, std::move(first));
+  }
+  // Capture hooks ran when each gradient was captured (TorchGraph::capture).
+  return task->finish();
+}
+
 /// The one node libtorch's engine runs for a call: its apply runs the call's
 /// real graph on the actor engine (Note [The bridge runs inside one libtorch
 /// GraphTask]).
@@ -42,17 +65,7 @@ public:
   std::string name() const override { return "actorgrad::TorchBridge"; }
 
   variable_list apply(variable_list&&) override {
-    struct Innermost {
-      const GraphTask* prev = innermost;
-      explicit Innermost(const GraphTask* t) { innermost = t; }
-      ~Innermost() { innermost = prev; }
-    } scope(&stock_);
-    {
-      TorchGraph::call_scope state; // Note [Per-thread call state]
-      engine_.run(task_, std::move(first_));
-    }
-    // Capture hooks ran when each gradient was captured (TorchGraph::capture).
-    stock_.captured_vars_ = task_->finish();
+    stock_.captured_vars_ = run_graph(engine_, task_, std::move(first_), &stock_);
     return {};
   }
 
@@ -62,6 +75,44 @@ private:
   ReadyTask first_;
   GraphTask& stock_;
 };
+
+// Note [Calls without a libtorch GraphTask]
+// Of what libtorch's GraphTask and thread_main give a call (Note [The
+// bridge runs inside one libtorch GraphTask]), an outermost call that
+// computes every node (backward() without inputs=) needs nothing when its
+// graph holds only libtorch's own formulas (generated nodes,
+// AccumulateGrad, GraphRoot) and no hooks: such nodes never call
+// queue_callback, is_checkpoint_valid or a nested backward; their
+// needs_input_grad finds no exec_info, as in a GraphTask that computes
+// every node; checkpoint validity and the depth would stay as they are;
+// and the thread-local state libtorch sets is the caller's own but for the
+// grad mode. So such a call, not in anomaly mode and without RecordFunction
+// callbacks (a profiler sees a call's nodes inside the Trampoline's event),
+// runs straight on this thread, with the grad mode create_graph as
+// libtorch's GraphTask sets it and its warnings delayed and replayed as
+// libtorch's warning handler does. That saves libtorch's GraphTask, its
+// thread_main around the Trampoline and its post-processing, which set and
+// restore the whole thread-local state twice each (bench/RESULTS.md,
+// "Python bridge": the costs of a one-node call). Code that is not a node can still run inside such a call
+// (a saved tensor's unpack hook, a tensor subclass's __torch_dispatch__): a
+// nested backward there is an outermost call for libtorch's depth count
+// (the actor engine still counts it, Runner::coordinate), and the Python
+// queue_callback queues on the actor engine's call instead
+// (actors/torch/python/run_backward.cpp).
+
+/// Runs `task` on this thread without a libtorch GraphTask.
+variable_list run_directly(Engine& engine, const std::shared_ptr<TorchGraphTask>& task,
+                           ReadyTask&& first, bool create_graph) {
+  ::torch::autograd::utils::DelayWarningHandler warnings;
+  variable_list result;
+  {
+    c10::Warning::WarningHandlerGuard delay(&warnings);
+    at::AutoGradMode grad_mode(create_graph);
+    result = run_graph(engine, task, std::move(first), nullptr);
+  }
+  warnings.replay_warnings();
+  return result;
+}
 
 /// Copies the call's exec_info into libtorch's GraphTask, where
 /// task_should_compute_output (needs_input_grad) and checkpoint validity
@@ -187,6 +238,17 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
   if (!task->devices().empty())
     return run_on_stock(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
 
+  counters().calls.fetch_add(1, std::memory_order_relaxed);
+  // See Note [Calls without a libtorch GraphTask].
+  if (!current && !parent && !task->selective() && !task->runs_user_code() &&
+      !::torch::autograd::AnomalyMode::is_enabled() && !at::hasCallbacks())
+    return run_directly(*engine_, task, std::move(first), create_graph);
+  return run_in_graph_task(task, std::move(first), keep_graph, create_graph, depth);
+}
+
+variable_list BridgeEngine::run_in_graph_task(const std::shared_ptr<TorchGraphTask>& task,
+                                              ReadyTask&& first, bool keep_graph,
+                                              bool create_graph, int depth) {
   std::shared_ptr<ReadyQueue> queue;
   if (innermost) {
     queue = innermost->cpu_ready_queue_; // the thread's local_ready_queue
@@ -200,7 +262,6 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
   auto trampoline = std::make_shared<Trampoline>(*engine_, task, std::move(first), *stock);
   if (task->selective())
     copy_exec_info(*task, *stock, *trampoline);
-  counters().calls.fetch_add(1, std::memory_order_relaxed);
   auto future = execute_with_graph_task(stock, trampoline,
                                         ::torch::autograd::InputBuffer(variable_list()));
   future->wait();

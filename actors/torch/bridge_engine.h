@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "actorgrad/libengine/torch/torch_graph.h"
+
 namespace actorgrad {
 class Engine;
 }
@@ -22,11 +24,13 @@ namespace actorgrad::torch_bridge {
 // task_should_compute_output and its exec_info), checkpoint validity
 // (is_checkpoint_valid()), the thread-local state (grad mode, dispatch
 // keys, ...), the warning handler and the reentrant depth. So each call
-// builds a libtorch GraphTask holding the call's exec_info and runs one
-// node, a Trampoline, through libtorch's own execute_with_graph_task: libtorch
-// sets all of that once, as for any node, and the Trampoline's apply runs
-// the call's real graph on the actor engine (a TorchGraphTask over
-// libtorch's own Nodes: libengine/torch/torch_graph.h). Its final callbacks,
+// (but one that needs none of it: Note [Calls without a libtorch
+// GraphTask] in bridge_engine.cpp) builds a libtorch GraphTask holding the
+// call's exec_info and runs one node, a Trampoline, through libtorch's own
+// execute_with_graph_task: libtorch sets all of that once, as for any
+// node, and the Trampoline's apply runs the call's real graph on the actor
+// engine (a TorchGraphTask over libtorch's own Nodes:
+// libengine/torch/torch_graph.h). Its final callbacks,
 // captured gradients and error travel through the libtorch GraphTask as
 // they would with the stock engine. A reentrant call (a node calling
 // grad()) nests a Trampoline the same way, so libtorch counts the depth and
@@ -99,11 +103,16 @@ private:
   run_on_stock(const ::torch::autograd::edge_list& roots,
                const ::torch::autograd::variable_list& inputs, bool keep_graph, bool create_graph,
                bool accumulate_grad, const ::torch::autograd::edge_list& outputs);
-  /// Runs the call on the actor engine inside one libtorch GraphTask.
+  /// Runs the call on the actor engine, inside one libtorch GraphTask
+  /// unless it needs none (Note [Calls without a libtorch GraphTask]).
   ::torch::autograd::variable_list
   run(const ::torch::autograd::edge_list& roots, const ::torch::autograd::variable_list& inputs,
       bool keep_graph, bool create_graph, bool accumulate_grad,
       const ::torch::autograd::edge_list& outputs);
+  /// Runs `task` in a Trampoline of a libtorch GraphTask of depth `depth`.
+  ::torch::autograd::variable_list
+  run_in_graph_task(const std::shared_ptr<TorchGraphTask>& task, ReadyTask&& first,
+                    bool keep_graph, bool create_graph, int depth);
 
   std::unique_ptr<actorgrad::Engine> engine_;
   ::torch::autograd::Engine& fallback_;

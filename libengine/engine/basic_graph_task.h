@@ -95,6 +95,9 @@ public:
   std::size_t num_nodes() const { return state_.size(); }
   /// Per-call stream bookkeeping (leaf streams, caller streams).
   const typename G::task_streams& streams() const { return streams_; }
+  /// Whether a node of the graph may run code other than the graph type's
+  /// own (G::runs_user_code; false for a graph type without it).
+  bool runs_user_code() const { return runs_user_code_; }
 
   /// Ends a completed task: rethrows the first error, else makes the
   /// caller's streams wait for the leaf streams, runs the final callbacks
@@ -109,11 +112,14 @@ private:
 
   void compute_dependencies(node* root, std::uint64_t min_topo_nr);
   void init_to_execute(node& root, const edge_list& outputs, std::uint64_t min_topo_nr);
-  /// Notes `fn`'s device and, when it has no next edges, its leaf streams.
+  /// Notes `fn`'s device, whether it runs user code and, when it has no
+  /// next edges, its leaf streams.
   void note_node(const node& fn, std::size_t num_outputs) {
     if (const Device d = G::device(fn); !d.is_cpu()) [[unlikely]]
       if (std::find(devices_.begin(), devices_.end(), d) == devices_.end())
         devices_.push_back(d);
+    if constexpr (requires { G::runs_user_code(fn); })
+      runs_user_code_ = runs_user_code_ || G::runs_user_code(fn);
     if (num_outputs == 0)
       streams_.note_leaf(fn);
   }
@@ -141,6 +147,8 @@ private:
 
   std::unordered_map<const node*, ExecInfo> exec_info_;
   typename G::task_streams streams_;
+  /// Set by compute_dependencies (see runs_user_code()).
+  bool runs_user_code_ = false;
   value_list captured_;
   /// Keeps a graph root alive for the task's lifetime.
   std::shared_ptr<node> graph_root_;

@@ -130,6 +130,7 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
   // a full cycle search (and, without a cycle, drop the topological
   // pruning, whose numbers are stale).
   devices_.clear();
+  runs_user_code_ = false;
   streams_ = {};
   // The longest path below the root has topological_nr + 1 distinct nodes:
   // a lower bound on the graph's size that saves the table most rehashes.

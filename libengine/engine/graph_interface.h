@@ -51,6 +51,10 @@ namespace actorgrad {
 /// `task_streams` (per-call stream bookkeeping: leaf and caller streams),
 /// `run_scope` (the guards around running a node: grad mode, current task,
 /// device stream).
+///
+/// Optional: `G::runs_user_code(n)`, whether calling `n` may run code other
+/// than the graph type's own (hooks, custom functions); a task reports it
+/// for its whole graph (BasicGraphTask::runs_user_code).
 template <class G>
 concept GraphTraits = requires(const typename G::node& n, typename G::node& m,
                                const typename G::edge& e, typename G::value v,

@@ -6,11 +6,13 @@
 #include <ATen/TensorSubclassLikeUtils.h>
 #include <torch/csrc/autograd/anomaly_mode.h>
 #include <torch/csrc/autograd/graph_task.h>
+#include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
 
 #include <Eigen/Core>
 
 #include <stdexcept>
+#include <string_view>
 #include <typeinfo>
 
 #include "actorgrad/libengine/engine/basic_graph_task_impl.h"
@@ -157,6 +159,18 @@ TorchGraph::call_scope::~call_scope() {
   set_current_graph_task(current_);
   c10::GradMode::set_enabled(grad_mode_);
   at::NamesMode::set_enabled(names_);
+}
+
+bool TorchGraph::runs_user_code(const node& n) {
+  if (!n.pre_hooks().empty() || !n.post_hooks().empty())
+    return true;
+  const std::type_info& type = typeid(n);
+  // The mangled prefix of torch::autograd::generated, the formulas'
+  // namespace (libtorch's gen_autograd_functions.py).
+  static constexpr std::string_view generated = "N5torch8autograd9generated";
+  return std::string_view(type.name()).substr(0, generated.size()) != generated &&
+         type != typeid(::torch::autograd::AccumulateGrad) &&
+         type != typeid(::torch::autograd::GraphRoot);
 }
 
 NodeInfo TorchGraph::describe(const node& n) {

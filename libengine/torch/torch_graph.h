@@ -127,6 +127,11 @@ struct TorchGraph {
     return Device::cpu();
   }
   static NodeInfo describe(const node& n);
+  /// Whether calling `n` may run code other than libtorch's own: a hook,
+  /// or any node but a generated one (its formulas), AccumulateGrad and
+  /// GraphRoot, e.g. a Python or C++ custom Function (see Note [Calls
+  /// without a libtorch GraphTask] in actors/torch/bridge_engine.cpp).
+  static bool runs_user_code(const node& n);
 
   /// libtorch's call_function: pre-hooks -> (will_release_variables) ->
   /// Node::operator() -> validate_outputs -> post-hooks.

@@ -211,6 +211,26 @@ def saved_tensors_hooks():
     return {"events": events, "x.grad": x.grad}
 
 
+@case
+def queue_callback_from_unpack_hook():
+    # Python code that is not a node, inside a call of libtorch's own
+    # formulas (Note [Calls without a libtorch GraphTask]).
+    events = []
+
+    def unpack(t):
+        engine = torch.autograd.Variable._execution_engine
+        events.append(f"unpack, valid {engine.is_checkpoint_valid()}")
+        engine.queue_callback(lambda: events.append("callback"))
+        return t
+
+    x = torch.randn(4, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        y = (x.sin() * x).sum()
+    y.backward()
+    events.append("after backward")
+    return {"events": events, "x.grad": x.grad}
+
+
 class Nested(torch.autograd.Function):
     """Its backward calls grad() on a graph with another Nested, `depth` deep."""
 

@@ -63,7 +63,7 @@ private:
 
 PyMethodDef engine_methods[] = {
   {"run_backward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(run_backward)),
-   METH_VARARGS | METH_KEYWORDS, "torch 1.13's Variable._execution_engine.run_backward, on actorgrad"},
+   METH_FASTCALL | METH_KEYWORDS, "torch 1.13's Variable._execution_engine.run_backward, on actorgrad"},
   {"queue_callback", queue_callback, METH_O, "Runs a callable when the current backward ends"},
   {"is_checkpoint_valid", is_checkpoint_valid, METH_NOARGS, "torch's is_checkpoint_valid"},
   {nullptr, nullptr, 0, nullptr}};

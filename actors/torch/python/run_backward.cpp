@@ -8,10 +8,13 @@
 #include <torch/csrc/autograd/edge.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
+#include <torch/csrc/autograd/graph_task.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/THP.h>
 
 #include <memory>
+
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad::torch_python {
 
@@ -93,9 +96,23 @@ std::vector<Edge> unpack_inputs(PyObject* inputs, bool accumulate_grad) {
   return edges;
 }
 
+/// torch's THPEngine_run_backward parses "OObb|Obb" from a tuple and a
+/// dict; run_backward parses the same from the caller's stack (vectorcall),
+/// without building them. CPython fills in the rest on the first call
+/// (under the GIL) and keeps the keyword names.
+_PyArg_Parser run_backward_parser() {
+  static const char* const keywords[] = {"tensors",      "grad_tensors", "keep_graph",
+                                         "create_graph", "inputs",       "allow_unreachable",
+                                         "accumulate_grad", nullptr};
+  _PyArg_Parser parser{};
+  parser.format = "OObb|Obb:run_backward";
+  parser.keywords = keywords;
+  return parser;
+}
+
 } // namespace
 
-PyObject* run_backward(PyObject*, PyObject* args, PyObject* kwargs) {
+PyObject* run_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   HANDLE_TH_ERRORS
   PyObject* tensors = nullptr;
   PyObject* grad_tensors = nullptr;
@@ -104,11 +121,10 @@ PyObject* run_backward(PyObject*, PyObject* args, PyObject* kwargs) {
   PyObject* inputs = nullptr;
   unsigned char allow_unreachable = 0;
   unsigned char accumulate_grad = 0;
-  const char* accepted_kwargs[] = {"tensors", "grad_tensors", "keep_graph", "create_graph", "inputs",
-                                   "allow_unreachable", "accumulate_grad", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OObb|Obb", const_cast<char**>(accepted_kwargs),
-                                   &tensors, &grad_tensors, &keep_graph, &create_graph, &inputs,
-                                   &allow_unreachable, &accumulate_grad))
+  static _PyArg_Parser parser = run_backward_parser();
+  if (!_PyArg_ParseStackAndKeywords(args, nargs, kwnames, &parser, &tensors, &grad_tensors,
+                                    &keep_graph, &create_graph, &inputs, &allow_unreachable,
+                                    &accumulate_grad))
     return nullptr;
   TORCH_CHECK(PyTuple_Check(tensors), "tensors argument is expected to be a tuple, but got ",
               THPUtils_typename(tensors));
@@ -160,12 +176,20 @@ PyObject* queue_callback(PyObject*, PyObject* callback) {
     Py_DECREF(obj);
   });
   Py_INCREF(callback);
-  Engine::get_default_engine().queue_callback([fn]() {
+  auto call = [fn]() {
     pybind11::gil_scoped_acquire gil;
     THPObjectPtr result{PyObject_CallFunctionObjArgs(fn.get(), nullptr)};
     if (!result)
       throw python_error();
-  });
+  };
+  // A call that runs without a libtorch GraphTask (Note [Calls without a
+  // libtorch GraphTask] in actors/torch/bridge_engine.cpp) takes the
+  // callback on the actor engine's task; everywhere else libtorch's engine
+  // takes it (or refuses it, with its text, outside a backward call).
+  if (!::torch::autograd::get_current_graph_task_exec_info() && actorgrad::current_graph_task())
+    actorgrad::queue_callback(std::move(call));
+  else
+    Engine::get_default_engine().queue_callback(std::move(call));
   Py_RETURN_NONE;
   END_HANDLE_TH_ERRORS
 }

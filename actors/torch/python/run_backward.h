@@ -7,15 +7,17 @@
 /// default engine (the actor engine once installed), with the GIL released;
 /// `queue_callback` and `is_checkpoint_valid` read libtorch's own state,
 /// which the bridge sets (Note [The bridge runs inside one libtorch
-/// GraphTask]).
+/// GraphTask]; a call that needs none of it queues callbacks on the actor
+/// engine's task: Note [Calls without a libtorch GraphTask]).
 
 #include <Python.h>
 
 namespace actorgrad::torch_python {
 
 /// `run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
-/// allow_unreachable=False, accumulate_grad=False)`.
-PyObject* run_backward(PyObject* self, PyObject* args, PyObject* kwargs);
+/// allow_unreachable=False, accumulate_grad=False)` (METH_FASTCALL |
+/// METH_KEYWORDS).
+PyObject* run_backward(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
 /// `queue_callback(fn)`: runs `fn` at the end of the backward call whose
 /// node runs on this thread.
 PyObject* queue_callback(PyObject* self, PyObject* callback);
