@@ -75,21 +75,27 @@ EventBuffer& Recorder::stream_buffer(Stream s) {
   return b;
 }
 
-void Recorder::record(const ObservedActor& a, EventKind kind, const GraphTaskBase& t,
-                      const NodeInfo& n, MessageKind message, std::uint64_t message_id,
-                      std::uint32_t input_nr) {
-  EventBuffer& buffer = buffer_of(a);
+Event Recorder::event_of(const ObservedActor& a, EventKind kind, const GraphTaskBase& t,
+                         const NodeInfo& n) const {
   Event e;
   e.ts_ns = now();
   e.kind = kind;
-  e.message = message;
   e.graph_task = t.id;
-  e.message_id = message_id;
   e.node = n.name;
   e.sequence_nr = n.sequence_nr;
   e.depth = t.reentrant_depth;
   e.device = n.name.empty() ? a.device : n.device;
   e.stream = n.stream;
+  return e;
+}
+
+void Recorder::record(const ObservedActor& a, EventKind kind, const GraphTaskBase& t,
+                      const NodeInfo& n, MessageKind message, std::uint64_t message_id,
+                      std::uint32_t input_nr) {
+  EventBuffer& buffer = buffer_of(a);
+  Event e = event_of(a, kind, t, n);
+  e.message = message;
+  e.message_id = message_id;
   e.input_nr = input_nr;
   buffer.append(std::move(e));
 }
@@ -123,31 +129,25 @@ void Recorder::message_received(const ObservedActor& a, const GraphTaskBase& t, 
   record(a, EventKind::receive, t, n, kind, id, input_nr);
 }
 
-
 DeviceRun Recorder::work_launched(const ObservedActor& a, const GraphTaskBase& t,
                                   const NodeInfo& n, const DeviceLaunch& work) {
-  Event e;
-  e.ts_ns = now();
-  e.kind = EventKind::launch;
-  e.graph_task = t.id;
-  e.message_id = next_message_id();
-  e.node = n.name;
-  e.sequence_nr = n.sequence_nr;
-  e.depth = t.reentrant_depth;
-  e.device = work.stream.device;
+  EventBuffer& buffer = buffer_of(a);
+  Event e = event_of(a, EventKind::launch, t, n);
+  const std::uint64_t id = next_message_id();
+  e.message_id = id;
+  e.device = work.stream.device; // the launch's stream, not the node's
   e.stream = static_cast<int>(work.stream.id);
   e.work = work.kind;
   e.op = work.op;
   e.source = work.source;
   e.point = work.point;
-  const std::uint64_t id = e.message_id;
-  buffer_of(a).append(std::move(e));
+  buffer.append(std::move(e));
   if (work.kind == DeviceWork::record)
     return {};
   runs_pending_.fetch_add(1, std::memory_order_relaxed);
-  return [self = shared_from_this(), id, task = t.id, s = work.stream](std::uint64_t point,
-                                                          std::chrono::steady_clock::time_point start,
-                                                          std::chrono::steady_clock::time_point end) {
+  return [self = shared_from_this(), id, task = t.id,
+          s = work.stream](std::uint64_t point, std::chrono::steady_clock::time_point start,
+                           std::chrono::steady_clock::time_point end) {
     Event run;
     run.ts_ns = self->since_start(start);
     run.end_ns = self->since_start(end);

@@ -100,6 +100,9 @@ public:
                           const DeviceLaunch& work) override;
 
 private:
+  /// An event of `kind` about `n` (empty name: none) of `t` on `a`, stamped now.
+  Event event_of(const ObservedActor& a, EventKind kind, const GraphTaskBase& t,
+                 const NodeInfo& n) const;
   /// Appends an event about `n` (empty name: none) of `t` to `a`'s buffer.
   void record(const ObservedActor& a, EventKind kind, const GraphTaskBase& t, const NodeInfo& n,
               MessageKind message = MessageKind::none, std::uint64_t message_id = 0,

@@ -73,18 +73,16 @@ public:
       throw std::runtime_error("built without libtorch");
 #endif
     }
-    if (kind.rfind("async_", 0) == 0) {
-      auto* actor = dynamic_cast<Engine*>(&engine(engine_name));
+    const bool async = kind.rfind("async_", 0) == 0;
+    graph_ = build_case(async ? kind.substr(6) : kind, n);
+    nodes_ = graph_.nodes;
+    if (async) {
+      auto* actor =
+        engine_name == "sequential" ? nullptr : dynamic_cast<Engine*>(&engine(engine_name));
       if (actor == nullptr)
         throw std::runtime_error(kind + ": the actor engine only");
-      graph_ = build_case(kind.substr(6), n);
-      nodes_ = graph_.nodes;
       run_ = [this, actor] { run_backward_async(*actor, graph_); };
-      return;
-    }
-    graph_ = build_case(kind, n);
-    nodes_ = graph_.nodes;
-    if (engine_name == "sequential") {
+    } else if (engine_name == "sequential") {
       plan_ = std::make_unique<SequentialPlan>(graph_);
       run_ = [this] { plan_->run(); };
     } else {

@@ -104,13 +104,10 @@ CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
   std::map<std::pair<std::size_t, std::uint64_t>, std::size_t> at_point; // stream, point -> span
   for (std::size_t j : task_spans)
     at_point.emplace(std::pair{tl.device_spans[j].stream, tl.device_spans[j].point}, j);
-  std::set<std::size_t> launchers;
   for (std::size_t j : task_spans) {
     const DeviceSpan& d = tl.device_spans[j];
-    if (auto it = by_seq.find(d.sequence_nr); it != by_seq.end()) {
+    if (auto it = by_seq.find(d.sequence_nr); it != by_seq.end())
       device_in[j].push_back({{it->second, false}, d.launch_ns, 0, false});
-      launchers.insert(it->second);
-    }
     if (auto it = at_point.find({d.stream, d.point - 1}); it != at_point.end())
       device_in[j].push_back({{it->second, true}, tl.device_spans[it->second].end_ns, 0, false});
     if (d.waits_for)
