@@ -118,6 +118,9 @@ public:
   /// AccumulateGrad, which runs its leaf's hooks): the engine then skips
   /// every hook pass after this one load.
   bool may_have_hooks() const { return may_have_hooks_.load(std::memory_order_acquire); }
+  /// Scratch of the engine's node table (Note [Node table hints] in
+  /// libengine/engine/node_table.h), not part of the node's value.
+  std::atomic<std::uint32_t>& table_hint() const { return table_hint_; }
 
 protected:
   /// Keeps topological_nr above that of `e`'s node.
@@ -136,6 +139,9 @@ protected:
   /// Set (never cleared) by every add_* after the hook is published, and by
   /// AccumulateGrad's constructor; read by the engine before each node call.
   std::atomic<bool> may_have_hooks_{false};
+  /// Written by the numbering pass of any call over this node, read by its
+  /// lookups; never trusted unchecked (Note [Node table hints]).
+  mutable std::atomic<std::uint32_t> table_hint_{0};
 
 private:
   /// Registers `hook` in `list` (this node's), returns its handle and sets

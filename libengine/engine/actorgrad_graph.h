@@ -15,6 +15,7 @@
 #include "actorgrad/libengine/autograd/node.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 #include "actorgrad/libengine/engine/input_buffer.h"
+#include "actorgrad/libengine/engine/node_table.h"
 
 namespace actorgrad {
 
@@ -82,6 +83,7 @@ struct ActorgradGraph {
   static const Edge& next_edge(const Node& n, std::size_t i) { return n.next_edges()[i]; }
   static std::size_t num_inputs(const Node& n) { return n.num_inputs(); }
   static Device device(const Node& n) { return n.device(); }
+  static NodeHint& table_hint(const Node& n) { return n.table_hint(); }
   static NodeInfo describe(const Node& n);
 
   /// Tensor pre-hooks -> pre-hooks -> apply -> validate_outputs -> post-hooks.

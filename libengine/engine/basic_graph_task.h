@@ -81,7 +81,7 @@ public:
   /// Whether compute_dependencies reached `fn`. Selective execution does
   /// not expand nodes below the inputs' lowest topological_nr, so the root
   /// can have next nodes that are not in the graph; they lead to no input.
-  bool in_graph(const node* fn) const { return state_.contains(fn); }
+  bool in_graph(const node* fn) const { return state_.find(key_of(*fn)) != nullptr; }
   /// Exec info of `fn`, or null when every node executes.
   const ExecInfo* exec_info(const node* fn) const {
     auto it = exec_info_.find(fn);
@@ -110,7 +110,8 @@ private:
     typename G::input_buffer buffer;
   };
 
-  void compute_dependencies(node* root, std::uint64_t min_topo_nr);
+  /// `hinted`: number the nodes through their hints, when G has them.
+  void compute_dependencies(node* root, std::uint64_t min_topo_nr, bool hinted = true);
   void init_to_execute(node& root, const edge_list& outputs, std::uint64_t min_topo_nr);
   /// Notes `fn`'s device, whether it runs user code and, when it has no
   /// next edges, its leaf streams.
@@ -141,6 +142,14 @@ private:
   void route(const std::shared_ptr<GraphTaskBase>& self, const node& from, const edge& next,
              value&& grad, D& to);
   value_list evaluate_node(node& fn, NodeState& s);
+
+  /// `fn`'s key in state_: its hint when G keeps one (Note [Node table hints]).
+  static decltype(auto) key_of(const node& fn) {
+    if constexpr (requires { G::table_hint(fn); })
+      return G::table_hint(fn);
+    else
+      return static_cast<const void*>(&fn);
+  }
 
   /// See Note [Node table] and Note [Node state ownership].
   NodeTable<NodeState> state_;

@@ -106,7 +106,7 @@ BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, Execute
     task->init_to_execute(*root, outputs, min_topo_nr);
   task->streams_.stash(task->devices_, root_grads);
 
-  NodeState& root_state = *task->state_.find(root.get());
+  NodeState& root_state = *task->state_.find(key_of(*root));
   if (single) {
     const std::uint32_t input_nr = G::input_nr(roots[0]);
     if (input_nr >= G::num_inputs(*root))
@@ -122,7 +122,7 @@ BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, Execute
 }
 
 template <GraphTraits G>
-void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_nr) {
+void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_nr, bool hinted) {
   // Note [Cycles in hand-built graphs]
   // Graphs built by ops cannot have cycles: an edge always points at a node
   // with a smaller topological_nr. A graph edited by hand can; then some
@@ -134,8 +134,9 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
   streams_ = {};
   // The longest path below the root has topological_nr + 1 distinct nodes:
   // a lower bound on the graph's size that saves the table most rehashes.
-  state_.reset(G::topological_nr(*root) + 1);
-  state_.try_emplace(root);
+  constexpr bool has_hints = requires { G::table_hint(*root); };
+  state_.reset(G::topological_nr(*root) + 1, has_hints && hinted);
+  state_.try_emplace(key_of(*root));
   std::vector<node*> queue{root};
   bool topo_order_broken = false;
   while (!queue.empty()) {
@@ -151,12 +152,15 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
         continue;
       if (G::topological_nr(*next) >= G::topological_nr(*fn))
         topo_order_broken = true;
-      auto [s, inserted] = state_.try_emplace(next);
+      auto [s, inserted] = state_.try_emplace(key_of(*next));
       s->dependencies += 1;
       if (inserted)
         queue.push_back(next);
     }
   }
+  // Several actors look states up when the task has devices.
+  if (!state_.finish_numbering(!devices_.empty()))
+    return compute_dependencies(root, min_topo_nr, false); // see Note [Node table hints]
   if (!topo_order_broken)
     return;
   auto cycle = detail::find_cycle<G>(root);
@@ -169,7 +173,7 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
     throw EngineError(msg.str());
   }
   if (min_topo_nr > 0)
-    compute_dependencies(root, 0);
+    compute_dependencies(root, 0, hinted);
 }
 
 template <GraphTraits G>
@@ -228,7 +232,7 @@ template <GraphTraits G>
 inline typename BasicGraphTask<G>::NodeState*
 BasicGraphTask<G>::add_input(node& fn, std::uint32_t input_nr, value&& grad,
                              const typename G::source& source) {
-  NodeState* found = state_.find(&fn);
+  NodeState* found = state_.find(key_of(fn));
   if (!found) {
     if (selective()) // pruned: leads to no requested input (see in_graph)
       return nullptr;

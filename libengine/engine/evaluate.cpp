@@ -6,6 +6,7 @@
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/libengine/tensor/kernels.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 
@@ -36,6 +37,18 @@ std::string at_index(const Node& fn, std::size_t i) {
   return "Function " + fn.name() + " returned an invalid gradient at index " + std::to_string(i);
 }
 
+/// The common case, checked without a call: `g` already has the device,
+/// dtype and shape its consumer's input expects.
+bool matches(const TensorImpl& g, const InputMetadata& meta) {
+  if (g.storage->device != meta.device || g.dtype != meta.dtype ||
+      g.shape.size() != meta.shape.size())
+    return false;
+  for (std::size_t d = 0; d < g.shape.size(); ++d)
+    if (g.shape[d] != meta.shape[d])
+      return false;
+  return true;
+}
+
 } // namespace
 
 void validate_outputs(const Node& fn, variable_list& grads) {
@@ -53,7 +66,7 @@ void validate_outputs(const Node& fn, variable_list& grads) {
                         std::to_string(edge.input_nr) + " of " + edge.function->name() +
                         ", which has " + std::to_string(edge.function->num_inputs()) + " inputs");
     const InputMetadata& meta = edge.function->input_metadata(edge.input_nr);
-    if (!meta.defined)
+    if (!meta.defined || matches(*g.impl(), meta))
       continue;
     if (g.device() != meta.device)
       throw EngineError(at_index(fn, i) + " - expected device " + meta.device.str() +

@@ -55,6 +55,8 @@ namespace actorgrad {
 /// Optional: `G::runs_user_code(n)`, whether calling `n` may run code other
 /// than the graph type's own (hooks, custom functions); a task reports it
 /// for its whole graph (BasicGraphTask::runs_user_code).
+/// `G::table_hint(n)`, a NodeHint& kept in the node: the task's node table
+/// then finds states without hashing (Note [Node table hints]).
 template <class G>
 concept GraphTraits = requires(const typename G::node& n, typename G::node& m,
                                const typename G::edge& e, typename G::value v,

@@ -3,6 +3,7 @@
 /// The per-node state of one GraphTask, found by the node's address.
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +13,13 @@
 
 namespace actorgrad {
 
-/// Maps a node's address to its state `V` within one GraphTask.
+/// Where a graph type keeps, in each of its nodes, the number the last
+/// NodeTable gave that node (see Note [Node table hints]). Written by the
+/// numbering pass of whichever table numbers the node, read by lookups of
+/// any table; relaxed: a table never trusts it without checking.
+using NodeHint = std::atomic<std::uint32_t>;
+
+/// Maps a node to its state `V` within one GraphTask.
 ///
 /// Note [Node table]
 /// Every backward call looks each node up twice (once when counting
@@ -20,10 +27,32 @@ namespace actorgrad {
 /// the per-node cost of the scheduler's bookkeeping. std::unordered_map
 /// allocates a list node per entry and hashes by a prime modulo; this table
 /// keeps the states dense, in the order the dependency pass numbered them,
-/// and finds them through an open-addressing index of (address, number)
+/// and finds them by the node's key: through the node's hint when its graph
+/// type has one, else through an open-addressing index of (key, number)
 /// pairs probed linearly, at most half full. Entries are only added while
 /// the task is built (compute_dependencies) and never removed, so a state's
 /// address is stable from the first lookup a scheduler makes.
+///
+/// Note [Node table hints]
+/// A hashed index misses the cache on every probe once a graph outgrows it
+/// (at 10^6 nodes nearly every lookup), and hashing is a good part of the
+/// per-node cost on small graphs. So a graph type that can spare a word per
+/// node gives the table a NodeHint there: the numbering pass writes the
+/// node's number into it, and a lookup reads the number and checks it
+/// (keys_[number] is this hint). Nodes are numbered in the order the pass
+/// reaches them, so the lookups of a chain walk the states in order.
+/// A hint is shared by every table that numbers the node: a concurrent or
+/// nested call over the same nodes rewrites it. That is why
+///  - a lookup that finds a rewritten hint falls back to the index, built
+///    from keys_ on the first such miss (lookups of one table come from one
+///    thread at a time, or the index was built at finish_numbering);
+///  - the pass itself cannot tell a node it has not met from one whose hint
+///    another pass rewrote after this one wrote it, and would number such a
+///    node twice. finish_numbering checks that every hint still holds the
+///    number this pass gave it; if one does not, the caller numbers the
+///    graph again through the index (reset with hinted = false).
+/// Rewrites are rare (two calls numbering one graph at the same moment),
+/// and each only costs the index that every lookup used to pay.
 template <class V>
 class NodeTable {
 public:
@@ -32,53 +61,73 @@ public:
   NodeTable(const NodeTable&) = delete;
   NodeTable& operator=(const NodeTable&) = delete;
 
-  /// The state of `node`, default-made if it has none yet; `.second` is
-  /// true when it was made. Invalidates earlier state pointers.
+  /// The state of the node keyed `node` (its address), default-made if it
+  /// has none yet; `.second` is true when it was made. Invalidates earlier
+  /// state pointers. A table reset with hints takes the hint overload only.
   std::pair<V*, bool> try_emplace(const void* node) {
-    if ((values_.size() + 1) * 2 > capacity())
-      grow();
-    std::size_t i = home(node);
-    while (index_[i].generation == generation_) {
-      if (index_[i].node == node)
-        return {&values_[index_[i].number], false};
-      i = (i + 1) & mask_;
-    }
-    index_[i] = {node, static_cast<std::uint32_t>(values_.size()), generation_};
-    return {&values_.emplace_back(), true};
+    if (V* v = find_indexed(node))
+      return {v, false};
+    return {&add(node), true};
+  }
+  /// The same for a node with a hint (keyed by the hint's address): while
+  /// the table numbers through hints, writes the new number into `hint`.
+  std::pair<V*, bool> try_emplace(NodeHint& hint) {
+    if (!hinted_)
+      return try_emplace(static_cast<const void*>(&hint));
+    if (V* v = check(hint))
+      return {v, false};
+    hint.store(static_cast<std::uint32_t>(values_.size()), std::memory_order_relaxed);
+    return {&add(&hint), true};
   }
 
-  /// The state of `node`, or null.
+  /// The state of the node keyed `node`, or null.
   V* find(const void* node) {
-    if (values_.empty())
-      return nullptr;
-    for (std::size_t i = home(node);; i = (i + 1) & mask_) {
-      if (index_[i].generation != generation_)
-        return nullptr;
-      if (index_[i].node == node)
-        return &values_[index_[i].number];
-    }
+    if (!indexed_)
+      build_index();
+    return find_indexed(node);
+  }
+  /// The state of the node with `hint`, or null. The first lookup that
+  /// finds a rewritten hint builds the index: see Note [Node table hints]
+  /// for why only one thread may look up at a time until finish_numbering
+  /// built it.
+  V* find(const NodeHint& hint) {
+    if (V* v = check(hint)) [[likely]]
+      return v;
+    return find(static_cast<const void*>(&hint));
   }
   const V* find(const void* node) const { return const_cast<NodeTable*>(this)->find(node); }
-  bool contains(const void* node) const { return find(node) != nullptr; }
+  const V* find(const NodeHint& hint) const { return const_cast<NodeTable*>(this)->find(hint); }
 
   /// Empties the table and makes room for at least `n` nodes without
   /// growing: for up to 4 n when the thread's last table held that many
   /// (a graph is often wider than the lower bound its caller knows, and
-  /// the same graph runs again and again).
-  void reset(std::size_t n) {
+  /// the same graph runs again and again). `hinted`: number the nodes
+  /// through their hints, with no index (see Note [Node table hints]).
+  void reset(std::size_t n, bool hinted) {
     values_.clear();
+    keys_.clear();
     const std::size_t expected = std::max(n, std::min(values_.capacity(), 4 * n));
     values_.reserve(expected);
-    const std::size_t capacity = std::max(min_capacity, std::bit_ceil(expected * 2));
-    if (capacity > index_memory_) {
-      index_ = std::make_unique<Slot[]>(capacity);
-      index_memory_ = capacity;
-      generation_ = 1;
-    } else if (++generation_ == 0) { // see Note [Node table generations]
-      std::fill(index_.get(), index_.get() + index_memory_, Slot{});
-      generation_ = 1;
-    }
-    set_capacity(capacity);
+    keys_.reserve(expected);
+    hinted_ = hinted;
+    indexed_ = false;
+    if (!hinted)
+      reset_index(expected);
+  }
+  /// Ends the numbering pass. False when the table numbered through hints
+  /// and one was rewritten meanwhile: then the pass may have numbered a
+  /// node twice and must run again, with reset(n, false). `shared`: the
+  /// states will be looked up from several threads, so any index a lookup
+  /// could need is built now.
+  bool finish_numbering(bool shared) {
+    if (!hinted_)
+      return true;
+    for (std::size_t k = 0; k < keys_.size(); ++k)
+      if (static_cast<const NodeHint*>(keys_[k])->load(std::memory_order_relaxed) != k)
+        return false;
+    if (shared)
+      build_index();
+    return true;
   }
   std::size_t size() const { return values_.size(); }
 
@@ -90,23 +139,24 @@ private:
   // `rep stos` counts one instruction a byte). New blocks start at 0, the
   // table at 1; when the counter wraps the block is cleared once.
   struct Slot {
-    const void* node = nullptr;
+    const void* key = nullptr;
     std::uint32_t number = 0;
     std::uint32_t generation = 0;
   };
 
   // Note [Node table memory]
-  // A call of N nodes needs about (32 + sizeof(V)) N bytes here. Freeing a
-  // block past 64 KiB makes glibc consolidate its fast bins (thousands of
-  // instructions), and the next call on the thread would allocate it
-  // again: so a table hands its blocks to a cache of the thread that drops
-  // it, and the next table made on that thread takes them. Only blocks of
-  // up to max_cached_capacity slots (1 MiB of index) are kept, so a thread
-  // that once ran a huge graph does not hold its memory for good.
+  // A call of N nodes needs about (8 + sizeof(V)) N bytes here, and 32 N
+  // more when it has an index. Freeing a block past 64 KiB makes glibc
+  // consolidate its fast bins (thousands of instructions), and the next
+  // call on the thread would allocate it again: so a table hands its blocks
+  // to a cache of the thread that drops it, and the next table made on that
+  // thread takes them. Only tables of up to max_cached nodes are kept, so a
+  // thread that once ran a huge graph does not hold its memory for good.
   static constexpr std::size_t min_capacity = 16;
-  static constexpr std::size_t max_cached_capacity = std::size_t{1} << 16;
+  static constexpr std::size_t max_cached = std::size_t{1} << 15;
   struct Cache {
     std::vector<V> values;
+    std::vector<const void*> keys;
     std::unique_ptr<Slot[]> index;
     std::size_t index_memory = 0;
     std::uint32_t generation = 0;
@@ -117,58 +167,109 @@ private:
   void take_cached() {
     Cache& c = cache_;
     values_ = std::move(c.values);
+    keys_ = std::move(c.keys);
     index_ = std::move(c.index);
     index_memory_ = std::exchange(c.index_memory, 0);
     generation_ = c.generation;
   }
   void give_to_cache() {
-    if (index_memory_ > max_cached_capacity)
+    if (values_.capacity() > max_cached)
       return;
     Cache& c = cache_;
-    if (c.index_memory >= index_memory_)
+    if (c.values.capacity() >= values_.capacity() && c.index_memory >= index_memory_)
       return;
     values_.clear();
+    keys_.clear();
     c.values = std::move(values_);
+    c.keys = std::move(keys_);
     c.index = std::move(index_);
     c.index_memory = index_memory_;
     c.generation = generation_;
   }
 
-  std::size_t capacity() const { return capacity_; }
+  /// The state the hint points at, if the hint is still this table's.
+  V* check(const NodeHint& hint) {
+    const std::uint32_t h = hint.load(std::memory_order_relaxed);
+    return h < keys_.size() && keys_[h] == &hint ? &values_[h] : nullptr;
+  }
+  V& add(const void* key) {
+    if (indexed_) {
+      if ((values_.size() + 1) * 2 > capacity_)
+        grow();
+      insert(key, static_cast<std::uint32_t>(values_.size()));
+    }
+    keys_.push_back(key);
+    return values_.emplace_back();
+  }
+
+  V* find_indexed(const void* key) {
+    for (std::size_t i = home(key);; i = (i + 1) & mask_) {
+      if (index_[i].generation != generation_)
+        return nullptr;
+      if (index_[i].key == key)
+        return &values_[index_[i].number];
+    }
+  }
+  void insert(const void* key, std::uint32_t number) {
+    std::size_t i = home(key);
+    while (index_[i].generation == generation_)
+      i = (i + 1) & mask_;
+    index_[i] = {key, number, generation_};
+  }
+  /// An empty index for `n` keys, at most half full.
+  void reset_index(std::size_t n) {
+    const std::size_t capacity = std::max(min_capacity, std::bit_ceil(n * 2));
+    if (capacity > index_memory_) {
+      index_ = std::make_unique<Slot[]>(capacity);
+      index_memory_ = capacity;
+      generation_ = 1;
+    } else if (++generation_ == 0) { // see Note [Node table generations]
+      std::fill(index_.get(), index_.get() + index_memory_, Slot{});
+      generation_ = 1;
+    }
+    set_capacity(capacity);
+    indexed_ = true;
+  }
+  /// Indexes every key numbered so far (the table numbered through hints).
+  void build_index() {
+    reset_index(std::max(keys_.size(), values_.capacity()));
+    for (std::size_t k = 0; k < keys_.size(); ++k)
+      insert(keys_[k], static_cast<std::uint32_t>(k));
+  }
   void set_capacity(std::size_t capacity) {
     capacity_ = capacity;
     mask_ = capacity - 1;
     shift_ = 64 - std::countr_zero(capacity);
   }
-  /// Fibonacci hashing of the address (its low bits are alignment zeros).
-  std::size_t home(const void* node) const {
-    return (reinterpret_cast<std::uintptr_t>(node) * 0x9E3779B97F4A7C15ull) >> shift_;
+  /// Fibonacci hashing of the key (its low bits are alignment zeros).
+  std::size_t home(const void* key) const {
+    return (reinterpret_cast<std::uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_;
   }
   void grow() {
-    const std::size_t old_capacity = capacity();
-    const std::size_t capacity = old_capacity ? old_capacity * 2 : min_capacity;
-    auto old = std::exchange(index_, std::make_unique<Slot[]>(capacity));
-    const std::uint32_t old_generation = std::exchange(generation_, 1);
+    const std::size_t capacity = capacity_ * 2;
+    index_ = std::make_unique<Slot[]>(capacity);
     index_memory_ = capacity;
+    generation_ = 1;
     set_capacity(capacity);
-    for (std::size_t k = 0; k < old_capacity; ++k)
-      if (old[k].generation == old_generation) {
-        std::size_t i = home(old[k].node);
-        while (index_[i].generation == generation_)
-          i = (i + 1) & mask_;
-        index_[i] = {old[k].node, old[k].number, generation_};
-      }
+    for (std::size_t k = 0; k < keys_.size(); ++k)
+      insert(keys_[k], static_cast<std::uint32_t>(k));
   }
 
   std::vector<V> values_;
+  /// The key of each state: the node's address, or its hint's.
+  std::vector<const void*> keys_;
   /// The index's block (index_memory_ slots, of which the first
-  /// capacity() are in use).
+  /// capacity_ are in use); in use only while indexed_.
   std::unique_ptr<Slot[]> index_;
   std::size_t index_memory_ = 0;
   std::size_t capacity_ = 0;
   std::uint32_t generation_ = 1;
   std::size_t mask_ = 0;
   int shift_ = 64;
+  /// Numbering through hints (see Note [Node table hints]).
+  bool hinted_ = false;
+  /// The index holds every key.
+  bool indexed_ = false;
 };
 
 } // namespace actorgrad

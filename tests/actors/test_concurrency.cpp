@@ -218,6 +218,29 @@ BOOST_AUTO_TEST_CASE(shared_graph_backward_accumulates_into_shared_leaf) {
   BOOST_TEST((g.v.grad().device() == Device::sim(1)));
 }
 
+// 8 threads x 1,000 grad() calls on ONE cpu graph of diamonds, whose nodes
+// the dependency pass meets twice each: the calls number the same nodes at
+// once and rewrite one another's hints (Note [Node table hints]), so some
+// must number the graph again through the index, and lookups fall back to
+// it. Every result is exact.
+BOOST_AUTO_TEST_CASE(shared_cpu_graph_numbered_by_many_calls_at_once) {
+  Engine& eng = engine();
+  Tensor x = Tensor::from_vector({0.5, -1.25}, {2}).set_requires_grad(true);
+  Tensor y = x;
+  for (int k = 0; k < 16; ++k)
+    y = add(mul(y, 0.25), mul(y, 0.75));
+  const Tensor loss = sum(y);
+  std::atomic<int> wrong{0};
+  run_threads([&](int) {
+    for (int i = 0; i < kIterations; ++i) {
+      auto r = grad({loss}, {x}, {.retain_graph = true}, eng);
+      if (r.size() != 1 || !r[0].defined() || r[0].to_vector() != std::vector<double>{1, 1})
+        wrong.fetch_add(1);
+    }
+  });
+  BOOST_TEST(wrong.load() == 0);
+}
+
 // Synchronous and asynchronous calls mixed on the shared graph.
 BOOST_AUTO_TEST_CASE(sync_and_async_calls_mixed) {
   Engine& eng = engine();

@@ -311,6 +311,33 @@ BOOST_AUTO_TEST_CASE(backward_with_an_intermediate_input_retains_its_gradient_on
 
 BOOST_AUTO_TEST_SUITE(hooks)
 
+// A hook that runs a nested grad() over nodes the outer call has still to
+// run: the nested call numbers those nodes again, rewriting the hints the
+// outer call's lookups read (Note [Node table hints]); the outer call must
+// still find each node's own state.
+BOOST_AUTO_TEST_CASE(a_nested_call_over_the_same_nodes_leaves_the_outer_call_right) {
+  auto x = leaf({1, 2});
+  // Diamonds: the dependency pass meets every node twice; each diamond
+  // passes the gradient through exactly (0.25 + 0.75, 0.5 + 1.5).
+  Tensor low = x;
+  for (int k = 0; k < 8; ++k)
+    low = add(mul(low, 0.25), mul(low, 0.75));
+  Tensor z = low;
+  for (int k = 0; k < 8; ++k)
+    z = add(mul(z, 0.5), mul(z, 1.5));
+  const Tensor low_sum = sum(low);
+  std::vector<double> nested;
+  bool entered = false; // the nested call reaches this hook too
+  low.register_hook([&](const Tensor&) {
+    if (!std::exchange(entered, true))
+      nested = grad({low_sum}, {x}, {.retain_graph = true})[0].to_vector();
+    return Tensor();
+  });
+  sum(z).backward();
+  BOOST_TEST(nested == (std::vector<double>{1, 1}), boost::test_tools::per_element());
+  check_values(x.grad(), {256, 256}, 0);
+}
+
 BOOST_AUTO_TEST_CASE(order_is_tensor_pre_hook_node_pre_hook_apply_post_hook) {
   std::vector<std::string> log;
   auto x = leaf({1, 2});

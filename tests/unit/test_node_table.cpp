@@ -1,16 +1,21 @@
 /// @file test_node_table.cpp
 /// The GraphTask's node table (libengine/engine/node_table.h): lookups,
-/// growth past the reserved size, and a thread's reused blocks, whose old
-/// entries must not show through (Note [Node table generations]).
+/// growth past the reserved size, a thread's reused blocks, whose old
+/// entries must not show through (Note [Node table generations]), and
+/// lookups through node hints that other tables rewrite (Note [Node table
+/// hints]).
 #define BOOST_TEST_MODULE node_table
 #include <boost/test/unit_test.hpp>
 
 #include <memory>
+#include <atomic>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "actorgrad/libengine/engine/node_table.h"
 
+using actorgrad::NodeHint;
 using actorgrad::NodeTable;
 
 namespace {
@@ -33,7 +38,7 @@ std::vector<std::unique_ptr<int>> nodes(int n) {
 BOOST_AUTO_TEST_CASE(finds_what_it_holds_and_nothing_else) {
   const auto in = nodes(1000), out = nodes(1000);
   NodeTable<State> table;
-  table.reset(10); // far fewer than it will hold: it grows
+  table.reset(10, false); // far fewer than it will hold: it grows
   for (const auto& n : in) {
     auto [s, made] = table.try_emplace(n.get());
     BOOST_TEST(made);
@@ -54,15 +59,15 @@ BOOST_AUTO_TEST_CASE(finds_what_it_holds_and_nothing_else) {
   }
   BOOST_TEST(distinct.size() == in.size());
   for (const auto& n : out)
-    BOOST_TEST(!table.contains(n.get()));
-  BOOST_TEST(!table.contains(nullptr));
+    BOOST_TEST(table.find(n.get()) == nullptr);
+  BOOST_TEST(table.find(nullptr) == nullptr);
 }
 
 BOOST_AUTO_TEST_CASE(an_empty_table_finds_nothing) {
   NodeTable<State> table;
   const auto n = nodes(1);
   BOOST_TEST(table.find(n[0].get()) == nullptr);
-  table.reset(0);
+  table.reset(0, false);
   BOOST_TEST(table.find(n[0].get()) == nullptr);
   BOOST_TEST(table.size() == 0u);
 }
@@ -73,13 +78,13 @@ BOOST_AUTO_TEST_CASE(a_reused_block_shows_none_of_its_old_entries) {
     // Each table takes the blocks the previous one gave to this thread's
     // cache; reset must hide the old entries without clearing them.
     NodeTable<State> table;
-    table.reset(first.size());
+    table.reset(first.size(), false);
     const auto& mine = round % 2 == 0 ? first : second;
     const auto& other = round % 2 == 0 ? second : first;
     for (const auto& n : other)
-      BOOST_TEST_REQUIRE(!table.contains(n.get()), "round " << round);
+      BOOST_TEST_REQUIRE(table.find(n.get()) == nullptr, "round " << round);
     for (const auto& n : mine)
-      BOOST_TEST_REQUIRE(!table.contains(n.get()), "round " << round << ": not yet emplaced");
+      BOOST_TEST_REQUIRE(table.find(n.get()) == nullptr, "round " << round << ": not yet emplaced");
     for (const auto& n : mine) {
       auto [s, made] = table.try_emplace(n.get());
       BOOST_TEST_REQUIRE(made);
@@ -97,15 +102,133 @@ BOOST_AUTO_TEST_CASE(a_reused_block_shows_none_of_its_old_entries) {
 BOOST_AUTO_TEST_CASE(reset_empties_a_table_in_use) {
   const auto a = nodes(50), b = nodes(50);
   NodeTable<State> table;
-  table.reset(50);
+  table.reset(50, false);
   for (const auto& n : a)
     table.try_emplace(n.get());
-  table.reset(50); // compute_dependencies runs again after a cycle check
+  table.reset(50, false); // compute_dependencies runs again after a cycle check
   BOOST_TEST(table.size() == 0u);
   for (const auto& n : a)
-    BOOST_TEST(!table.contains(n.get()));
+    BOOST_TEST(table.find(n.get()) == nullptr);
   for (const auto& n : b)
     table.try_emplace(n.get());
   for (const auto& n : b)
-    BOOST_TEST(table.contains(n.get()));
+    BOOST_TEST(table.find(n.get()) != nullptr);
+}
+
+namespace {
+
+/// A node with a hint, as actorgrad's Node keeps one.
+struct HintedNode {
+  int id = 0;
+  NodeHint hint{0};
+};
+
+std::vector<std::unique_ptr<HintedNode>> hinted_nodes(int n) {
+  std::vector<std::unique_ptr<HintedNode>> v;
+  for (int i = 0; i < n; ++i) {
+    v.push_back(std::make_unique<HintedNode>());
+    v.back()->id = i;
+  }
+  return v;
+}
+
+/// Numbers `ns` in a table through their hints, each state holding its
+/// node's id, and checks the pass kept its hints.
+void number(NodeTable<State>& table, const std::vector<std::unique_ptr<HintedNode>>& ns) {
+  table.reset(ns.size(), true);
+  for (const auto& n : ns)
+    table.try_emplace(n->hint).first->dependencies = n->id;
+  BOOST_TEST_REQUIRE(table.finish_numbering(false));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(hints_number_and_find_nodes) {
+  const auto ns = hinted_nodes(1000);
+  NodeTable<State> table;
+  number(table, ns);
+  BOOST_TEST(table.size() == ns.size());
+  for (std::size_t k = 0; k < ns.size(); ++k) {
+    BOOST_TEST_REQUIRE(ns[k]->hint.load() == k, "nodes are numbered in the pass's order");
+    auto [s, made] = table.try_emplace(ns[k]->hint);
+    BOOST_TEST_REQUIRE(!made, "a second emplace finds the first");
+    BOOST_TEST_REQUIRE(s == table.find(ns[k]->hint));
+    BOOST_TEST_REQUIRE(s->dependencies == ns[k]->id);
+  }
+  const auto others = hinted_nodes(10);
+  for (const auto& n : others)
+    BOOST_TEST(table.find(n->hint) == nullptr, "a node the table never numbered");
+}
+
+BOOST_AUTO_TEST_CASE(a_hint_another_table_rewrote_is_found_through_the_index) {
+  // Two calls over overlapping graphs: the second numbers some of the
+  // first's nodes in another order, so their hints point elsewhere.
+  const auto ns = hinted_nodes(500);
+  NodeTable<State> first;
+  number(first, ns);
+  NodeTable<State> second;
+  second.reset(ns.size(), true);
+  for (auto it = ns.rbegin(); it != ns.rbegin() + 200; ++it)
+    second.try_emplace((*it)->hint).first->dependencies = -(*it)->id;
+  BOOST_TEST_REQUIRE(second.finish_numbering(false));
+  for (const auto& n : ns) {
+    const State* s = first.find(n->hint);
+    BOOST_TEST_REQUIRE(s != nullptr);
+    BOOST_TEST_REQUIRE(s->dependencies == n->id);
+  }
+  for (auto it = ns.rbegin(); it != ns.rbegin() + 200; ++it)
+    BOOST_TEST_REQUIRE(second.find((*it)->hint)->dependencies == -(*it)->id);
+  for (auto it = ns.rbegin() + 200; it != ns.rend(); ++it)
+    BOOST_TEST_REQUIRE(second.find((*it)->hint) == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(a_pass_whose_hint_was_rewritten_must_run_again) {
+  const auto ns = hinted_nodes(3);
+  NodeTable<State> table, other;
+  table.reset(3, true);
+  table.try_emplace(ns[0]->hint);
+  table.try_emplace(ns[1]->hint).first->dependencies += 1;
+  // Another call numbers ns[1] first, as if on another thread meanwhile.
+  other.reset(3, true);
+  other.try_emplace(ns[2]->hint);
+  other.try_emplace(ns[0]->hint);
+  other.try_emplace(ns[1]->hint);
+  // This pass meets ns[1] again through a second edge: its hint is not
+  // this table's, so it numbers ns[1] twice, and finish_numbering says so.
+  table.try_emplace(ns[1]->hint).first->dependencies += 1;
+  BOOST_TEST(!table.finish_numbering(false));
+  // Numbered again through the index, ns[1] has one state and both edges.
+  table.reset(3, false);
+  table.try_emplace(ns[0]->hint);
+  table.try_emplace(ns[1]->hint).first->dependencies += 1;
+  table.try_emplace(ns[1]->hint).first->dependencies += 1;
+  BOOST_TEST(table.finish_numbering(false));
+  BOOST_TEST(table.size() == 2u);
+  BOOST_TEST(table.find(ns[1]->hint)->dependencies == 2);
+  BOOST_TEST(table.find(ns[2]->hint) == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(a_shared_table_is_indexed_when_numbered) {
+  // Looked up from several threads, a table must not build its index on a
+  // miss: finish_numbering(true) builds it, and lookups after hints were
+  // rewritten run concurrently.
+  const auto ns = hinted_nodes(2000);
+  NodeTable<State> table;
+  table.reset(ns.size(), true);
+  for (const auto& n : ns)
+    table.try_emplace(n->hint).first->dependencies = n->id;
+  BOOST_TEST_REQUIRE(table.finish_numbering(true));
+  for (const auto& n : ns)
+    n->hint.store(7);
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (const auto& n : ns)
+        if (const State* s = table.find(n->hint); !s || s->dependencies != n->id)
+          wrong.fetch_add(1);
+    });
+  for (auto& th : threads)
+    th.join();
+  BOOST_TEST(wrong.load() == 0);
 }
