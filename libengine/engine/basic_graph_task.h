@@ -27,7 +27,11 @@ namespace actorgrad {
 /// a node is read and written only by the actor that runs that node (the
 /// worker of its device, or the GraphTask's CPU queue for CPU nodes), so no
 /// two actors touch the same entry and the map needs no lock. A gradient
-/// for a node owned by another actor travels to it as a message.
+/// for a node owned by another actor travels to it as a message. The one
+/// write a lookup can make, building the table's index after a node's hint
+/// was rewritten (Note [Node table hints]), is done at creation for a task
+/// with devices, whose nodes several actors look up; a CPU-only task's
+/// lookups all come from its one CPU queue, one at a time.
 template <GraphTraits G>
 class BasicGraphTask final : public GraphTaskBase {
 public:
