@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <functional>
 #include <mutex>
 #include <queue>
 #include <random>
@@ -171,14 +172,18 @@ struct NodeHolder {
 
 static std::vector<std::shared_ptr<NodeHolder>> g_holders;
 
-Graph busy_pipeline(int n, int devices, std::chrono::nanoseconds spin) {
+namespace {
+
+/// A chain of n busy nodes, the one at position j (in execution order) on
+/// `device_of(j)`.
+Graph busy_chain(int n, const std::function<Device(int)>& device_of,
+                 std::chrono::nanoseconds spin) {
   auto holder = std::make_shared<NodeHolder>();
-  auto dev = [&](int j) { return Device::sim(static_cast<int>(static_cast<long>(j) * devices / n)); };
   std::shared_ptr<BusyNode> next;
   for (int j = n - 1; j >= 0; --j) { // j = position in execution order
-    auto node = make_node<BusyNode>(spin, on(dev(j)));
+    auto node = make_node<BusyNode>(spin, on(device_of(j)));
     if (next)
-      node->connect(next, on(dev(j + 1)));
+      node->connect(next, on(device_of(j + 1)));
     holder->nodes.push_back(node);
     next = node;
   }
@@ -186,7 +191,19 @@ Graph busy_pipeline(int n, int devices, std::chrono::nanoseconds spin) {
   Graph g;
   g.critical_path_ns = static_cast<double>(spin.count()) * n;
   g.total_work_ns = g.critical_path_ns;
-  return finish_busy(std::move(g), next, dev(0));
+  return finish_busy(std::move(g), next, device_of(0));
+}
+
+} // namespace
+
+Graph busy_pipeline(int n, int devices, std::chrono::nanoseconds spin) {
+  return busy_chain(
+    n, [=](int j) { return Device::sim(static_cast<int>(static_cast<long>(j) * devices / n)); },
+    spin);
+}
+
+Graph busy_hops(int n, int devices, std::chrono::nanoseconds spin) {
+  return busy_chain(n, [=](int j) { return Device::sim(j % devices); }, spin);
 }
 
 Graph busy_branches(int n, int devices, std::chrono::nanoseconds spin) {

@@ -66,6 +66,9 @@ void spin_for(std::chrono::nanoseconds d);
 /// A chain of n busy nodes over `devices` sim devices in contiguous stages
 /// (stage k on sim:k): one backward crosses devices-1 times.
 Graph busy_pipeline(int n, int devices, std::chrono::nanoseconds spin);
+/// A chain of n busy nodes dealt round-robin over `devices` sim devices
+/// (node j on sim:j % devices): every gradient crosses to another device.
+Graph busy_hops(int n, int devices, std::chrono::nanoseconds spin);
 /// A CPU root feeding `devices` independent chains of n busy nodes, chain k on sim:k.
 Graph busy_branches(int n, int devices, std::chrono::nanoseconds spin);
 

@@ -28,7 +28,9 @@ SIZES=${SIZES:-"100 1000 10000"}
 # instructions per node.
 # pipeline:4 and branches:4 are the multi-device graphs of bench_engines on 4
 # sim devices with nodes that do no work: the engines' cost on device workers.
-EXTRA=${EXTRA-"fan:16:100 fan:256:10 mlp:4:100 random_dag:1000:10 reentrant:100:20 pipeline:4:100 branches:4:100"}
+# hops:2 deals 64 such nodes round-robin over 2 sim devices: every gradient
+# crosses devices, so hops minus pipeline is the cost of a device hop.
+EXTRA=${EXTRA-"fan:16:100 fan:256:10 mlp:4:100 random_dag:1000:10 reentrant:100:20 pipeline:4:100 branches:4:100 hops:2:100"}
 ENGINES=${ENGINES:-"sequential reference baseline actor torch_seq torch"}
 DRIVER=$BUILD/bench/bench_chain_driver
 command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 77; }

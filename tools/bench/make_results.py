@@ -26,7 +26,9 @@ REENTRANT_NOTE = ("`reentrant`, N = 100: a node whose backward runs a nested bac
                   "both engines hand the nested call to their reentrant pool.")
 DEVICES_NOTE = ("`pipeline` and `branches`, N = 4: the multi-device graphs of the wall-time tables below on "
                 "4 sim devices, with nodes that do no work, so what is counted is each engine's cost of running "
-                "nodes on its device threads (all threads are counted).")
+                "nodes on its device threads (all threads are counted). `hops`, N = 2: 64 such nodes dealt "
+                "round-robin over 2 sim devices, so every gradient crosses devices; hops minus pipeline, per node, "
+                "is the cost of a device hop.")
 COLORS = {"reference": "#888888", "baseline": "#d62728", "actor": "#1f77b4", "torch": "#2ca02c"}
 
 
@@ -230,7 +232,7 @@ def main():
                   "after one warm-up pass), divided by passes and nodes.", ""] + cg_lines + [""]
         if any(r["case"] == "reentrant" for r in cg):
             lines += [REENTRANT_NOTE, ""]
-        if any(r["case"] in ("pipeline", "branches") for r in cg):
+        if any(r["case"] in ("pipeline", "branches", "hops") for r in cg):
             lines += [DEVICES_NOTE, ""]
     panels = []
     if cg_series:
