@@ -1,6 +1,7 @@
 #pragma once
 /// @file node_table.h
-/// The per-node state of one GraphTask, found by the node's address.
+/// The per-node state of one GraphTask, found through the node's hint or by
+/// its address.
 
 #include <algorithm>
 #include <atomic>
@@ -65,6 +66,8 @@ public:
   /// has none yet; `.second` is true when it was made. Invalidates earlier
   /// state pointers. A table reset with hints takes the hint overload only.
   std::pair<V*, bool> try_emplace(const void* node) {
+    if (!indexed_)
+      build_index();
     if (V* v = find_indexed(node))
       return {v, false};
     return {&add(node), true};

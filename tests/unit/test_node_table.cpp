@@ -63,6 +63,16 @@ BOOST_AUTO_TEST_CASE(finds_what_it_holds_and_nothing_else) {
   BOOST_TEST(table.find(nullptr) == nullptr);
 }
 
+BOOST_AUTO_TEST_CASE(a_table_never_reset_takes_nodes) {
+  const auto n = nodes(40);
+  NodeTable<State> table;
+  for (const auto& p : n)
+    BOOST_TEST_REQUIRE(table.try_emplace(p.get()).second);
+  for (const auto& p : n)
+    BOOST_TEST_REQUIRE(table.find(p.get()) != nullptr);
+  BOOST_TEST(table.size() == n.size());
+}
+
 BOOST_AUTO_TEST_CASE(an_empty_table_finds_nothing) {
   NodeTable<State> table;
   const auto n = nodes(1);
