@@ -147,9 +147,11 @@ private:
              value&& grad, D& to);
   value_list evaluate_node(node& fn, NodeState& s);
 
-  /// `fn`'s key in state_: its hint when G keeps one (Note [Node table hints]).
+  /// Whether G keeps a NodeHint in its nodes (Note [Node table hints]).
+  static constexpr bool has_hints = requires(const node& n) { G::table_hint(n); };
+  /// `fn`'s key in state_: its hint when G keeps one.
   static decltype(auto) key_of(const node& fn) {
-    if constexpr (requires { G::table_hint(fn); })
+    if constexpr (has_hints)
       return G::table_hint(fn);
     else
       return static_cast<const void*>(&fn);

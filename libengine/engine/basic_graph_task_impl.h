@@ -134,7 +134,6 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
   streams_ = {};
   // The longest path below the root has topological_nr + 1 distinct nodes:
   // a lower bound on the graph's size that saves the table most rehashes.
-  constexpr bool has_hints = requires { G::table_hint(*root); };
   state_.reset(G::topological_nr(*root) + 1, has_hints && hinted);
   state_.try_emplace(key_of(*root));
   std::vector<node*> queue{root};

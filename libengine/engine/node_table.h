@@ -198,7 +198,7 @@ private:
   V& add(const void* key) {
     if (indexed_) {
       if ((values_.size() + 1) * 2 > capacity_)
-        grow();
+        build_index(capacity_); // twice the slots
       insert(key, static_cast<std::uint32_t>(values_.size()));
     }
     keys_.push_back(key);
@@ -233,9 +233,12 @@ private:
     set_capacity(capacity);
     indexed_ = true;
   }
-  /// Indexes every key numbered so far (the table numbered through hints).
-  void build_index() {
-    reset_index(std::max(keys_.size(), values_.capacity()));
+  /// Indexes every key numbered so far (the table numbered through hints,
+  /// or its index is full), with room for as many states as values_ has
+  /// and for at least `n`.
+  /// Out of line: a fallback, kept out of the lookups it would bloat.
+  [[gnu::noinline]] void build_index(std::size_t n = 0) {
+    reset_index(std::max(n, values_.capacity()));
     for (std::size_t k = 0; k < keys_.size(); ++k)
       insert(keys_[k], static_cast<std::uint32_t>(k));
   }
@@ -248,16 +251,6 @@ private:
   std::size_t home(const void* key) const {
     return (reinterpret_cast<std::uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_;
   }
-  void grow() {
-    const std::size_t capacity = capacity_ * 2;
-    index_ = std::make_unique<Slot[]>(capacity);
-    index_memory_ = capacity;
-    generation_ = 1;
-    set_capacity(capacity);
-    for (std::size_t k = 0; k < keys_.size(); ++k)
-      insert(keys_[k], static_cast<std::uint32_t>(k));
-  }
-
   std::vector<V> values_;
   /// The key of each state: the node's address, or its hint's.
   std::vector<const void*> keys_;
