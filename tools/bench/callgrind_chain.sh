@@ -8,8 +8,8 @@
 # Env: CASES (default "chain_passthrough chain_mul"; "" for none), SIZES (default
 # "100 1000 10000"; add 100000 for the long chain: slow under valgrind),
 # EXTRA (further CASE:N[:PASSES] runs, default: fan 16 and 256, the MLP, the
-# random DAG of 1000, reentrant backward to depth 100 and the multi-device
-# graphs; "" for none),
+# random DAG of 1000, reentrant backward to depth 100, the multi-device
+# graphs and the per-call cases; "" for none),
 # ENGINES (default: sequential reference baseline actor torch_seq torch),
 # KEEP_OUT=1 keeps the callgrind.out files (for callgrind_annotate) next to the TSV.
 #
@@ -30,7 +30,10 @@ SIZES=${SIZES:-"100 1000 10000"}
 # sim devices with nodes that do no work: the engines' cost on device workers.
 # hops:2 deals 64 such nodes round-robin over 2 sim devices: every gradient
 # crosses devices, so hops minus pipeline is the cost of a device hop.
-EXTRA=${EXTRA-"fan:16:100 fan:256:10 mlp:4:100 random_dag:1000:10 reentrant:100:20 pipeline:4:100 branches:4:100 hops:2:100"}
+# The per-call cases (issue "Performance floor"): a synchronous 2-node CPU
+# call, a 2-node call rooted on sim:0, the CPU call through execute_async
+# (actor only: the other engines skip it), one nested call.
+EXTRA=${EXTRA-"fan:16:100 fan:256:10 mlp:4:100 random_dag:1000:10 reentrant:100:20 pipeline:4:100 branches:4:100 hops:2:100 chain_passthrough:1:200 sim_root:2:200 async_chain_passthrough:1:200 reentrant:1:200"}
 ENGINES=${ENGINES:-"sequential reference baseline actor torch_seq torch"}
 DRIVER=$BUILD/bench/bench_chain_driver
 command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 77; }

@@ -3,7 +3,10 @@
 bench/overhead_per_node.svg (standard library only: the SVG is written by hand).
 
 Inputs (any may be missing): bench_engines.json (Google Benchmark JSON),
-callgrind_chain.tsv (tools/bench/callgrind_chain.sh), memory.tsv.
+callgrind_chain.tsv (tools/bench/callgrind_chain.sh), memory.tsv; with
+--before, the same files from an earlier tree measured in the same run, which
+add before/after tables, the issue-20 targets (met or not, with the figure)
+and the earlier overhead to the plot.
 The hand-recorded tail of an existing RESULTS.md (from the heading
 HAND_RECORDED on) is kept below the generated part.
 """
@@ -29,6 +32,7 @@ DEVICES_NOTE = ("`pipeline` and `branches`, N = 4: the multi-device graphs of th
                 "nodes on its device threads (all threads are counted). `hops`, N = 2: 64 such nodes dealt "
                 "round-robin over 2 sim devices, so every gradient crosses devices; hops minus pipeline, per node, "
                 "is the cost of a device hop.")
+BEFORE_SUFFIX = " (before)"
 COLORS = {"reference": "#888888", "baseline": "#d62728", "actor": "#1f77b4", "torch": "#2ca02c"}
 
 
@@ -154,6 +158,190 @@ def bench_tables(js):
     return out, series, dev, cc
 
 
+def cg_index(rows):
+    """callgrind rows by (case, n), then engine: (instructions per node, nodes)."""
+    out = {}
+    for r in rows:
+        out.setdefault((r["case"], int(r["n"])), {})[r["engine"]] = (float(r["instructions_per_node"]),
+                                                                     int(r["nodes"]))
+    return out
+
+
+def singles_index(js):
+    """bench_engines' single-device cases by (case, n), then engine: the benchmark."""
+    out = {}
+    for b in js.get("benchmarks", []):
+        parts = b["name"].split("/")
+        if parts[0] == "single" and b.get("run_type") != "aggregate":
+            out.setdefault((parts[1], int(parts[2])), {})[parts[3]] = b
+    return out
+
+
+def devices_index(js):
+    """bench_engines' multi-device cases by (pattern, devices, us, engine): the repetitions."""
+    out = {}
+    for b in js.get("benchmarks", []):
+        parts = b["name"].split("/")
+        if parts[0] == "devices" and b.get("run_type", "iteration") == "iteration":
+            out.setdefault(tuple(parts[1:5]), []).append(b)
+    return out
+
+
+def median_of(runs, key):
+    vals = [b[key] for b in runs if key in b]
+    return statistics.median(vals) if vals else None
+
+
+def extra_peak_per_node(mem):
+    """memory.tsv by (engine, nodes): bytes per node the backward adds to the peak."""
+    return {(r["engine"], int(r["nodes"])): (float(r["peak_rss_after_backward_bytes"]) -
+                                             float(r["peak_rss_graph_bytes"])) / float(r["nodes"])
+            for r in mem}
+
+
+def arrow(before, after, nd=0):
+    return f"{fmt(before, nd)} → {fmt(after, nd)}"
+
+
+def change(before, after):
+    if before is None or after is None or not before:
+        return "–"
+    return f"{(after - before) / before * 100:+.1f}%"
+
+
+CMP_ENGINES = ("reference", "baseline", "actor")
+
+
+def before_after_tables(before, after):
+    """Every case measured in both trees: each engine's figure before → after."""
+    b_cg, a_cg = cg_index(before["cg"]), cg_index(after["cg"])
+    out = ["### Instructions per node", "",
+           "| case | N | sequential | " + " | ".join(f"{e} before → after" for e in CMP_ENGINES) +
+           " | actor overhead before → after | change |",
+           "|---|---:|---:|" + "---:|" * (len(CMP_ENGINES) + 2)]
+    for key in sorted(set(b_cg) & set(a_cg)):
+        b, a = b_cg[key], a_cg[key]
+        get = lambda row, e: row[e][0] if e in row else None
+        ov = lambda row: get(row, "actor") - get(row, "sequential") \
+            if "actor" in row and "sequential" in row else None
+        out.append(f"| {key[0]} | {key[1]} | {fmt(get(a, 'sequential'))} | " +
+                   " | ".join(arrow(get(b, e), get(a, e)) for e in CMP_ENGINES) +
+                   f" | {arrow(ov(b), ov(a))} | {change(get(b, 'actor'), get(a, 'actor'))} |")
+    b_s, a_s = singles_index(before["js"]), singles_index(after["js"])
+    if b_s and a_s:
+        out += ["", "### Wall time, single device (ns per node, Google Benchmark minimum)", "",
+                "| case | N | sequential before → after | " +
+                " | ".join(f"{e} before → after" for e in CMP_ENGINES) + " | actor change |",
+                "|---|---:|---:|" + "---:|" * (len(CMP_ENGINES) + 1)]
+        for key in sorted(set(b_s) & set(a_s)):
+            ns = lambda row, e: row[e].get("ns_per_node") if e in row else None
+            b, a = b_s[key], a_s[key]
+            out.append(f"| {key[0]} | {key[1]} | {arrow(ns(b, 'sequential'), ns(a, 'sequential'), 1)} | " +
+                       " | ".join(arrow(ns(b, e), ns(a, e), 1) for e in CMP_ENGINES) +
+                       f" | {change(ns(b, 'actor'), ns(a, 'actor'))} |")
+    b_d, a_d = devices_index(before["js"]), devices_index(after["js"])
+    if b_d and a_d:
+        out += ["", "### Wall time, simulated devices (medians of the repetitions)", "",
+                "| pattern | devices | busy/node | engine | median makespan µs before → after | "
+                "min / threads' best before → after |", "|---|---:|---:|---|---:|---:|"]
+        for key in a_d:
+            if key in b_d and key[3] in CMP_ENGINES:
+                b, a = b_d[key], a_d[key]
+                out.append(f"| {key[0]} | {key[1].replace('dev', '')} | {key[2].replace('us', ' µs')} | {key[3]} | "
+                           f"{arrow(median_of(b, 'makespan_median_us'), median_of(a, 'makespan_median_us'), 1)} | "
+                           f"{arrow(median_of(b, 'makespan_over_threads'), median_of(a, 'makespan_over_threads'), 3)} |")
+    b_m, a_m = extra_peak_per_node(before["mem"]), extra_peak_per_node(after["mem"])
+    if b_m and a_m:
+        out += ["", "### Peak memory of one backward (extra peak bytes per node)", "",
+                "| engine | nodes | before → after |", "|---|---:|---:|"]
+        for key in sorted(set(b_m) & set(a_m), key=lambda k: (k[1], k[0])):
+            out.append(f"| {key[0]} | {key[1]} | {arrow(b_m[key], a_m[key], 1)} |")
+    return out + [""]
+
+
+SINGLE_DEVICE_CASES = ("chain_passthrough", "chain_mul", "fan", "mlp", "random_dag", "reentrant")
+
+
+def targets(res):
+    """The targets of issue 20 on one tree's results: (target, figure, met) rows;
+    met is None where the run lacks the case."""
+    cg, singles = cg_index(res["cg"]), singles_index(res["js"])
+    devices, mem = devices_index(res["js"]), extra_peak_per_node(res["mem"])
+    rows = []
+
+    def per_node(case, n, e):
+        return cg.get((case, n), {}).get(e, (None, 0))[0]
+
+    def per_call(case, n, e):
+        v, nodes = cg.get((case, n), {}).get(e, (None, 0))
+        return v * nodes if v is not None else None
+
+    def overhead(case, n, e):
+        v, s = per_node(case, n, e), per_node(case, n, "sequential")
+        return v - s if v is not None and s is not None else None
+
+    def check(name, value, limit, nd=0, unit=""):
+        if value is None:
+            rows.append((name, "–", None))
+        else:
+            rows.append((name, f"{fmt(value, nd)}{unit}", value <= limit))
+
+    check("chain_passthrough 1000: actor overhead ≤ 400 instr/node", overhead("chain_passthrough", 1000, "actor"), 400)
+    check("chain_passthrough 1000: reference overhead ≤ 300 instr/node",
+          overhead("chain_passthrough", 1000, "reference"), 300)
+    ratios = {k: row["actor"][0] / row["baseline"][0] for k, row in cg.items()
+              if k[0] in SINGLE_DEVICE_CASES and "actor" in row and "baseline" in row}
+    if ratios:
+        worst = max(ratios, key=ratios.get)
+        rows.append(("every single-device case: actor < baseline (the closest, actor/baseline)",
+                     f"{ratios[worst]:.3f}× ({worst[0]} {worst[1]})", ratios[worst] < 1))
+    for case, n in (("chain_mul", 1000), ("mlp", 4)):
+        a, s = per_node(case, n, "actor"), per_node(case, n, "sequential")
+        check(f"{case} {n}: actor ≤ 1.5× the sequential bound", a / s if a and s else None, 1.5, 3, "×")
+    for e in ("actor", "reference"):
+        lo = singles.get(("chain_passthrough", 1000), {}).get(e, {}).get("ns_per_node")
+        hi = singles.get(("chain_passthrough", 1000000), {}).get(e, {}).get("ns_per_node")
+        check(f"{e}: wall ns/node at 10^6 ≤ 1.5× at 10^3 (pass-through chain)", hi / lo if lo and hi else None,
+              1.5, 2, "×")
+    check("sync CPU call, 2 nodes: ≤ 1,500 instructions", per_call("chain_passthrough", 1, "actor"), 1500)
+    check("root on sim:0, 2 nodes: ≤ 5,000 instructions", per_call("sim_root", 2, "actor"), 5000)
+    for case, n, label in (("sim_root", 2, "root on sim:0, 2 nodes"),
+                           ("async_chain_passthrough", 1, "backward_async, 2 nodes")):
+        b = singles.get((case, n), {}).get("actor", {})
+        med = b.get("median_ns_per_iter")
+        check(f"{label}: ≤ 10 µs (median call)", med / 1e3 if med else None, 10, 1, " µs")
+    check("backward_async, 2 nodes: ≤ 5,000 instructions", per_call("async_chain_passthrough", 1, "actor"), 5000)
+    ov = overhead("reentrant", 100, "actor")
+    check("one nested call (reentrant 100: overhead per call of 3 nodes) ≤ 5,000 instructions",
+          ov * 3 if ov is not None else None, 5000)
+    hop = {e: per_node("hops", 2, e) - per_node("pipeline", 4, e)
+           for e in ("actor", "baseline") if per_node("hops", 2, e) and per_node("pipeline", 4, e)}
+    if "baseline" in hop:
+        rows.append(("device hop (hops 2 − pipeline 4, instr/node) ≤ the baseline's",
+                     f"{fmt(hop.get('actor'))} (baseline {fmt(hop['baseline'])})",
+                     hop["actor"] <= hop["baseline"] if "actor" in hop else None))
+    for d in (2, 4):
+        for us, limit in ((1, 1.15), (10, 1.05)):
+            runs = devices.get(("pipeline", f"{d}dev", f"{us}us", "actor"), [])
+            check(f"pipeline, {d} devices, {us} µs nodes: ≤ {limit}× plain threads",
+                  median_of(runs, "makespan_over_threads"), limit, 3, "×")
+    a, b = mem.get(("actor", 1000001)), mem.get(("baseline", 1000001))
+    rows.append(("peak memory, 10^6 chain: actor ≤ baseline (bytes/node)",
+                 f"{fmt(a, 1)} (baseline {fmt(b, 1)})", None if a is None or b is None else a <= b))
+    return rows
+
+
+def targets_table(before, after):
+    """The issue-20 targets, met or not on the after tree, with both trees' figures."""
+    after_rows = targets(after)
+    before_rows = {name: fig for name, fig, _ in targets(before)} if before else {}
+    met = {True: "met", False: "not met", None: "–"}
+    out = ["| target | before | after | after: met |", "|---|---:|---:|---|"]
+    for name, fig, ok in after_rows:
+        out.append(f"| {name} | {before_rows.get(name, '–')} | {fig} | {met[ok]} |")
+    return out + [""]
+
+
 def svg_plot(panels, path):
     """panels: list of (title, ylabel, {engine: [(n, value)]}); log-log axes."""
     W, H, pad_l, pad_b, pad_t, pad_r = 460, 340, 70, 50, 30, 20
@@ -191,17 +379,27 @@ def svg_plot(panels, path):
             s = sorted((n, v) for n, v in s if v > 0)
             if not s:
                 continue
-            c = COLORS.get(eng, "#9467bd")
-            svg.append('<polyline fill="none" stroke-width="2" stroke="%s" points="%s"/>' %
-                       (c, " ".join(f"{X(n):.1f},{Y(v):.1f}" for n, v in s)))
+            earlier = eng.endswith(BEFORE_SUFFIX)
+            c = COLORS.get(eng.removesuffix(BEFORE_SUFFIX), "#9467bd")
+            svg.append('<polyline fill="none" stroke-width="2" stroke="%s"%s points="%s"/>' %
+                       (c, ' stroke-dasharray="5,3"' if earlier else "",
+                        " ".join(f"{X(n):.1f},{Y(v):.1f}" for n, v in s)))
             for n, v in s:
                 svg.append(f'<circle cx="{X(n):.1f}" cy="{Y(v):.1f}" r="3" fill="{c}"/>')
             ly = pad_t + 8 + 14 * i
-            svg.append(f'<rect x="{ox + W - pad_r - 90}" y="{ly - 8}" width="10" height="10" fill="{c}"/>')
-            svg.append(f'<text x="{ox + W - pad_r - 75}" y="{ly + 1}">{eng}</text>')
+            faded = ' fill-opacity="0.4"' if earlier else ""
+            svg.append(f'<rect x="{ox + W - pad_r - 130}" y="{ly - 8}" width="10" height="10" fill="{c}"{faded}/>')
+            svg.append(f'<text x="{ox + W - pad_r - 115}" y="{ly + 1}">{eng}</text>')
     svg.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(svg) + "\n")
+
+
+def load_results(path):
+    jpath = os.path.join(path, "bench_engines.json")
+    return {"cg": read_tsv(os.path.join(path, "callgrind_chain.tsv")),
+            "mem": read_tsv(os.path.join(path, "memory.tsv")),
+            "js": json.load(open(jpath)) if os.path.exists(jpath) else {}}
 
 
 def main():
@@ -209,12 +407,14 @@ def main():
     ap.add_argument("--results", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--command", default="tools/bench/run_benchmarks.sh")
+    ap.add_argument("--before", help="results of an earlier tree, measured in the same run")
+    ap.add_argument("--before-label", default="before")
+    ap.add_argument("--after-label", default="after")
     a = ap.parse_args()
     model, ncpu, plat, load = machine()
-    cg = read_tsv(os.path.join(a.results, "callgrind_chain.tsv"))
-    mem = read_tsv(os.path.join(a.results, "memory.tsv"))
-    jpath = os.path.join(a.results, "bench_engines.json")
-    js = json.load(open(jpath)) if os.path.exists(jpath) else {}
+    after = load_results(a.results)
+    before = load_results(a.before) if a.before else None
+    cg, mem, js = after["cg"], after["mem"], after["js"]
     lines = ["# actorgrad engine benchmarks", "",
              f"- machine: {model}, {ncpu} cores, {plat}",
              f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}",
@@ -225,6 +425,14 @@ def main():
              "(mutex/condvar ReadyQueue, GraphTask mutex, wake-up tasks; bench/baseline); `actor` = the CAF "
              "engine; `torch` = libtorch's engine; `torch_seq` = libtorch's nodes called directly (bound for torch).",
              "- overhead per node = (engine − its lower bound) / nodes.", ""]
+    if before:
+        lines += [f"- before = {a.before_label}, after = {a.after_label}: both trees built with this tree's "
+                  "bench files and measured in this run, stage by stage (`BEFORE_BUILD`); the tables below "
+                  "the targets are the after tree's.", "",
+                  "## Issue 20 (performance floor): targets", "",
+                  "Each figure from the tables of this run; how each is computed: `targets()` in "
+                  "tools/bench/make_results.py.", ""] + targets_table(before, after)
+        lines += ["## Before and after", ""] + before_after_tables(before, after)
     cg_lines, cg_series = callgrind_tables(cg) if cg else ([], {})
     if cg_lines:
         lines += ["## Instructions per node (callgrind, repeatable)", "",
@@ -234,6 +442,10 @@ def main():
             lines += [REENTRANT_NOTE, ""]
         if any(r["case"] in ("pipeline", "branches", "hops") for r in cg):
             lines += [DEVICES_NOTE, ""]
+    if before:
+        for eng, pts in (callgrind_tables(before["cg"])[1] if before["cg"] else {}).items():
+            if eng == "actor":
+                cg_series[eng + BEFORE_SUFFIX] = pts
     panels = []
     if cg_series:
         panels.append(("Engine overhead, instructions/node", "instructions per node", cg_series))
@@ -244,6 +456,8 @@ def main():
                   f"load average {ctx.get('load_avg')}, library build {ctx.get('library_build_type')}. "
                   "Times are the minimum over iterations (least disturbed run on a shared machine).", ""]
         single, series, dev, cc = bench_tables(js)
+        if before and before["js"] and "actor" in bench_tables(before["js"])[1]:
+            series["actor" + BEFORE_SUFFIX] = bench_tables(before["js"])[1]["actor"]
         lines += ["### Single device (CPU)", ""] + single + [""]
         if any("reentrant" in row for row in single):
             lines += [REENTRANT_NOTE, ""]

@@ -11,6 +11,12 @@
 # hand-recorded "## Further measurements" tail of bench/RESULTS.md.
 # Env: SKIP_BUILD=1, SKIP_CALLGRIND=1, BENCH_FILTER (a --benchmark_filter
 # regex), JOBS (build parallelism, default 2).
+# Before/after: BEFORE_BUILD names a Release build of an earlier tree made
+# with this tree's bench/ files (BEFORE_LABEL names it, e.g. its commit).
+# Every stage then measures that build too, into bench/results/before/,
+# right after this one (callgrind counts of both run side by side, one
+# per core: they do not depend on load); make_results.py adds the
+# before/after tables and the issue-20 targets.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build-bench}
@@ -25,23 +31,43 @@ if "$BUILD/bench/bench_chain_driver" torch_seq chain_passthrough 10 1 >/dev/null
   ENGINES="$ENGINES torch_seq torch"
 fi
 
+# The trees to measure: "BUILD RESULTS_DIR ENGINES" each. The earlier tree
+# is measured on actorgrad's own engines only (libtorch's are the same).
+TREES=("$BUILD|$RES|$ENGINES")
+if [ -n "${BEFORE_BUILD:-}" ]; then
+  mkdir -p "$RES/before"
+  TREES+=("$BEFORE_BUILD|$RES/before|sequential reference baseline actor")
+fi
+
 if [ "${SKIP_CALLGRIND:-0}" != 1 ]; then
-  ENGINES="$ENGINES" "$ROOT/tools/bench/callgrind_chain.sh" "$BUILD" "$RES/callgrind_chain.tsv"
+  for t in "${TREES[@]}"; do
+    IFS='|' read -r b r e <<<"$t"
+    ENGINES="$e" "$ROOT/tools/bench/callgrind_chain.sh" "$b" "$r/callgrind_chain.tsv" > "$r/callgrind_chain.log" &
+  done
+  wait
 fi
 
 # Peak memory: one backward of the chains of 10^5 and 10^6 in a fresh process
 # per engine (about 1 GB for 10^6).
-echo -e "engine\tcase\tn\tnodes\tpeak_rss_start_bytes\tpeak_rss_graph_bytes\tpeak_rss_after_backward_bytes" > "$RES/memory.tsv"
-for n in 100000 1000000; do
-  for e in $ENGINES; do
-    "$BUILD/bench/bench_chain_driver" "$e" chain_passthrough $n --mem |
-      awk -v OFS='\t' '{print $1, $2, $3, $4, $9, $7, $8}' >> "$RES/memory.tsv"
+for t in "${TREES[@]}"; do
+  IFS='|' read -r b r e <<<"$t"
+  echo -e "engine\tcase\tn\tnodes\tpeak_rss_start_bytes\tpeak_rss_graph_bytes\tpeak_rss_after_backward_bytes" > "$r/memory.tsv"
+  for n in 100000 1000000; do
+    for eng in $e; do
+      "$b/bench/bench_chain_driver" "$eng" chain_passthrough $n --mem |
+        awk -v OFS='\t' '{print $1, $2, $3, $4, $9, $7, $8}' >> "$r/memory.tsv"
+    done
   done
 done
 
-"$BUILD/bench/bench_engines" --benchmark_out="$RES/bench_engines.json" --benchmark_out_format=json \
-  ${BENCH_FILTER:+--benchmark_filter="$BENCH_FILTER"} | tee "$RES/bench_engines.txt"
+for t in "${TREES[@]}"; do
+  IFS='|' read -r b r e <<<"$t"
+  "$b/bench/bench_engines" --benchmark_out="$r/bench_engines.json" --benchmark_out_format=json \
+    ${BENCH_FILTER:+--benchmark_filter="$BENCH_FILTER"} | tee "$r/bench_engines.txt"
+done
 
 CMD="tools/bench/run_benchmarks.sh $*"
+[ -n "${BEFORE_BUILD:-}" ] && CMD="BEFORE_BUILD=$BEFORE_BUILD BEFORE_LABEL=${BEFORE_LABEL:-before} $CMD"
 python3 "$ROOT/tools/bench/make_results.py" --results "$RES" --out "$ROOT/bench/RESULTS.md" \
-  --command "$CMD"
+  --command "$CMD" ${BEFORE_BUILD:+--before "$RES/before" --before-label "${BEFORE_LABEL:-before}"} \
+  --after-label "$(git -C "$ROOT" rev-parse --short HEAD)"
