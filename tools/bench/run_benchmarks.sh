@@ -21,6 +21,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build-bench}
 RES=$ROOT/bench/results
+AFTER_LABEL=$(git -C "$ROOT" rev-parse --short HEAD) # the tree measured, before any commit made meanwhile
 mkdir -p "$RES"
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -70,4 +71,4 @@ CMD="tools/bench/run_benchmarks.sh $*"
 [ -n "${BEFORE_BUILD:-}" ] && CMD="BEFORE_BUILD=$BEFORE_BUILD BEFORE_LABEL=${BEFORE_LABEL:-before} $CMD"
 python3 "$ROOT/tools/bench/make_results.py" --results "$RES" --out "$ROOT/bench/RESULTS.md" \
   --command "$CMD" ${BEFORE_BUILD:+--before "$RES/before" --before-label "${BEFORE_LABEL:-before}"} \
-  --after-label "$(git -C "$ROOT" rev-parse --short HEAD)"
+  --after-label "$AFTER_LABEL"
