@@ -352,14 +352,15 @@ if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "ddp_rank":
     sys.exit(0)
 
 if __name__ == "__main__":
+    # ENGINE: stock, actorgrad, or actorgrad_fast (install(fast_backward=True)).
     name, engine, path = sys.argv[1:]
     torch.set_num_threads(1)
-    if engine == "actorgrad":
+    if engine != "stock":
         import actorgrad.torch
-        actorgrad.torch.install()
+        actorgrad.torch.install(fast_backward=engine == "actorgrad_fast")
     torch.manual_seed(0)
     result = CASES[name]()
-    if engine == "actorgrad":
+    if engine != "stock":
         calls = actorgrad.torch.stats()["calls"]
         assert calls > 0, "no backward call ran on actorgrad"
         result["actorgrad calls"] = [calls]

@@ -57,6 +57,107 @@ def test_errors_keep_torch_texts_and_the_next_backward_works(on_actorgrad):
     assert torch.equal(x.grad, torch.full((3,), 3.0))
 
 
+def test_fast_backward_takes_the_common_call_and_uninstall_restores_torch_s_method():
+    stock = torch.Tensor.__dict__["backward"]
+    x = torch.randn(3, requires_grad=True)
+    with ag.installed(fast_backward=True):
+        assert torch.Tensor.backward is not stock
+        assert torch.Tensor.backward.__doc__ == stock.__doc__
+        before = ag.stats()
+        (x * 2).sum().backward()
+        (x * 3).backward(torch.ones(3), retain_graph=False, create_graph=False)
+        after = ag.stats()
+        assert after["fast_backward"] == before["fast_backward"] + 2
+        assert after["calls"] == before["calls"] + 2
+        assert torch.equal(x.grad, torch.full((3,), 5.0))
+        # retain_graph defaults to create_graph, as in torch.autograd.backward.
+        y = (x * x).sum()
+        y.backward()
+        with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+            y.backward()
+    assert torch.Tensor.__dict__["backward"] is stock
+    assert "fast_backward" not in torch.Tensor.__dict__["backward"].__qualname__
+    with ag.installed():  # without the option, torch's method stays
+        assert torch.Tensor.__dict__["backward"] is stock
+
+
+def _refusal(call):
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 - what torch raises is the point
+        return type(e), str(e)
+    return None
+
+
+# Calls the fast path leaves to torch's own Tensor.backward: each must give
+# torch's outcome, exception type and text included.
+REFUSED = {
+    "implicit grad of a non-scalar": lambda: torch.ones(3, requires_grad=True).mul(2).backward(),
+    "gradient of the wrong shape": lambda: torch.ones(3, requires_grad=True).mul(2).backward(torch.ones(4)),
+    "complex gradient of a real output":
+        lambda: torch.ones(3, requires_grad=True).mul(2).backward(torch.ones(3, dtype=torch.complex64)),
+    "gradient not a tensor": lambda: torch.ones(3, requires_grad=True).mul(2).backward([1.0, 1.0, 1.0]),
+    "output without grad": lambda: torch.ones(()).backward(),
+    "empty inputs": lambda: torch.ones((), requires_grad=True).mul(2).backward(inputs=[]),
+    "unknown keyword": lambda: torch.ones((), requires_grad=True).mul(2).backward(retain=True),
+    "create_graph not a bool": lambda: torch.ones((), requires_grad=True).mul(2).backward(create_graph="yes"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_fast_backward_leaves_refusals_to_torch(name):
+    expected = _refusal(REFUSED[name])
+    assert expected is not None, "torch accepts this call"
+    with ag.installed(fast_backward=True):
+        before = ag.stats()["fast_backward"]
+        assert _refusal(REFUSED[name]) == expected
+        assert ag.stats()["fast_backward"] == before
+
+
+def test_fast_backward_leaves_other_calls_to_torch_with_the_same_result(monkeypatch):
+    def run():
+        torch.manual_seed(0)
+        x = torch.nn.Parameter(torch.randn(3))
+        w = torch.randn(3, requires_grad=True)
+        (x * w).sum().backward(inputs=[x])        # inputs: torch's method
+        x.mul(2).sum().backward()
+        p = torch.nn.Parameter(torch.tensor(2.0))
+        p.backward()                              # a Parameter is a subclass
+        return x.grad.clone(), w.grad, p.grad.clone()
+
+    expected = run()
+    with ag.installed(fast_backward=True):
+        before = ag.stats()["fast_backward"]
+        got = run()
+        assert ag.stats()["fast_backward"] == before + 1  # x.mul(2).sum() only
+        seen = []
+        stock_backward = torch.autograd.backward
+        monkeypatch.setattr(torch.autograd, "backward", lambda *a, **k: seen.append(1) or stock_backward(*a, **k))
+        torch.ones((), requires_grad=True).mul(2).backward()
+        assert seen == [1], "a patched torch.autograd.backward sees the call"
+        assert ag.stats()["fast_backward"] == before + 1
+    for e, g in zip(expected, got):
+        assert g is None if e is None else torch.equal(e, g)
+
+
+def test_fast_backward_passes_an_exception_in_a_custom_function_through():
+    class Fails(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("bad gradient in Fails")
+
+    with ag.installed(fast_backward=True):
+        x = torch.ones((), requires_grad=True)
+        with pytest.raises(ValueError, match="bad gradient in Fails"):
+            Fails.apply(x).backward()
+        (x * 2).backward()
+        assert torch.equal(x.grad, torch.tensor(2.0))
+
+
 def test_a_python_thread_keeps_running_during_a_backward(on_actorgrad):
     torch.set_num_threads(1)
     # Few large nodes: a GIL held through the call stalls the thread for one

@@ -23,14 +23,15 @@ def run(case, engine, tmp_path):
 @pytest.mark.parametrize("case", sorted(cases.CASES))
 def test_same_as_stock(case, tmp_path):
     stock = run(case, "stock", tmp_path)
-    ours = run(case, "actorgrad", tmp_path)
-    assert ours.pop("actorgrad calls")[0] > 0
-    assert sorted(stock) == sorted(ours)
-    for key, expected in stock.items():
-        got = ours[key]
-        if isinstance(expected, torch.Tensor):
-            assert isinstance(got, torch.Tensor), key
-            assert expected.dtype == got.dtype and expected.shape == got.shape, key
-            assert torch.equal(expected, got), f"{key}: max abs diff {(expected - got).abs().max()}"
-        else:
-            assert expected == got, key
+    for engine in ("actorgrad", "actorgrad_fast"):  # install() and install(fast_backward=True)
+        ours = run(case, engine, tmp_path)
+        assert ours.pop("actorgrad calls")[0] > 0, engine
+        assert sorted(stock) == sorted(ours), engine
+        for key, expected in stock.items():
+            got = ours[key]
+            if isinstance(expected, torch.Tensor):
+                assert isinstance(got, torch.Tensor), (engine, key)
+                assert expected.dtype == got.dtype and expected.shape == got.shape, (engine, key)
+                assert torch.equal(expected, got), f"{engine} {key}: max abs diff {(expected - got).abs().max()}"
+            else:
+                assert expected == got, (engine, key)

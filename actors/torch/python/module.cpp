@@ -15,6 +15,7 @@
 
 #include "actorgrad/actors/default_engine.h"
 #include "actorgrad/actors/torch/install.h"
+#include "actorgrad/actors/torch/python/fast_backward.h"
 #include "actorgrad/actors/torch/python/run_backward.h"
 #include "actorgrad/tools/trace/report_files.h"
 #include "actorgrad/tools/trace/summary.h"
@@ -91,8 +92,20 @@ PYBIND11_MODULE(_C, m) {
   m.def("installed", &torch::installed);
   m.def("stats", [] {
     const auto s = torch::stats();
-    return py::dict(py::arg("calls") = s.calls, py::arg("delegated") = s.delegated);
+    return py::dict(py::arg("calls") = s.calls, py::arg("delegated") = s.delegated,
+                    py::arg("fast_backward") = torch_python::fast_backward_calls());
   });
+  m.def(
+    "enable_fast_backward",
+    [](py::object stock, py::object autograd_backward, py::object engine) {
+      PyObject* method = torch_python::enable_fast_backward(stock.ptr(), autograd_backward.ptr(),
+                                                            engine.ptr());
+      if (method == nullptr)
+        throw py::error_already_set();
+      return py::reinterpret_steal<py::object>(method);
+    },
+    "The method that replaces torch.Tensor.backward (Note [Fast Tensor.backward]).");
+  m.def("disable_fast_backward", &torch_python::disable_fast_backward);
   m.def("start_recording", [] { torch::engine().start_recording(); });
   m.def("stop_recording", [] { return Recording(torch::engine().stop_recording()); });
   py::class_<Recording>(m, "Recording")

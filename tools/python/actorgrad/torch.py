@@ -37,24 +37,40 @@ class _ActorEngine:
 
 
 _stock_engine = None
+_stock_tensor_backward = None
 
 
-def install(devices="", max_recursion_depth=60):
+def install(devices="", max_recursion_depth=60, fast_backward=False):
     """Makes the actor engine run every backward pass of the process.
 
     devices: the non-CPU devices the engine serves besides the CPU, as for
     ACTORGRAD_DEVICES ("sim:2"); torch's CPU nodes need none.
+    fast_backward: Tensor.backward does torch's Python prologue (argument
+    checks, the implicit ones_like) in C++ for the common case, about 2 µs
+    less a call; every other case, and every refusal, is torch's own
+    method. What differs: an exception raised during the backward has two
+    frames fewer in its traceback (torch/_tensor.py and
+    torch/autograd/__init__.py), and profilers of Python calls do not see
+    them (Note [Fast Tensor.backward] in actors/torch/python/fast_backward.h).
     Raises RuntimeError when already installed.
     """
-    global _stock_engine
+    global _stock_engine, _stock_tensor_backward
     _C.install(devices, max_recursion_depth)
     _stock_engine = torch.autograd.Variable._execution_engine
     torch.autograd.Variable._execution_engine = _ActorEngine()
+    if fast_backward:
+        _stock_tensor_backward = torch.Tensor.__dict__["backward"]
+        torch.Tensor.backward = _C.enable_fast_backward(
+            _stock_tensor_backward, torch.autograd.backward, torch.autograd.Variable._execution_engine)
 
 
 def uninstall():
     """Restores torch's engine. Does nothing when not installed."""
-    global _stock_engine
+    global _stock_engine, _stock_tensor_backward
+    if _stock_tensor_backward is not None:
+        torch.Tensor.backward = _stock_tensor_backward
+        _stock_tensor_backward = None
+        _C.disable_fast_backward()
     if _stock_engine is not None:
         torch.autograd.Variable._execution_engine = _stock_engine
         _stock_engine = None
@@ -67,9 +83,9 @@ def is_installed():
 
 
 @contextlib.contextmanager
-def installed(devices="", max_recursion_depth=60):
+def installed(devices="", max_recursion_depth=60, fast_backward=False):
     """install() for the duration of a with-block."""
-    install(devices, max_recursion_depth)
+    install(devices, max_recursion_depth, fast_backward)
     try:
         yield
     finally:
@@ -77,7 +93,8 @@ def installed(devices="", max_recursion_depth=60):
 
 
 def stats():
-    """{"calls": backward calls run on actors, "delegated": given to torch's engine}."""
+    """{"calls": backward calls run on actors, "delegated": given to torch's engine,
+    "fast_backward": Tensor.backward calls the fast method ran itself}."""
     return _C.stats()
 
 
