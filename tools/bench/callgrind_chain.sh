@@ -56,6 +56,7 @@ for run in $RUNS; do
     if ! line=$(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$f" \
                   "$DRIVER" "$e" "$c" "$n" "$iters" 2>"$f.log"); then
       echo "skip $e $c $n: $(grep -v "^==" "$f.log" | tail -n 1)" >&2
+      [ "${KEEP_OUT:-0}" = 1 ] || rm -f "$f" "$f.log"
       continue
     fi
     nodes=$(echo "$line" | awk '{print $4}')
