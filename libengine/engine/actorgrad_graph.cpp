@@ -71,7 +71,7 @@ ActorgradGraph::in_flight ActorgradGraph::make_in_flight(const Node& producer, T
 void ActorgradGraph::accumulate(InputBuffer& buffer, const Node& consumer, std::uint32_t pos,
                                 Tensor&& grad, const source& from, bool create_graph) {
   if (buffer.empty())
-    buffer = InputBuffer(consumer.num_inputs());
+    buffer.make_slots(consumer.num_inputs());
   AutoGradMode mode(create_graph);
   buffer.add(pos, std::move(grad), from.producer, consumer.stream(), from.ready);
 }

@@ -97,6 +97,8 @@ struct ActorgradGraph {
   [[noreturn]] static void rethrow_in_node(const Node& fn, const std::exception& e);
 
   static variable_list take_inputs(InputBuffer&& b) { return InputBuffer::variables(std::move(b)); }
+  /// The input list after the node's call, kept for the next buffer.
+  static void recycle_inputs(variable_list&& inputs) { InputBuffer::recycle(std::move(inputs)); }
   static source local_source(const Node& producer, const Tensor& grad) {
     return {producer_stream(producer.stream(), grad), nullptr};
   }

@@ -358,6 +358,8 @@ typename BasicGraphTask<G>::value_list BasicGraphTask<G>::evaluate_node(node& fn
         return {};
     }
     value_list outputs = G::call_function(fn, std::move(inputs));
+    if constexpr (requires { G::recycle_inputs(std::move(inputs)); })
+      G::recycle_inputs(std::move(inputs)); // Note [Recycled input lists]
     if (!options.keep_graph)
       G::release_variables(fn);
     if (anomaly)

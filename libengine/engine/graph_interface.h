@@ -57,6 +57,8 @@ namespace actorgrad {
 /// for its whole graph (BasicGraphTask::runs_user_code).
 /// `G::table_hint(n)`, a NodeHint& kept in the node: the task's node table
 /// then finds states without hashing (Note [Node table hints]).
+/// `G::recycle_inputs(list&&)`, given a node's input list after its call
+/// (Note [Recycled input lists]).
 template <class G>
 concept GraphTraits = requires(const typename G::node& n, typename G::node& m,
                                const typename G::edge& e, typename G::value v,

@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actorgrad/libengine/autograd/grad_mode.h"
@@ -70,6 +71,62 @@ BOOST_AUTO_TEST_CASE(under_grad_mode_the_sum_keeps_its_graph) {
   BOOST_TEST((buf[0].grad_fn() != nullptr));
   BOOST_TEST(buf[0].to_vector() == (std::vector<double>{5, 10}), boost::test_tools::per_element());
   BOOST_TEST(g1.to_vector() == (std::vector<double>{2, 4}), boost::test_tools::per_element());
+}
+
+// Note [Recycled input lists]: a thread's spent input lists come back as
+// its next buffers' slots.
+BOOST_AUTO_TEST_CASE(a_recycled_list_comes_back_empty_as_the_next_buffer) {
+  NoGradGuard no_grad;
+  Tensor held = vec({1, 2});
+  variable_list spent{held};
+  const Tensor* storage = spent.data();
+  InputBuffer::recycle(std::move(spent));
+  BOOST_TEST(held.use_count() == 1); // the list let go of its tensor when kept
+  InputBuffer buf;
+  buf.make_slots(1);
+  BOOST_TEST(buf.size() == 1u);
+  BOOST_TEST(!buf[0].defined());
+  buf.add(0, vec({3}));
+  auto vars = InputBuffer::variables(std::move(buf));
+  BOOST_TEST(vars.data() == storage); // the same allocation, no new one
+  BOOST_TEST(vars[0].to_vector() == (std::vector<double>{3}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_kept_list_grows_for_a_node_with_more_inputs) {
+  InputBuffer::recycle(variable_list(1));
+  InputBuffer buf;
+  buf.make_slots(5);
+  BOOST_TEST(buf.size() == 5u);
+  for (std::size_t i = 0; i < 5; ++i)
+    BOOST_TEST(!buf[i].defined());
+}
+
+BOOST_AUTO_TEST_CASE(long_lists_and_lists_past_the_bound_are_not_kept) {
+  variable_list long_list(detail::SpareLists::max_slots + 1);
+  InputBuffer::recycle(std::move(long_list));
+  BOOST_TEST(long_list.size() == detail::SpareLists::max_slots + 1); // left to its owner
+  std::vector<variable_list> lists(detail::SpareLists::kept + 1, variable_list(2));
+  for (auto& l : lists)
+    InputBuffer::recycle(std::move(l));
+  BOOST_TEST(lists.back().size() == 2u); // the thread already keeps as many as it may
+  BOOST_TEST(detail::spare_lists.count == detail::SpareLists::kept);
+}
+
+BOOST_AUTO_TEST_CASE(each_thread_keeps_its_own_lists) {
+  InputBuffer drain;
+  for (std::size_t i = 0; i < detail::SpareLists::kept; ++i) {
+    drain.make_slots(1);
+    variable_list taken = InputBuffer::variables(std::move(drain));
+    drain = InputBuffer();
+  }
+  BOOST_TEST(detail::spare_lists.count == 0u);
+  std::size_t kept_there = 0;
+  std::thread([&] {
+    InputBuffer::recycle(variable_list(3));
+    kept_there = detail::spare_lists.count; // freed at this thread's exit (LeakSanitizer checks)
+  }).join();
+  BOOST_TEST(kept_there == 1u);
+  BOOST_TEST(detail::spare_lists.count == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
