@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the actor-engine tests that stress concurrency, reentrancy, faults,
-# recording (stream tracks included), pooled async calls and sim streams
+# recording (stream tracks included), pooled async calls, sim streams and
+# the input buffers' per-thread recycled lists
 # with ASan + UBSan (build-asan/) and runs them: any leak (LeakSanitizer),
 # memory error or undefined behaviour fails. Part of the
 # README's test command (tools/test.sh). TSan needs a CAF built with it
@@ -13,7 +14,8 @@ targets=(actors_test_concurrency actors_test_reentrant actors_test_faults actors
          actors_test_stream_tracks actors_test_engine_calls
          semantics_test_backward_semantics semantics_test_hook_results
          semantics_test_hook_handles streams_test_sim_streams
-         streams_test_input_buffer_streams streams_test_engine_streams streams_test_pending_reads)
+         streams_test_input_buffer_streams streams_test_engine_streams streams_test_pending_reads
+         unit_test_input_buffer_saved_variable)
 
 # The CUDA backend is left out: without a GPU none of it runs here.
 cmake -S "$repo_root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DACTORGRAD_SANITIZE=ON \
