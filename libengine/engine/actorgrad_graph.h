@@ -100,6 +100,9 @@ struct ActorgradGraph {
   /// The input list after the node's call, kept for the next buffer.
   static void recycle_inputs(variable_list&& inputs) { InputBuffer::recycle(std::move(inputs)); }
   static source local_source(const Node& producer, const Tensor& grad) {
+    // A CPU node's CPU gradient has no producer stream (the common case, without a call).
+    if (!producer.stream() && grad.defined() && grad.device().is_cpu())
+      return {std::nullopt, nullptr};
     return {producer_stream(producer.stream(), grad), nullptr};
   }
   static in_flight make_in_flight(const Node& producer, Tensor&& grad);

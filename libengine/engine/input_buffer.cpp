@@ -112,15 +112,20 @@ void InputBuffer::add(std::size_t pos, Tensor&& grad, const std::optional<Stream
                       const std::optional<Stream>& consumer, const Event* ready) {
   if (!grad.defined())
     return;
-  const auto plan = plan_accumulation(grad.device(), producer, consumer);
-  if (plan.wait_for)
-    wait_for_stream(*plan.accumulate, *plan.wait_for, ready);
+  // The CPU has no streams: no plan to make (the common case, without a call).
+  std::optional<Stream> accumulate_on;
+  if (const Device d = grad.device(); !d.is_cpu()) {
+    const auto plan = plan_accumulation(d, producer, consumer);
+    if (plan.wait_for)
+      wait_for_stream(*plan.accumulate, *plan.wait_for, ready);
+    accumulate_on = plan.accumulate;
+  }
   Tensor& old = buffer_.at(pos);
   if (!old.defined()) { // the first gradient is kept as it is: no kernel, no stream to set
     old = std::move(grad);
     return;
   }
-  OptionalStreamGuard guard(plan.accumulate);
+  OptionalStreamGuard guard(accumulate_on);
   if (GradMode::is_enabled()) {
     old = actorgrad::add(old, grad); // create_graph: keep the sum's graph
   } else if (sole_owner(old)) {

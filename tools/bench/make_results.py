@@ -289,11 +289,12 @@ def targets(res):
     check("chain_passthrough 1000: actor overhead ≤ 400 instr/node", overhead("chain_passthrough", 1000, "actor"), 400)
     check("chain_passthrough 1000: reference overhead ≤ 300 instr/node",
           overhead("chain_passthrough", 1000, "reference"), 300)
+    # The per-node cases; the per-call ones (N = 1) have targets of their own below.
     ratios = {k: row["actor"][0] / row["baseline"][0] for k, row in cg.items()
-              if k[0] in SINGLE_DEVICE_CASES and "actor" in row and "baseline" in row}
+              if k[0] in SINGLE_DEVICE_CASES and k[1] > 1 and "actor" in row and "baseline" in row}
     if ratios:
         worst = max(ratios, key=ratios.get)
-        rows.append(("every single-device case: actor < baseline (the closest, actor/baseline)",
+        rows.append(("every single-device case (N > 1): actor < baseline (the closest, actor/baseline)",
                      f"{ratios[worst]:.3f}× ({worst[0]} {worst[1]})", ratios[worst] < 1))
     for case, n in (("chain_mul", 1000), ("mlp", 4)):
         a, s = per_node(case, n, "actor"), per_node(case, n, "sequential")
