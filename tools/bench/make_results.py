@@ -81,7 +81,7 @@ def callgrind_tables(rows):
         for e in ("reference", "baseline", "actor", "torch"):
             if e in row and bound_of(e) in row:
                 ov[e] = row[e] - row[bound_of(e)]
-                if case == "chain_passthrough":
+                if case == "chain_passthrough" and n > 1:  # N = 1 is the per-call case
                     series.setdefault(e, []).append((n, ov[e]))
         ratio_b = ov["actor"] / ov["baseline"] if "actor" in ov and ov.get("baseline") else None
         ratio_t = ov["actor"] / ov["torch"] if "actor" in ov and ov.get("torch") else None
@@ -131,7 +131,7 @@ def bench_tables(js):
         nodes = next(iter(row.values())).get("nodes")
         ov = {e: ns[e] - ns[bound_of(e)] for e in ("reference", "baseline", "actor", "torch")
               if e in ns and bound_of(e) in ns}
-        if case == "chain_passthrough":
+        if case == "chain_passthrough" and n > 1:  # N = 1 is the per-call case
             for e, v in ov.items():
                 series.setdefault(e, []).append((n, v))
         rb = ov["actor"] / ov["baseline"] if "actor" in ov and ov.get("baseline") else None
