@@ -45,8 +45,8 @@ public:
   /// list this thread recycled when it kept one (Note [Recycled input
   /// lists] in input_buffer.cpp).
   void make_slots(std::size_t size);
-  /// Keeps `inputs`, a node's input list after its call, for make() on
-  /// this thread, emptied; a list that is not kept is left as it was.
+  /// Keeps `inputs`, a node's input list after its call, for make_slots()
+  /// on this thread, emptied; a list that is not kept is left as it was.
   static void recycle(variable_list&& inputs);
 
   /// Adds `grad` into slot `pos` (in place when this buffer holds the only

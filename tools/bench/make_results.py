@@ -110,18 +110,9 @@ def device_summary(runs):
 
 
 def bench_tables(js):
-    singles, devices, conc = {}, {}, []
-    for b in js.get("benchmarks", []):
-        if b.get("run_type") == "aggregate":
-            continue
-        name = b["name"]
-        parts = name.split("/")
-        if parts[0] == "single":
-            singles.setdefault((parts[1], int(parts[2])), {})[parts[3]] = b
-        elif parts[0] == "devices":
-            devices.setdefault(tuple(parts[1:5]), []).append(b)
-        elif parts[0] == "concurrent":
-            conc.append((name, b))
+    singles, devices = singles_index(js), devices_index(js)
+    conc = [(b["name"], b) for b in js.get("benchmarks", [])
+            if b["name"].startswith("concurrent/") and b.get("run_type") != "aggregate"]
     out = ["| case | N | nodes | " + " | ".join(f"{e} ns/node" for e in ENGINE_ORDER) +
            " | overhead ns/node: reference | baseline | actor | torch | actor/baseline | actor/torch |",
            "|---|---:|---:|" + "---:|" * (len(ENGINE_ORDER) + 6)]
@@ -396,6 +387,12 @@ def svg_plot(panels, path):
         f.write("\n".join(svg) + "\n")
 
 
+def add_earlier_actor(series, earlier):
+    """Adds the earlier tree's actor overhead to a plot's series, dashed."""
+    if "actor" in earlier:
+        series["actor" + BEFORE_SUFFIX] = earlier["actor"]
+
+
 def load_results(path):
     jpath = os.path.join(path, "bench_engines.json")
     return {"cg": read_tsv(os.path.join(path, "callgrind_chain.tsv")),
@@ -443,10 +440,8 @@ def main():
             lines += [REENTRANT_NOTE, ""]
         if any(r["case"] in ("pipeline", "branches", "hops") for r in cg):
             lines += [DEVICES_NOTE, ""]
-    if before:
-        for eng, pts in (callgrind_tables(before["cg"])[1] if before["cg"] else {}).items():
-            if eng == "actor":
-                cg_series[eng + BEFORE_SUFFIX] = pts
+    if before and before["cg"]:
+        add_earlier_actor(cg_series, callgrind_tables(before["cg"])[1])
     panels = []
     if cg_series:
         panels.append(("Engine overhead, instructions/node", "instructions per node", cg_series))
@@ -457,8 +452,8 @@ def main():
                   f"load average {ctx.get('load_avg')}, library build {ctx.get('library_build_type')}. "
                   "Times are the minimum over iterations (least disturbed run on a shared machine).", ""]
         single, series, dev, cc = bench_tables(js)
-        if before and before["js"] and "actor" in bench_tables(before["js"])[1]:
-            series["actor" + BEFORE_SUFFIX] = bench_tables(before["js"])[1]["actor"]
+        if before and before["js"]:
+            add_earlier_actor(series, bench_tables(before["js"])[1])
         lines += ["### Single device (CPU)", ""] + single + [""]
         if any("reentrant" in row for row in single):
             lines += [REENTRANT_NOTE, ""]

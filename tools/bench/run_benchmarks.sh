@@ -41,11 +41,13 @@ if [ -n "${BEFORE_BUILD:-}" ]; then
 fi
 
 if [ "${SKIP_CALLGRIND:-0}" != 1 ]; then
+  pids=()
   for t in "${TREES[@]}"; do
     IFS='|' read -r b r e <<<"$t"
     ENGINES="$e" "$ROOT/tools/bench/callgrind_chain.sh" "$b" "$r/callgrind_chain.tsv" > "$r/callgrind_chain.log" &
+    pids+=($!)
   done
-  wait
+  for p in "${pids[@]}"; do wait "$p"; done # a failed count stops the run (set -e)
 fi
 
 # Peak memory: one backward of the chains of 10^5 and 10^6 in a fresh process
