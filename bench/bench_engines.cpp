@@ -41,37 +41,15 @@
 
 #include "bench/common/parallel_plan.h"
 #include "bench/common/single_case.h"
+#include "bench/common/timed_loop.h"
 
 using namespace actorgrad;
 using namespace actorgrad::bench;
-using clk = std::chrono::steady_clock;
 
 namespace {
 
 /// ns per node measured so far, by "case/n" then engine.
 std::map<std::string, std::map<std::string, double>> g_ns;
-
-/// Wall time of one iteration over a benchmark's iterations, in ns.
-struct LoopTimes {
-  double best;   ///< the minimum: the least disturbed iteration
-  double median; ///< the typical one
-};
-
-/// Times `once` per iteration.
-LoopTimes timed_loop(benchmark::State& state, const std::function<void()>& once) {
-  std::vector<double> times;
-  times.reserve(static_cast<std::size_t>(state.max_iterations));
-  for (auto _ : state) {
-    auto t0 = clk::now();
-    once();
-    times.push_back(std::chrono::duration<double, std::nano>(clk::now() - t0).count());
-  }
-  auto mid = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
-  std::nth_element(times.begin(), mid, times.end());
-  const LoopTimes t{*std::min_element(times.begin(), times.end()), *mid};
-  state.counters["median_ns_per_iter"] = t.median;
-  return t;
-}
 
 void single(benchmark::State& state, const std::string& kind, int n, const std::string& eng) {
   const SingleCase bench_case(eng, kind, n);

@@ -44,14 +44,6 @@ std::size_t count_nodes(Node* root) {
   return seen.size();
 }
 
-Graph finish_graph(Graph g, const Tensor& out) {
-  g.keep.push_back(out);
-  g.roots = {gradient_edge(out)};
-  g.root_grads = {Tensor::full_like(out, 1.0)};
-  g.nodes = count_nodes(g.roots[0].function.get());
-  return g;
-}
-
 Tensor leaf(const Shape& s, std::uint64_t seed = 1) {
   Tensor x = Tensor::randn(s, seed);
   x.set_requires_grad(true);
@@ -59,6 +51,14 @@ Tensor leaf(const Shape& s, std::uint64_t seed = 1) {
 }
 
 } // namespace
+
+Graph finish_graph(Graph g, const Tensor& out) {
+  g.keep.push_back(out);
+  g.roots = {gradient_edge(out)};
+  g.root_grads = {Tensor::full_like(out, 1.0)};
+  g.nodes = count_nodes(g.roots[0].function.get());
+  return g;
+}
 
 Graph chain_passthrough(int n) {
   Graph g;

@@ -32,6 +32,9 @@ struct Graph {
   double total_work_ns = 0;
 };
 
+/// Adds `out` to `g.keep` and makes it the root, with a gradient of ones.
+Graph finish_graph(Graph g, const Tensor& out);
+
 /// `y = y + 1`, n times, from a leaf of shape [1]: every backward node
 /// returns its gradient unchanged, so the time is the engine's.
 Graph chain_passthrough(int n);

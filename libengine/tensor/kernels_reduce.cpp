@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
+#include <vector>
 
 #include "actorgrad/libengine/tensor/detail/cuda_dispatch.h"
 #include "actorgrad/libengine/tensor/detail/kernel_checks.h"
@@ -70,11 +72,22 @@ Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim)
   launch("sum", {&a}, {&out}, [a, out, kept, reduced] {
     dispatch_dtype(a.dtype(), [&](auto zero) {
       using T = decltype(zero);
+      // float32 sums accumulate in float64, as on CUDA (SumOp in reduce.cu):
+      // a float32 running sum over a long lane drifts by about sqrt(n) ulps.
+      using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
       if (numel_of(kept) == 1) {
-        *out.data<T>() = const_array_of<T>(a).sum();
+        *out.data<T>() = static_cast<T>(const_array_of<T>(a).template cast<Acc>().sum());
         return;
       }
-      array_of<T>(out).setZero();
+      std::vector<Acc> wide; // float32's float64 cells (float64 adds into `out`)
+      Acc* po = nullptr;
+      if constexpr (std::is_same_v<Acc, T>) {
+        array_of<T>(out).setZero();
+        po = out.data<T>();
+      } else {
+        wide.assign(static_cast<std::size_t>(numel_of(kept)), Acc(0));
+        po = wide.data();
+      }
       // Walk the input; each element adds into the output cell its kept index maps to.
       Shape to_out = contiguous_strides(kept);
       const Shape& from_in = a.strides();
@@ -82,9 +95,9 @@ Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim)
         if (reduced[d])
           to_out[d] = 0;
       const T* pa = a.data<T>();
-      T* po = out.data<T>();
       for_each_strided<2>(a.shape(), {&from_in, &to_out},
                           [&](const auto& off) { po[off[1]] += pa[off[0]]; });
+      std::copy(wide.begin(), wide.end(), out.data<T>());
     });
   });
   return out;

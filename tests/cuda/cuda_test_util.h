@@ -8,6 +8,8 @@
 #include <cmath>
 #include <string>
 
+#include "actorgrad/device/cuda/caching_allocator.h"
+#include "actorgrad/device/stream.h"
 #include "actorgrad/libengine/tensor/cuda/kernels_cuda.h"
 #include "actorgrad/libengine/tensor/tensor.h"
 
@@ -43,6 +45,22 @@ inline void check_close(const Tensor& got, const Tensor& want, const std::string
     }
     BOOST_TEST(worst <= tolerance(want.dtype()));
   }
+}
+
+/// Runs `body`, then checks that every block of cuda:0 it allocated is free
+/// again (nothing, the engine included, kept one of its tensors alive), and
+/// empties the cache, so that compute-sanitizer's leak check reports only
+/// memory that nobody can free.
+template <class Body>
+void check_frees_its_memory(Body&& body) {
+  synchronize(default_stream(gpu));
+  const std::size_t before = cuda::allocator_stats(gpu).bytes_in_use;
+  body();
+  synchronize(default_stream(gpu));
+  BOOST_TEST(cuda::allocator_stats(gpu).bytes_in_use == before,
+             "every block allocated on cuda:0 was freed");
+  cuda::empty_cache();
+  BOOST_TEST(cuda::allocator_stats(gpu).bytes_cached == 0u);
 }
 
 } // namespace actorgrad::cuda_test
