@@ -21,7 +21,7 @@ export PATH=$PATH:$CUDA_HOME/bin
 export LD_LIBRARY_PATH=$BUILD/runtime-libs:$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # A copied build tree has no RUNPATH to its plugin: name it.
 export ACTORGRAD_CUDA_PLUGIN=$BUILD/lib/libactorgrad_cuda.so
-tests=(ops mlp stream_tracks)
+tests=(ops mlp stream_tracks concurrent)
 failed=0
 
 {
