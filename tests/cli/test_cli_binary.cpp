@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "actorgrad/device/cuda/cuda_backend.h"
 #include "actorgrad/version.h"
 #include "tests/support/child_process.h"
 
@@ -85,7 +86,8 @@ BOOST_AUTO_TEST_CASE(bad_usage_exits_2_with_one_line_before_any_work) {
     {{"train", "--steps=1.5"}, {"--steps", "not '1.5'"}},
     {{"trace", "--nodes", "0"}, {"--nodes", "not '0'"}},
     {{"worker", "--port", "70000"}, {"--port", "[0, 65535]", "not '70000'"}},
-    {{"train", "--devices", "gpu"}, {"--devices", "cpu or sim:N", "not 'gpu'"}},
+    {{"train", "--devices", "gpu"}, {"--devices", "cpu, sim:N or cuda:N", "not 'gpu'"}},
+    {{"train", "--devices", "cuda:65"}, {"--devices", "not 'cuda:65'"}},
     {{"trace", "--devices=sim:0"}, {"--devices", "not 'sim:0'"}},
     {{"train", "--trace", "/nonexistent-actorgrad/t.json"}, {"--trace", "'/nonexistent-actorgrad' does not exist"}},
     {{"train", "--trace", "/etc/hostname/t.json"}, {"--trace", "is not a directory"}},
@@ -173,6 +175,27 @@ BOOST_AUTO_TEST_CASE(dash_is_stdin_and_stdout) {
   BOOST_TEST(train.out.rfind("{", 0) == 0u, train.out.substr(0, 80));
   BOOST_TEST(contains(train.err, "final accuracy"), train.err);
   BOOST_TEST(contains(train.err, "trace of step 12 written to standard output"), train.err);
+}
+
+// --devices cuda:1 trains on the GPU where there is one; elsewhere (CI) the
+// run stops before training: exit 1, one line naming cuda:0 and why.
+BOOST_AUTO_TEST_CASE(train_on_cuda_trains_there_or_names_the_missing_gpu) {
+  TempDir dir;
+  std::vector<std::string> args = kSmallTrain;
+  args.insert(args.end(), {"--devices", "cuda:1"});
+  const RunResult r = run_actorgrad(args, dir.path.string());
+  if (actorgrad::cuda::available()) {
+    BOOST_TEST(r.status == 0, r.err);
+    BOOST_TEST(contains(r.out, "final accuracy"), r.out);
+  } else {
+    BOOST_TEST(r.status == 1, r.err);
+    BOOST_TEST(r.out.empty(), r.out);
+    BOOST_TEST(std::count(r.err.begin(), r.err.end(), '\n') == 1, r.err);
+    BOOST_TEST(contains(r.err, "actorgrad train: error: EngineConfig.devices lists cuda:0, which "
+                               "cannot be served: "),
+               r.err);
+  }
+  BOOST_TEST(dir.files().empty());
 }
 
 BOOST_AUTO_TEST_CASE(train_prints_plain_lines_and_a_final_line_off_a_terminal) {

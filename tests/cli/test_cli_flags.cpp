@@ -178,8 +178,11 @@ BOOST_AUTO_TEST_CASE(validators_name_the_bad_value) {
   for (const char* bad : {"sim:", "sim:0", "sim:x", "cuda:0", "gpu"})
     BOOST_TEST(check(device_set(), bad).find(std::string("not '") + bad + "'") != std::string::npos,
                bad);
-  BOOST_TEST(sim_devices("sim:3").size() == 3u);
-  BOOST_TEST(sim_devices("cpu").empty());
+  BOOST_TEST(device_list("sim:3").size() == 3u);
+  BOOST_TEST(device_list("cpu").empty());
+  const auto gpus = device_list("cuda:2");
+  BOOST_TEST_REQUIRE(gpus.size() == 2u);
+  BOOST_TEST(gpus[1].str() == "cuda:1");
   BOOST_TEST(check(one_of({"a", "b", "c"}), "d") == "must be a, b or c, not 'd'");
   BOOST_TEST(!check(number_where("> 0", [](double v) { return v > 0; }), "nan").empty());
   BOOST_TEST(check(number_where("> 0", [](double v) { return v > 0; }), "1e-3").empty());

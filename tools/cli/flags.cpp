@@ -174,19 +174,23 @@ CLI::Validator device_set() {
     [](std::string& s) -> std::string {
       if (s == "cpu")
         return {};
-      if (s.rfind("sim:", 0) == 0)
-        if (auto n = to_int(s.substr(4)); n && *n >= 1 && *n <= 64)
-          return {};
-      return "must be cpu or sim:N with N in [1, 64], not '" + s + "'";
+      for (const char* kind : {"sim:", "cuda:"})
+        if (s.rfind(kind, 0) == 0)
+          if (auto n = to_int(s.substr(std::string(kind).size())); n && *n >= 1 && *n <= 64)
+            return {};
+      return "must be cpu, sim:N or cuda:N with N in [1, 64], not '" + s + "'";
     },
-    "cpu|sim:N");
+    "cpu|sim:N|cuda:N");
 }
 
-std::vector<Device> sim_devices(const std::string& devices) {
+std::vector<Device> device_list(const std::string& devices) {
   std::vector<Device> out;
-  const std::int64_t n = devices == "cpu" ? 0 : to_int(devices.substr(4)).value_or(0);
+  if (devices == "cpu")
+    return out;
+  const bool cuda = devices.rfind("cuda:", 0) == 0;
+  const std::int64_t n = to_int(devices.substr(cuda ? 5 : 4)).value_or(0);
   for (std::int64_t i = 0; i < n; ++i)
-    out.push_back(Device::sim(static_cast<int>(i)));
+    out.push_back(cuda ? Device::cuda(static_cast<int>(i)) : Device::sim(static_cast<int>(i)));
   return out;
 }
 

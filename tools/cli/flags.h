@@ -36,12 +36,14 @@ CLI::Validator number_where(std::string what, bool (*ok)(double));
 /// One of `choices`: `must be adam or sgd, not 'x'`.
 CLI::Validator one_of(std::vector<std::string> choices);
 
-/// A device set: `cpu`, or `sim:N` with N >= 1 (N simulated devices).
+/// A device set: `cpu`, `sim:N` (N simulated devices) or `cuda:N` (the
+/// first N GPUs), 1 <= N <= 64. Whether the GPUs exist is the engine's to
+/// say when it starts.
 CLI::Validator device_set();
 
-/// The simulated devices of a device_set() value: sim:0 .. sim:N-1, none
-/// for cpu.
-std::vector<Device> sim_devices(const std::string& devices);
+/// The devices of a device_set() value: sim:0 .. sim:N-1 or cuda:0 ..
+/// cuda:N-1, none for cpu.
+std::vector<Device> device_list(const std::string& devices);
 
 /// Why `path` cannot be written as an output ("" when it can): `-` is
 /// standard output; otherwise its directory must exist and be writable,

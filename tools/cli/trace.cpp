@@ -52,7 +52,7 @@ Exit status: 0 on success, 1 on failure, 2 on a bad command line.
 
 /// A backward pass to record: builds the model's graph and returns the loss.
 std::function<Tensor()> make_model(const TraceOptions& o) {
-  std::vector<Device> devices = sim_devices(o.devices);
+  std::vector<Device> devices = device_list(o.devices);
   if (o.model == "chain") {
     Tensor x = Tensor::randn({1}, o.seed);
     x.set_requires_grad(true);
@@ -81,7 +81,7 @@ std::function<Tensor()> make_model(const TraceOptions& o) {
 /// Runs the model's backward once to warm up, then once more while recording.
 trace::Timeline record(const TraceOptions& o) {
   EngineConfig config;
-  config.devices = sim_devices(o.devices);
+  config.devices = device_list(o.devices);
   Engine engine(std::move(config));
   const auto loss_of = make_model(o);
   backward({loss_of()}, {}, engine);
@@ -102,7 +102,8 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
                   "or a chain of --nodes multiplications of a [1] tensor")
     ->check(one_of({"mlp", "chain"}));
   cmd->add_option("--devices", o.devices,
-                  "MLP layers round-robin on sim:0..sim:N-1, chain in N contiguous stages")
+                  "MLP layers round-robin on sim:0..sim:N-1 (or cuda:0..cuda:N-1), chain in N "
+                  "contiguous stages")
     ->check(device_set());
   cmd->add_option("--hidden", o.hidden, "MLP hidden width")->check(integer_in(1));
   cmd->add_option("--points", o.points, "spiral points per class")->check(integer_in(2));

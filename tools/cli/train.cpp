@@ -47,14 +47,14 @@ Exit status: 0 when the loss dropped, 1 when it did not or training failed,
 
 /// The executor that runs every backward() of this run, passed explicitly
 /// to actorgrad::backward. The actor engine gets one DeviceWorker per
-/// simulated device of --devices. It is not installed as the process default
+/// device of --devices. It is not installed as the process default
 /// executor: installed executors live until exit, and the Engine (with its
 /// actor system) must be destroyed before main returns.
 std::unique_ptr<Executor> make_executor(const TrainOptions& o) {
   if (o.executor == "reference")
     return std::make_unique<ReferenceExecutor>();
   EngineConfig config;
-  config.devices = sim_devices(o.devices);
+  config.devices = device_list(o.devices);
   return std::make_unique<Engine>(std::move(config));
 }
 
@@ -138,8 +138,8 @@ CLI::App* add_train(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--executor", o.executor, "which executor runs backward")
     ->check(one_of({"actor", "reference"}));
   cmd->add_option("--devices", o.devices,
-                  "with sim:N, layer i lives on sim:(i mod N), so the backward crosses "
-                  "device workers")
+                  "with sim:N or cuda:N, layer i lives on sim:(i mod N) or cuda:(i mod N), "
+                  "so the backward crosses device workers")
     ->check(device_set());
   cmd->add_option("--optimizer", o.optimizer, "adam, or sgd with momentum")
     ->check(one_of({"adam", "sgd"}));
@@ -184,7 +184,7 @@ int run_train(const TrainOptions& o) {
   const SpiralData data = make_spirals(o.points, 0.02, o.seed);
   const std::int64_t n = data.size();
   const Tensor x_all = Tensor::from_vector(data.x, {n, 2}, dtype);
-  std::vector<Device> devices = sim_devices(o.devices);
+  std::vector<Device> devices = device_list(o.devices);
   if (devices.empty())
     devices.push_back(Device::cpu());
 
