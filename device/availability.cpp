@@ -12,10 +12,8 @@ std::string device_unavailable(Device d) {
     return {};
   if (cuda::find_plugin() == nullptr)
     return cuda::plugin_error();
-  const int count = cuda::device_count();
-  if (d.index >= count)
-    return "this machine has " + std::to_string(count) + " usable CUDA device" +
-           (count == 1 ? "" : "s");
+  if (d.index >= cuda::device_count())
+    return cuda::usable_devices();
   return {};
 }
 

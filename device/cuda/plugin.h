@@ -31,7 +31,7 @@ namespace actorgrad::cuda {
 
 /// Bumped whenever Plugin or KernelTable changes, so that a plugin from
 /// another build is refused instead of called wrongly.
-inline constexpr std::uint32_t plugin_abi_version = 2;
+inline constexpr std::uint32_t plugin_abi_version = 3;
 
 /// The direction of a copy_async.
 enum class CopyKind : std::uint8_t {
@@ -54,6 +54,8 @@ struct Plugin {
   void (*connect_launch_observer)(LaunchObserver* (*launch_observer)());
   /// CUDA devices visible to this process (0 without a driver or a GPU).
   int (*device_count)();
+  /// Why device_count() is 0, in the runtime's words; "" when it is not.
+  const char* (*no_device_reason)();
   /// The CUDA device type's stream backend (cuda_backend.h describes its streams).
   StreamBackend* (*backend)();
   /// The runtime handle of `s`, as cuda::native_stream.

@@ -134,11 +134,20 @@ const Plugin& plugin_for(Device d) {
     throw std::runtime_error(d.str() + " cannot be used: " + l.error);
   if (const int n = l.plugin->device_count();
       d.type != DeviceType::cuda || d.index < 0 || d.index >= n)
-    throw std::invalid_argument(d.str() + " cannot be used: this machine has " +
-                                std::to_string(n) + " usable CUDA device" + (n == 1 ? "" : "s"));
+    throw std::invalid_argument(d.str() + " cannot be used: " + usable_devices());
   return *l.plugin;
 }
 
 std::string plugin_error() { return loaded().error; }
+
+std::string usable_devices() {
+  const Plugin& p = *loaded().plugin;
+  const int n = p.device_count();
+  std::string text =
+    "this machine has " + std::to_string(n) + " usable CUDA device" + (n == 1 ? "" : "s");
+  if (const std::string why = p.no_device_reason(); n == 0 && !why.empty())
+    text += " (" + why + ")";
+  return text;
+}
 
 } // namespace actorgrad::cuda

@@ -38,4 +38,9 @@ const Plugin& plugin_for(Device d);
 /// dlerror()); empty once it is loaded.
 std::string plugin_error();
 
+/// "this machine has N usable CUDA devices", with the runtime's reason when
+/// N is 0 ("... (cudaGetDeviceCount: no CUDA-capable device is detected)").
+/// Needs the plugin loaded (find_plugin() not null).
+std::string usable_devices();
+
 } // namespace actorgrad::cuda

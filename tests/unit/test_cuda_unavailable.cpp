@@ -73,6 +73,10 @@ BOOST_AUTO_TEST_CASE(queries_answer_without_throwing) {
   const std::string why = device_unavailable(d);
   BOOST_TEST(!why.empty());
   check_reason(d.str() + ": " + why, d);
+  // A loaded plugin that sees no GPU says why, in the runtime's words
+  // (without a driver: "CUDA driver version is insufficient ...").
+  if (cuda::find_plugin() != nullptr && cuda::device_count() == 0)
+    BOOST_TEST(contains(why, "usable CUDA devices (cudaGetDeviceCount: "), why);
 }
 
 BOOST_AUTO_TEST_CASE(a_tensor_on_a_missing_gpu_is_refused) {

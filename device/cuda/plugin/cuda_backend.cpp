@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "actorgrad/device/cuda/plugin/cuda_error.h"
@@ -137,17 +138,31 @@ CudaBackend& cuda_backend() {
 
 } // namespace
 
-int device_count() {
-  static const int count = [] {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+namespace {
+
+struct DeviceCount {
+  int n = 0;
+  std::string why_none; ///< the runtime's error when it found none
+};
+
+const DeviceCount& counted() {
+  static const DeviceCount count = [] {
+    DeviceCount c;
+    if (const cudaError_t err = cudaGetDeviceCount(&c.n); err != cudaSuccess) {
+      c.n = 0;
+      c.why_none = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err);
       (void)cudaGetLastError();
-      return 0;
     }
-    return n;
+    return c;
   }();
   return count;
 }
+
+} // namespace
+
+int device_count() { return counted().n; }
+
+const char* no_device_reason() { return counted().why_none.c_str(); }
 
 StreamBackend& backend() { return cuda_backend(); }
 

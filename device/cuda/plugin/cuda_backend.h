@@ -8,8 +8,13 @@
 namespace actorgrad::cuda::plugin {
 
 /// CUDA devices visible to this process; 0 when there is no driver or no
-/// device (the error is swallowed). Counted once.
+/// device (no_device_reason() says which). Counted once.
 int device_count();
+
+/// Why device_count() is 0, in the runtime's words ("cudaGetDeviceCount:
+/// CUDA driver version is insufficient for CUDA runtime version"); empty
+/// when it is not.
+const char* no_device_reason();
 
 /// The CUDA device type's stream backend (process-wide, never destroyed).
 StreamBackend& backend();

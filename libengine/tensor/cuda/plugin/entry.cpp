@@ -94,6 +94,7 @@ constexpr Plugin table{
   plugin_abi_version,
   &connect_launch_observer,
   &device_count,
+  &no_device_reason,
   &backend_ptr,
   &native_stream,
   &allocate,
