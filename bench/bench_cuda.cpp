@@ -19,6 +19,11 @@
 /// Counters (wall time, min over iterations): us (per backward), ns_per_node,
 /// overhead_ns_per_node (minus the sequential bound's), median_ns_per_iter,
 /// and on actor rows actor_vs_baseline (overhead / baseline's overhead).
+///
+/// `--summary` (before Google Benchmark's flags): afterwards, for each case,
+/// the actor engine's recording of 20 backward passes (after 50 unrecorded
+/// ones) as `actorgrad trace --summary` prints it: where the time goes
+/// (nodes, messages and their latency, device streams, critical path).
 
 #include <benchmark/benchmark.h>
 
@@ -40,6 +45,8 @@
 #include "bench/baseline/baseline_engine.h"
 #include "bench/common/timed_loop.h"
 #include "bench/common/workloads.h"
+#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/timeline.h"
 #include "tools/cli/mlp.h"
 
 using namespace actorgrad;
@@ -139,11 +146,33 @@ void run_case(benchmark::State& state, const std::string& key, const std::string
   }
 }
 
+/// Every case by name, in the order registered.
+std::vector<std::pair<std::string, std::function<Graph()>>> g_cases;
+
 void add(const std::string& key, const std::function<Graph()>& make, int iterations) {
+  g_cases.emplace_back(key, make);
   for (const std::string eng : {"sequential", "baseline", "actor"})
     benchmark::RegisterBenchmark((key + "/" + eng).c_str(),
                                  [=](benchmark::State& s) { run_case(s, key, eng, make); })
       ->Iterations(iterations);
+}
+
+/// --summary: each case's recorded actor backward passes, summarized.
+void print_summaries() {
+  auto& engine = static_cast<Engine&>(cuda_engine("actor"));
+  for (const auto& [key, make] : g_cases) {
+    const Graph g = make();
+    for (int i = 0; i < 50; ++i)
+      run_backward(engine, g);
+    synchronize(gpu_default);
+    engine.start_recording();
+    for (int i = 0; i < 20; ++i)
+      run_backward(engine, g);
+    synchronize(gpu_default);
+    const trace::Timeline tl = trace::build_timeline(engine.stop_recording());
+    std::printf("\n== %s: 20 recorded backward passes of the actor engine\n%s", key.c_str(),
+                trace::format_summary(tl, trace::summarize(tl), 12).c_str());
+  }
 }
 
 void register_all() {
@@ -175,12 +204,20 @@ int main(int argc, char** argv) {
     return 77;
   }
   register_all();
+  const bool summary = argc > 1 && std::string(argv[1]) == "--summary";
+  if (summary) {
+    argv[1] = argv[0];
+    --argc;
+    ++argv;
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv))
     return 1;
   warm_up_gpu();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (summary)
+    print_summaries();
   std::fflush(stdout);
   std::_Exit(0); // the engines are process-wide: skip their teardown
 }
