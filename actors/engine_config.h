@@ -2,6 +2,7 @@
 /// @file engine_config.h
 /// How an Engine is set up.
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -30,6 +31,12 @@ struct EngineConfig {
   /// call costs a few KiB of stack; see actors/detail/stack_guard.h), so a
   /// large value is effectively clamped to what the thread's stack holds.
   int max_recursion_depth = 60;
+  /// How long an engine thread with nothing to do (a device worker, or a
+  /// caller waiting for its call's workers) polls its mailbox before it
+  /// blocks (zero or more; 0, the default, blocks at once). Spinning spends
+  /// that much CPU per wait; it pays where waking a blocked thread is slow
+  /// (Note [Spinning before blocking] in actors/detail/runner.cpp).
+  std::chrono::nanoseconds spin_before_block{0};
   /// Observer installed from the start (see Engine::set_observer); null: none.
   std::shared_ptr<EngineObserver> observer = nullptr;
 };

@@ -1,9 +1,11 @@
 /// The engines on a real GPU, side by side in one process: the sequential
 /// lower bound (the nodes called directly in ready order on the caller's
 /// thread, bench/common/workloads.h), the mutex/condvar baseline
-/// (bench/baseline, PyTorch's design) and the actor engine, both serving
-/// cuda:0. Exits 77 without a CUDA device (or in a build without the CUDA
-/// backend), as the CUDA tests do.
+/// (bench/baseline, PyTorch's design) and the actor engine, serving cuda:0;
+/// the actor engine also as actor_spinN: EngineConfig::spin_before_block of
+/// N µs (Note [Spinning before blocking] in actors/detail/runner.cpp).
+/// Exits 77 without a CUDA device (or in a build without the CUDA backend),
+/// as the CUDA tests do.
 ///
 /// Each case builds its graph once and runs backward on it repeatedly
 /// (retain_graph), then waits for cuda:0's default stream, so a time is the
@@ -57,14 +59,17 @@ namespace {
 constexpr Device gpu = Device::cuda(0);
 const Stream gpu_default(gpu, 0);
 
-/// The engines under test, each serving cuda:0, made on first use.
+/// The engines under test, each serving cuda:0, made on first use: actor,
+/// actor_spinN (N µs of spinning before blocking) or baseline.
 Executor& cuda_engine(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Executor>> engines;
   auto& e = engines[name];
   if (!e) {
-    if (name == "actor") {
+    if (name.rfind("actor", 0) == 0) {
       EngineConfig c;
       c.devices = {gpu};
+      if (name.rfind("actor_spin", 0) == 0)
+        c.spin_before_block = std::chrono::microseconds(std::stoi(name.substr(10)));
       e = std::make_unique<Engine>(std::move(c));
     } else {
       e = std::make_unique<BaselineEngine>(std::vector<Device>{gpu});
@@ -151,7 +156,7 @@ std::vector<std::pair<std::string, std::function<Graph()>>> g_cases;
 
 void add(const std::string& key, const std::function<Graph()>& make, int iterations) {
   g_cases.emplace_back(key, make);
-  for (const std::string eng : {"sequential", "baseline", "actor"})
+  for (const std::string eng : {"sequential", "baseline", "actor", "actor_spin20", "actor_spin100"})
     benchmark::RegisterBenchmark((key + "/" + eng).c_str(),
                                  [=](benchmark::State& s) { run_case(s, key, eng, make); })
       ->Iterations(iterations);

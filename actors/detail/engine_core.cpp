@@ -15,6 +15,10 @@ void EngineCore::validate(const EngineConfig& cfg) {
   if (cfg.scheduler_threads < 1)
     throw std::invalid_argument("EngineConfig.scheduler_threads is 0: the actor system needs at "
                                 "least 1 scheduler thread");
+  if (cfg.spin_before_block.count() < 0)
+    throw std::invalid_argument("EngineConfig.spin_before_block is " +
+                                std::to_string(cfg.spin_before_block.count()) +
+                                " ns: it must be 0 (block at once) or more");
   if (cfg.max_recursion_depth < 1)
     throw std::invalid_argument("EngineConfig.max_recursion_depth is " +
                                 std::to_string(cfg.max_recursion_depth) +

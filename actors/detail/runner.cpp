@@ -4,6 +4,8 @@
 // (Note [Completion without a lock]) that tie them together.
 #include "actorgrad/actors/detail/runner.h"
 
+#include <chrono>
+
 #include <caf/system_messages.hpp>
 
 #include "actorgrad/actors/detail/foreign_thread.h"
@@ -326,9 +328,38 @@ void Runner::drain_mailbox() {
   }
 }
 
+namespace {
+
+/// Tells the core this is a spin loop (fewer wasted cycles, no memory-order
+/// mis-speculation on exit).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+} // namespace
+
+// Note [Spinning before blocking]
+// A hop between devices, and the end of a call whose nodes ran on a
+// worker, each wake a thread blocked in its mailbox (CAF's condition
+// variable). On the lent GPU machines (Firecracker VMs, bench/RESULTS.md,
+// "First run on a GPU") such a wake-up took 10-60 µs, far more than the
+// node it waited for. With EngineConfig::spin_before_block set, a thread
+// that runs out of work first polls its own mailbox for that long: a
+// message that comes meanwhile is taken without the sleep and the wake-up
+// (and its sender skips the notify, since the mailbox never blocked).
+// Only the mailbox's owner reads it here, as drain_mailbox does.
 void Runner::await_message() {
   if (!self_)
     throw EngineError("internal: a coordinator without a mailbox waits for messages");
+  if (const auto spin = core_.config.spin_before_block; spin.count() > 0) {
+    const auto until = std::chrono::steady_clock::now() + spin;
+    while (self_->mailbox().empty() && std::chrono::steady_clock::now() < until)
+      cpu_relax();
+  }
   auto element = self_->dequeue();
   handle(*element);
 }

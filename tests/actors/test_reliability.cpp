@@ -156,6 +156,9 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_refused_by_name) {
     c.max_recursion_depth = depth;
     refused(c, {"max_recursion_depth", std::to_string(depth)});
   }
+  EngineConfig negative_spin;
+  negative_spin.spin_before_block = std::chrono::nanoseconds(-1);
+  refused(negative_spin, {"spin_before_block", "-1 ns"});
   refused(EngineConfig{{sim0, Device::sim(1), sim0}}, {"sim:0", "twice"});
   refused(EngineConfig{{Device::cpu()}}, {"cpu"});
   // One past the last CUDA device: without the CUDA plugin (not built, or
@@ -175,6 +178,38 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_refused_by_name) {
   Tensor w = Tensor::ones({2}).set_requires_grad(true);
   backward({sum(w.to(sim0)).to(Device::cpu())}, {}, ok);
   BOOST_TEST(w.grad().to_vector() == (std::vector<double>{1.0, 1.0}));
+}
+
+// EngineConfig::spin_before_block (Note [Spinning before blocking] in
+// actors/detail/runner.cpp): the same gradients as blocking at once, both
+// when each awaited message comes while the waiting thread spins (every
+// node hops between the CPU and two sim devices) and when it comes after
+// the thread gave up and blocked (a hook sleeps 5 ms on sim:1, twenty times
+// the spin).
+BOOST_AUTO_TEST_CASE(spinning_before_blocking_changes_no_gradient) {
+  const Device sim1 = Device::sim(1);
+  const auto gradient = [&](std::chrono::nanoseconds spin, bool slow) {
+    EngineConfig config{{sim0, sim1}};
+    config.spin_before_block = spin;
+    Engine engine(std::move(config));
+    Tensor x = Tensor::from_vector({0.5, -1.5, 2.0}, {3}).set_requires_grad(true);
+    Tensor y = x;
+    for (int i = 0; i < 30; ++i) {
+      y = y.to(i % 3 == 0 ? sim0 : i % 3 == 1 ? sim1 : Device::cpu()) * (1.0 + 0.01 * i);
+      if (slow && i == 13)
+        y.register_hook([](const Tensor&) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          return Tensor();
+        });
+    }
+    backward({sum(y.to(Device::cpu()))}, {}, engine);
+    return x.grad().to_vector();
+  };
+  using std::chrono::microseconds;
+  for (bool slow : {false, true}) {
+    const auto want = gradient(microseconds(0), slow);
+    BOOST_TEST(gradient(microseconds(250), slow) == want, (slow ? "slow" : "fast"));
+  }
 }
 
 // Malformed ACTORGRAD_DEVICES values (and a CUDA device past the last one,
