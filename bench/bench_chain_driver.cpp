@@ -6,7 +6,8 @@
 /// its backward once to warm up, then ITERS more times
 /// (default 10) between CALLGRIND_START_INSTRUMENTATION and
 /// CALLGRIND_STOP_INSTRUMENTATION, so `valgrind --tool=callgrind
-/// --instr-atstart=no` counts the backward passes only. ENGINE: actor,
+/// --instr-atstart=no` counts the backward passes only. ENGINE: actor
+/// (or actor_spinN: EngineConfig::spin_before_block of N µs),
 /// baseline, reference, sequential (lower bound), torch, torch_seq (libtorch
 /// nodes called directly), torch_actor (libtorch's nodes on the actor engine
 /// through the torch bridge); the libtorch engines run with one intra-op

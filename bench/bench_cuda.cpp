@@ -60,17 +60,13 @@ constexpr Device gpu = Device::cuda(0);
 const Stream gpu_default(gpu, 0);
 
 /// The engines under test, each serving cuda:0, made on first use: actor,
-/// actor_spinN (N µs of spinning before blocking) or baseline.
+/// actor_spinN (see actor_config) or baseline.
 Executor& cuda_engine(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Executor>> engines;
   auto& e = engines[name];
   if (!e) {
-    if (name.rfind("actor", 0) == 0) {
-      EngineConfig c;
-      c.devices = {gpu};
-      if (name.rfind("actor_spin", 0) == 0)
-        c.spin_before_block = std::chrono::microseconds(std::stoi(name.substr(10)));
-      e = std::make_unique<Engine>(std::move(c));
+    if (auto config = actor_config(name, {gpu})) {
+      e = std::make_unique<Engine>(std::move(*config));
     } else {
       e = std::make_unique<BaselineEngine>(std::vector<Device>{gpu});
     }

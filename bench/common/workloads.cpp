@@ -263,16 +263,25 @@ std::vector<Device> sim_devices() { return {Device::sim(0), Device::sim(1), Devi
 
 } // namespace
 
+std::optional<EngineConfig> actor_config(const std::string& name, std::vector<Device> devices) {
+  const std::string spin = "actor_spin";
+  if (name != "actor" && name.rfind(spin, 0) != 0)
+    return std::nullopt;
+  EngineConfig c;
+  c.devices = std::move(devices);
+  if (name != "actor")
+    c.spin_before_block = std::chrono::microseconds(std::stoi(name.substr(spin.size())));
+  return c;
+}
+
 Executor& engine(const std::string& name) {
   static std::mutex m;
   static std::unordered_map<std::string, std::unique_ptr<Executor>> engines;
   std::lock_guard<std::mutex> lock(m);
   auto& e = engines[name];
   if (!e) {
-    if (name == "actor") {
-      EngineConfig c;
-      c.devices = sim_devices();
-      e = std::make_unique<Engine>(std::move(c));
+    if (auto config = actor_config(name, sim_devices())) {
+      e = std::make_unique<Engine>(std::move(*config));
     } else if (name == "baseline") {
       e = std::make_unique<BaselineEngine>(sim_devices());
     } else if (name == "reference") {

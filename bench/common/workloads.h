@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "actorgrad/actors/engine_config.h"
 #include "bench/common/ready_order.h"
 #include "actorgrad/libengine/autograd/node.h"
 #include "actorgrad/libengine/engine/executor.h"
@@ -120,8 +122,14 @@ private:
   const Graph* graph_;
 };
 
-/// Engines by name: "actor", "baseline", "reference". Built on first use,
-/// each serving sim:0..sim:3, shared by the whole process.
+/// The configuration of the actor engine named `name`, serving `devices`:
+/// "actor", or "actor_spinN" (EngineConfig::spin_before_block of N µs);
+/// nullopt for any other name.
+std::optional<EngineConfig> actor_config(const std::string& name, std::vector<Device> devices);
+
+/// Engines by name: "actor" (or "actor_spinN", see actor_config),
+/// "baseline", "reference". Built on first use, each serving sim:0..sim:3,
+/// shared by the whole process.
 Executor& engine(const std::string& name);
 /// The names engine() knows, in report order.
 const std::vector<std::string>& engine_names();

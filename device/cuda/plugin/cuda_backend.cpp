@@ -136,10 +136,7 @@ CudaBackend& cuda_backend() {
   return *b;
 }
 
-} // namespace
-
-namespace {
-
+/// What cudaGetDeviceCount said, asked once.
 struct DeviceCount {
   int n = 0;
   std::string why_none; ///< the runtime's error when it found none
