@@ -36,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,7 @@ using namespace actorgrad::bench;
 namespace {
 
 constexpr Device gpu = Device::cuda(0);
-const Stream gpu_default(gpu, 0);
+constexpr Stream gpu_default = default_stream(gpu);
 
 /// The engines under test, each serving cuda:0, made on first use: actor,
 /// actor_spinN (see actor_config) or baseline.
@@ -67,8 +68,11 @@ Executor& cuda_engine(const std::string& name) {
   if (!e) {
     if (auto config = actor_config(name, {gpu})) {
       e = std::make_unique<Engine>(std::move(*config));
-    } else {
+    } else if (name == "baseline") {
       e = std::make_unique<BaselineEngine>(std::vector<Device>{gpu});
+    } else {
+      engines.erase(name);
+      throw std::invalid_argument("unknown engine " + name);
     }
   }
   return *e;
@@ -85,6 +89,9 @@ Graph mlp_graph(const std::vector<std::int64_t>& sizes, std::int64_t batch,
   const auto x = Tensor::randn({batch, sizes.front()}, 11, DType::f32);
   return finish_graph(std::move(g), cross_entropy(mlp.forward(x), targets));
 }
+
+/// The `mlp` case: GEMM-bound, every layer on cuda:0.
+Graph gemm_mlp() { return mlp_graph({512, 1024, 1024, 1024, 10}, 256, {gpu}); }
 
 /// `y = y * c`, n times, on a 256-element float32 tensor; with `hop`, y
 /// moves to the other device (the CPU or cuda:0) before each product.
@@ -177,7 +184,7 @@ void print_summaries() {
 }
 
 void register_all() {
-  add("mlp", [] { return mlp_graph({512, 1024, 1024, 1024, 10}, 256, {gpu}); }, 200);
+  add("mlp", gemm_mlp, 200);
   add("split_mlp", [] { return mlp_graph({64, 256, 256, 256, 10}, 64, {gpu, Device::cpu()}); },
       300);
   for (int n : {100, 1000})
@@ -188,7 +195,7 @@ void register_all() {
 /// About a second of GEMMs, so that the GPU's clocks have left their idle
 /// level before the first case (the cases run in a fixed order).
 void warm_up_gpu() {
-  const Graph g = mlp_graph({512, 1024, 1024, 1024, 10}, 256, {gpu});
+  const Graph g = gemm_mlp();
   SequentialPlan plan(g);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (std::chrono::steady_clock::now() < until) {

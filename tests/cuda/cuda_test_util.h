@@ -23,6 +23,25 @@ inline double tolerance(DType t) { return t == DType::f32 ? 1e-5 : 1e-12; }
 inline Tensor to_gpu(const Tensor& t) { return kernels::cuda::to_device(t, gpu); }
 inline Tensor to_cpu(const Tensor& t) { return kernels::cuda::to_device(t, Device::cpu()); }
 
+/// The largest elementwise difference of `got` (on any device) from `want`
+/// (same shape, on the CPU), relative to max(1, |want|); NaN where `want`
+/// has NaN counts as equal, anywhere else as infinite. Asserts nothing:
+/// safe on any thread.
+inline double worst_difference(const Tensor& got, const Tensor& want) {
+  const auto g = (got.device().is_cpu() ? got : to_cpu(got)).to_vector();
+  const auto w = want.to_vector();
+  double worst = 0.0;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    if (std::isnan(g[i]) || std::isnan(w[i])) {
+      if (std::isnan(g[i]) != std::isnan(w[i]))
+        worst = INFINITY;
+      continue;
+    }
+    worst = std::max(worst, std::abs(g[i] - w[i]) / std::max(1.0, std::abs(w[i])));
+  }
+  return worst;
+}
+
 /// `got` (on cuda:0) equals `want` (on the CPU) in shape and dtype, and
 /// elementwise to tolerance(dtype) relative to max(1, |want|).
 inline void check_close(const Tensor& got, const Tensor& want, const std::string& what) {
@@ -32,18 +51,7 @@ inline void check_close(const Tensor& got, const Tensor& want, const std::string
     BOOST_TEST(dtype_name(got.dtype()) == dtype_name(want.dtype()));
     if (got.shape() != want.shape() || got.dtype() != want.dtype())
       return;
-    const auto g = to_cpu(got).to_vector();
-    const auto w = want.to_vector();
-    double worst = 0.0;
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      if (std::isnan(g[i]) || std::isnan(w[i])) {
-        if (std::isnan(g[i]) != std::isnan(w[i]))
-          worst = INFINITY;
-        continue;
-      }
-      worst = std::max(worst, std::abs(g[i] - w[i]) / std::max(1.0, std::abs(w[i])));
-    }
-    BOOST_TEST(worst <= tolerance(want.dtype()));
+    BOOST_TEST(worst_difference(got, want) <= tolerance(want.dtype()));
   }
 }
 

@@ -33,19 +33,21 @@ failed=0
 } > "$OUT/env.log" 2>&1
 cat "$OUT/env.log"
 
-run_test() { # NAME [SANITIZER ARGS...]: one CUDA test, its exit status
-  local name=$1
-  shift
+# LABEL NAME [SANITIZER ARGS...]: runs one CUDA test (under the sanitizer
+# when given) between a "== LABEL" line and an "rc=STATUS" line; returns
+# its status.
+run_test() {
+  local label=$1 name=$2
+  shift 2
+  echo "== $label"
   "$@" "$BUILD/tests/cuda_test_cuda_$name" --report_level=short --color_output=false 2>&1 | tail -40
-  return "${PIPESTATUS[0]}"
+  local rc=${PIPESTATUS[0]}
+  echo "rc=$rc"
+  return "$rc"
 }
 
 for t in "${tests[@]}"; do
-  echo "== cuda_test_cuda_$t"
-  run_test "$t"
-  rc=$?
-  echo "rc=$rc"
-  [ $rc -eq 77 ] && exit 77
+  run_test "cuda_test_cuda_$t" "$t" || { [ $? -eq 77 ] && exit 77; }
 done 2>&1 | tee "$OUT/tests.log"
 [ "${PIPESTATUS[0]}" -eq 77 ] && exit 77
 grep -q "^rc=[1-9]" "$OUT/tests.log" && failed=1
@@ -55,14 +57,11 @@ sanitizer=$(command -v compute-sanitizer) || {
   sanitizer=
 }
 [ -n "$sanitizer" ] && for t in "${tests[@]}"; do
-  echo "== memcheck cuda_test_cuda_$t"
-  run_test "$t" "$sanitizer" --tool memcheck --leak-check full --error-exitcode 9
-  echo "rc=$?"
+  run_test "memcheck cuda_test_cuda_$t" "$t" "$sanitizer" --tool memcheck --leak-check full \
+    --error-exitcode 9
 done 2>&1 | tee "$OUT/memcheck.log"
 [ -n "$sanitizer" ] && for tool in racecheck synccheck initcheck; do
-  echo "== $tool cuda_test_cuda_ops"
-  run_test ops "$sanitizer" --tool "$tool" --error-exitcode 9
-  echo "rc=$?"
+  run_test "$tool cuda_test_cuda_ops" ops "$sanitizer" --tool "$tool" --error-exitcode 9
 done 2>&1 | tee "$OUT/checks.log"
 cat "$OUT"/memcheck.log "$OUT"/checks.log 2>/dev/null | grep -q "^rc=[1-9]" && failed=1
 

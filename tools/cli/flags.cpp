@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <stdexcept>
 
 #include <unistd.h>
 
@@ -172,25 +173,22 @@ CLI::Validator one_of(std::vector<std::string> choices) {
 CLI::Validator device_set() {
   return CLI::Validator(
     [](std::string& s) -> std::string {
-      if (s == "cpu")
-        return {};
-      for (const char* kind : {"sim:", "cuda:"})
-        if (s.rfind(kind, 0) == 0)
-          if (auto n = to_int(s.substr(std::string(kind).size())); n && *n >= 1 && *n <= 64)
-            return {};
+      try {
+        // Device::parse reads "sim:N" / "cuda:N" as a type and, here, a count.
+        if (const Device d = Device::parse(s); d.is_cpu() || (d.index >= 1 && d.index <= 64))
+          return {};
+      } catch (const std::invalid_argument&) {
+      }
       return "must be cpu, sim:N or cuda:N with N in [1, 64], not '" + s + "'";
     },
     "cpu|sim:N|cuda:N");
 }
 
 std::vector<Device> device_list(const std::string& devices) {
+  const Device last = Device::parse(devices); // cpu: a count of 0
   std::vector<Device> out;
-  if (devices == "cpu")
-    return out;
-  const bool cuda = devices.rfind("cuda:", 0) == 0;
-  const std::int64_t n = to_int(devices.substr(cuda ? 5 : 4)).value_or(0);
-  for (std::int64_t i = 0; i < n; ++i)
-    out.push_back(cuda ? Device::cuda(static_cast<int>(i)) : Device::sim(static_cast<int>(i)));
+  for (std::int16_t i = 0; i < last.index; ++i)
+    out.emplace_back(last.type, i);
   return out;
 }
 
