@@ -103,8 +103,8 @@ void Engine::run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) 
     runner->coordinate(task, std::move(first));
     return;
   }
-  detail::ReadyQueue queue{std::move(spare_caller_heap), new_queue_id(), Device::cpu()};
-  detail::Runner caller(*core_, nullptr, ObservedActor::Role::caller, std::move(queue));
+  detail::Runner caller(*core_, nullptr, ObservedActor::Role::caller,
+                        {std::move(spare_caller_heap), new_queue_id(), Device::cpu()});
   caller.coordinate(task, std::move(first));
   if (detail::ReadyQueue q = caller.take_queue(); q.heap.empty())
     spare_caller_heap = std::move(q.heap);

@@ -49,7 +49,7 @@ thread_local Runner* current_runner = nullptr;
 } // namespace
 
 Runner::Runner(EngineCore& core, caf::blocking_actor* self, ObservedActor::Role role,
-               ReadyQueue queue)
+               ReadyQueue&& queue)
   : core_(core),
     self_(self),
     actor_(role, queue.device, self ? self->id() : 0),
@@ -78,9 +78,7 @@ ReadyQueue Runner::take_queue() {
     queue_.heap.push(ReadyTask::make_shutdown());
     shutdown_pending_ = false;
   }
-  ReadyQueue q = std::move(queue_);
-  queue_.heap = ReadyHeap{};
-  return q;
+  return std::move(queue_); // leaves an empty heap (ReadyHeap's move)
 }
 
 void Runner::adopt_queue(ReadyQueue&& q) {
@@ -90,9 +88,10 @@ void Runner::adopt_queue(ReadyQueue&& q) {
   actor_.device = queue_.device;
 }
 
-std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task) {
+std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
+                                                  std::shared_ptr<EngineObserver> observer) {
   auto ctx = std::make_shared<TaskContext>();
-  ctx->observer = core_.observer.load(std::memory_order_acquire);
+  ctx->observer = std::move(observer);
   if (task.devices().empty() && !self_)
     return ctx; // CPU only, on a caller: every node runs here, no message is sent
   ctx->coordinator = caf::actor_cast<caf::actor>(&mailbox());
@@ -147,9 +146,8 @@ void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& 
 }
 
 void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
-  auto ctx = make_context(*task);
-  task->executor_data = ctx;
   task->cpu_queue = queue_.id;
+  auto observer = core_.observer.load(std::memory_order_acquire);
   // Note [CPU calls on a caller]
   // A task whose every node is a CPU node, coordinated by a caller thread
   // that has no mailbox, sends no message and receives none: no worker
@@ -163,11 +161,14 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   // takes the loop. Meanwhile this task's ready nodes wait in run_all_here's
   // heap, not in the thread's queue, where the nested loop could have run
   // them while it waited for a worker: an order the ready order leaves
-  // open, since a nested call never waits for its parent's nodes.
-  if (!self_ && task->devices().empty() && !ctx->observer) {
+  // open, since a nested call never waits for its parent's nodes. Such a
+  // task gets no TaskContext either: nothing on this path reads one.
+  if (!self_ && task->devices().empty() && !observer) {
     task->run_all_here(std::move(first));
     return;
   }
+  auto ctx = make_context(*task, std::move(observer));
+  task->executor_data = ctx;
   task->hold(); // the first task
   if (ctx->observer) [[unlikely]]
     ctx->observer->task_started(actor_, *task);

@@ -37,7 +37,7 @@ public:
   /// `self` is the actor served; null for a caller thread that has no
   /// mailbox yet (one is created when a task crosses devices).
   Runner(EngineCore& core, caf::blocking_actor* self, ObservedActor::Role role,
-         ReadyQueue queue);
+         ReadyQueue&& queue);
   ~Runner() override;
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
@@ -102,7 +102,8 @@ private:
   /// run() with the observer told (cold: kept off the unobserved path).
   [[gnu::cold]] void run_observed(ReadyTask& t, EngineObserver& observer);
   void finish_one(const std::shared_ptr<GraphTaskBase>& task);
-  std::shared_ptr<TaskContext> make_context(const GraphTaskBase& task);
+  std::shared_ptr<TaskContext> make_context(const GraphTaskBase& task,
+                                            std::shared_ptr<EngineObserver> observer);
   void await_message();
   void on_worker_down(const caf::actor_addr& source, const caf::error& reason);
   /// Note [Monitors per actor]: one CAF monitor per worker per actor,

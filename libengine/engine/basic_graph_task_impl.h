@@ -136,7 +136,11 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
   // a lower bound on the graph's size that saves the table most rehashes.
   state_.reset(G::topological_nr(*root) + 1, has_hints && hinted);
   state_.try_emplace(key_of(*root));
-  std::vector<node*> queue{root};
+  // The pass's stack keeps its storage (up to 4,096 entries) on this thread
+  // between calls: a small backward would otherwise allocate it every time.
+  static thread_local std::vector<node*> spare_queue;
+  std::vector<node*> queue = std::move(spare_queue);
+  queue.push_back(root);
   bool topo_order_broken = false;
   while (!queue.empty()) {
     node* fn = queue.back();
@@ -157,6 +161,8 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
         queue.push_back(next);
     }
   }
+  if (queue.capacity() <= 4096)
+    spare_queue = std::move(queue);
   // Several actors look states up when the task has devices.
   if (!state_.finish_numbering(!devices_.empty()))
     return compute_dependencies(root, min_topo_nr, false); // see Note [Node table hints]

@@ -124,6 +124,33 @@ BOOST_AUTO_TEST_CASE(heap_moves_the_task_out_intact) {
   BOOST_TEST(nodes[0].use_count() == 2); // the test's and the task's
 }
 
+BOOST_AUTO_TEST_CASE(a_copied_heap_pops_the_same_tasks_and_the_original_keeps_its_own) {
+  // A queue travels in CAF messages, which may copy it: both the inline
+  // tasks (Note [Few ready tasks]) and the keyed heap must be copied.
+  std::mt19937 rng(31);
+  auto nodes = make_nodes(20);
+  std::uniform_int_distribution<int> depth(0, 2);
+  for (std::size_t n : {std::size_t{3}, std::size_t{20}}) {
+    std::vector<ReadyTask> tasks;
+    for (std::size_t i = 0; i < n; ++i)
+      tasks.push_back(task(nodes[i], depth(rng)));
+    ReadyHeap heap;
+    for (const auto& t : tasks)
+      heap.push(ReadyTask(t));
+    std::sort(tasks.begin(), tasks.end(), runs_before);
+    ReadyHeap copy = heap;
+    ReadyHeap assigned;
+    assigned.push(task(nodes[0], 9)); // replaced by the assignment
+    assigned = copy;
+    for (ReadyHeap* h : {&copy, &assigned, &heap}) {
+      BOOST_REQUIRE(h->size() == n);
+      for (std::size_t i = 0; i < n; ++i)
+        BOOST_TEST((key(h->pop()) == key(tasks[i])), "size " << n << " position " << i);
+      BOOST_TEST(h->empty());
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(heap_keeps_the_order_when_pushes_and_pops_interleave) {
   // Pushes and pops in random turns, so that the heap keeps passing between
   // a few waiting tasks and many (see Note [Few ready tasks]); each pop must
