@@ -2,8 +2,7 @@
 
 namespace actorgrad::detail {
 
-void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& pool,
-              const caf::actor& self) {
+void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
   std::exception_ptr error;
   variable_list grads;
   try {
@@ -13,7 +12,9 @@ void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& pool,
     error = std::current_exception();
   }
   call.task.reset();
-  post(pool, msg::Idle{self, true});
+  EngineCore& core = runner.core();
+  if (!core.park_coordinator(self)) // Note [Idle coordinator slot]
+    post(core.pool, msg::Idle{self, true});
   call.done(error, std::move(grads));
 }
 

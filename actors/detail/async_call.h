@@ -33,6 +33,20 @@ namespace actorgrad::detail {
 // spawning more. A message of a finished call that arrives later (a WakeUp,
 // a gradient of a call a dead worker aborted) is handled by that Runner as
 // any straggler; the task it belongs to is kept alive by the message.
+//
+// Note [Idle coordinator slot]
+// The pool is an actor on a thread of its own, so a call through it waits
+// for two thread wake-ups before its first node runs (the pool's, then the
+// coordinator's) and costs a third message (Idle) after. So a coordinator
+// that finished a call first tries to park itself in
+// EngineCore::idle_coordinator (compare-exchange from null), and a call
+// takes the parked one (exchange with null) and posts straight to it. Only
+// when the slot is empty does a call go through the pool, and only when it
+// was taken does a coordinator report Idle. A coordinator is therefore
+// parked, in the pool's idle list or busy, never two of these at once, so
+// two calls never share one. It parks before calling `done`, for the reason
+// above. The slot holds a strong reference, which the pool drops after
+// every coordinator stopped (none can park again then).
 
 /// Runs `call` on a pooled async coordinator and calls `done(error,
 /// gradients)` once: with a null error and the captured gradients when the
@@ -50,15 +64,17 @@ void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, Backw
     return;
   }
   created->first->executor = engine;
-  post(core->pool, msg::AsyncCall{std::move(created->first), std::move(created->second),
-                                  std::move(done)});
+  msg::AsyncCall m{std::move(created->first), std::move(created->second), std::move(done)};
+  if (caf::actor coordinator = core->take_coordinator()) // Note [Idle coordinator slot]
+    post(coordinator, std::move(m));
+  else
+    post(core->pool, std::move(m));
 }
 
 /// A pooled async coordinator's handling of `call` (Note [Pooled async
-/// coordinators]): coordinates it with `runner`, tells `pool` that `self`
-/// is idle, then calls its `done`.
-void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& pool,
-              const caf::actor& self);
+/// coordinators]): coordinates it with `runner`, parks `self` for the next
+/// call or tells the pool that it is idle, then calls its `done`.
+void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self);
 
 /// Runs `call` on a pooled async coordinator and fulfils the future with
 /// `finish(captured gradients)`: errors of the call, from its arguments to

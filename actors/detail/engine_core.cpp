@@ -53,6 +53,23 @@ void EngineCore::publish_observer() {
   observer.store(std::move(o), std::memory_order_release);
 }
 
+bool EngineCore::park_coordinator(const caf::actor& coordinator) {
+  caf::actor_control_block* parked =
+    caf::actor_cast<caf::strong_actor_ptr>(coordinator).release(); // the slot's reference
+  caf::actor_control_block* empty = nullptr;
+  if (idle_coordinator.compare_exchange_strong(empty, parked, std::memory_order_acq_rel))
+    return true;
+  caf::intrusive_ptr_release(parked);
+  return false;
+}
+
+caf::actor EngineCore::take_coordinator() {
+  caf::actor_control_block* parked = idle_coordinator.exchange(nullptr, std::memory_order_acq_rel);
+  if (!parked)
+    return {};
+  return caf::actor_cast<caf::actor>(caf::strong_actor_ptr{parked, false});
+}
+
 void EngineCore::note_reentrant_frames(int frames) {
   int seen = max_reentrant_frames.load(std::memory_order_relaxed);
   while (frames > seen &&

@@ -46,6 +46,16 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   caf::actor pool;
   /// The request actor (Engine::request_actor; actors/detail/request_server.h).
   caf::actor requests;
+  /// An async coordinator parked for the next asynchronous call, holding
+  /// one strong reference, or null (Note [Idle coordinator slot] in
+  /// async_call.h). Set by a coordinator that finished a call
+  /// (park_coordinator), taken by a call that starts (take_coordinator) and
+  /// by the pool once every coordinator stopped.
+  std::atomic<caf::actor_control_block*> idle_coordinator{nullptr};
+  /// Parks `coordinator` in idle_coordinator if it is empty; false if not.
+  bool park_coordinator(const caf::actor& coordinator);
+  /// The parked coordinator (the slot is empty afterwards), or an invalid handle.
+  caf::actor take_coordinator();
   /// The observer GraphTasks started now keep: the installed observer
   /// (EngineConfig::observer, Engine::set_observer), the recorder of
   /// Engine::start_recording, both (ObserverPair), or null. Written by the

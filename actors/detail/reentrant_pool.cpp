@@ -42,6 +42,7 @@ void ReentrantPool::act() {
         post<caf::message_priority::high>(w, msg::Shutdown{});
       for (auto& w : all)
         wait_for(w);
+      core_->take_coordinator(); // drops the parked one's reference (Note [Idle coordinator slot])
       return;
     }
   }
@@ -61,7 +62,7 @@ void PoolWorker::act() {
       serve_handoff(runner, std::move(content.get_mutable_as<msg::Handoff>(0)));
       post(core_->pool, msg::Idle{self, false});
     } else if (content.match_elements<msg::AsyncCall>()) {
-      run_call(runner, std::move(content.get_mutable_as<msg::AsyncCall>(0)), core_->pool, self);
+      run_call(runner, std::move(content.get_mutable_as<msg::AsyncCall>(0)), self);
       if (runner.shutdown_pending())
         return; // a Shutdown that arrived during the call (Note [Shutdown during a frame])
     } else if (content.match_elements<msg::Shutdown>()) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <future>
 #include <memory>
 #include <vector>
@@ -173,4 +174,34 @@ BOOST_AUTO_TEST_CASE(async_calls_start_no_thread_per_call) {
   }
   BOOST_TEST(seen() <= 8u, "8 overlapping calls at a time: at most 8 coordinators");
   BOOST_TEST(threads() <= before + 7);
+}
+
+// Note [Idle coordinator slot]: calls from several threads at once take the
+// parked coordinator or go through the pool, and every one completes with
+// the right gradient. The engine is destroyed with a coordinator parked:
+// its shutdown must stop it and drop the slot's reference (a hang here, or
+// a leak under the sanitizers' run, is the failure).
+BOOST_AUTO_TEST_CASE(async_calls_from_several_threads_share_the_parked_coordinator) {
+  auto engine = std::make_unique<Engine>(EngineConfig{.devices = {sim0}});
+  Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
+  Tensor loss = sum(mul(x.to(sim0), x.to(sim0))).to(Device::cpu());
+  // Written by each caller thread, read by the test after joining them.
+  std::atomic<int> right{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      for (int i = 0; i < 250; ++i) {
+        auto f = engine->grad_async({loss}, {x}, {.retain_graph = true});
+        if (f.wait_for(kWaitLimit) == std::future_status::ready &&
+            f.get().at(0).to_vector() == v({2.0, -4.0}))
+          ++right;
+      }
+    });
+  for (auto& c : callers)
+    c.join();
+  BOOST_TEST(right.load() == 1000);
+  auto last = engine->grad_async({loss}, {x}, {.retain_graph = true}); // parks its coordinator
+  BOOST_REQUIRE(last.wait_for(kWaitLimit) == std::future_status::ready);
+  BOOST_TEST(last.get().at(0).to_vector() == v({2.0, -4.0}), boost::test_tools::per_element());
+  engine.reset();
 }
