@@ -64,16 +64,33 @@ public:
 
   std::string name() const override { return "actorgrad::TorchBridge"; }
 
+  // Note [Nothing of a call left on libtorch's threads]
+  // Past its depth limit libtorch runs a nested call's GraphTask, and so
+  // this node, on one of its reentrant threads, which may drop them only
+  // after the caller returned. Whatever they still hold is then freed on
+  // that thread; a tensor or node with a Python object needs the GIL there,
+  // and if the interpreter is finalizing by then, taking it ends the thread
+  // with pthread_exit, whose unwind through a noexcept frame terminates the
+  // process (stock torch 1.13 does that to a nested grad()'s result, which
+  // its GraphTask's future keeps). So the call's gradients go back through
+  // result_, not libtorch's future (captured_vars_ stays empty), and the
+  // call's TorchGraphTask leaves this node when it has run: the caller's
+  // references are the last ones.
   variable_list apply(variable_list&&) override {
-    stock_.captured_vars_ = run_graph(engine_, task_, std::move(first_), &stock_);
+    const std::shared_ptr<TorchGraphTask> task = std::move(task_);
+    result_ = run_graph(engine_, task, std::move(first_), &stock_);
     return {};
   }
+
+  /// The call's captured gradients, once libtorch's future completed without error.
+  variable_list take_result() { return std::move(result_); }
 
 private:
   Engine& engine_;
   std::shared_ptr<TorchGraphTask> task_;
   ReadyTask first_;
   GraphTask& stock_;
+  variable_list result_;
 };
 
 // Note [Calls without a libtorch GraphTask]
@@ -266,7 +283,9 @@ variable_list BridgeEngine::run_in_graph_task(const std::shared_ptr<TorchGraphTa
                                         ::torch::autograd::InputBuffer(variable_list()));
   future->wait();
   stock->warning_handler_.replay_warnings();
-  return future->value().toTensorVector();
+  if (future->hasError())
+    std::rethrow_exception(future->exception_ptr());
+  return trampoline->take_result(); // Note [Nothing of a call left on libtorch's threads]
 }
 
 } // namespace actorgrad::torch_bridge
