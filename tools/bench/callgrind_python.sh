@@ -13,7 +13,8 @@
 # second minus the first, divided by 2,000, is the cost of one call, with
 # start-up and the case's forward cancelled out. Output: mode and
 # instructions per call, tab-separated. PYTHONHASHSEED is fixed: with random
-# string hashes two runs differ by about a thousand instructions a call.
+# string hashes two runs of one build differed by up to 1,500 instructions a
+# call.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PYDIR=${1:-$ROOT/build/python}
