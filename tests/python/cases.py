@@ -6,6 +6,7 @@ and compared bitwise by the test."""
 import os
 import sys
 import threading
+import traceback
 
 import torch
 import torch.nn as nn
@@ -158,10 +159,12 @@ def exception_in_custom_backward():
     try:
         (Fails.apply(x) * 2).sum().backward()
         error = "none"
+        tb = []
     except Exception as e:
         error = f"{type(e).__name__}: {e}"
+        tb = traceback.format_exception(e)
     (x * x).sum().backward()  # the next backward works
-    return {"error": [error], "x.grad": x.grad}
+    return {"error": [error], "traceback": tb, "x.grad": x.grad}
 
 
 @case
@@ -369,12 +372,13 @@ if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "ddp_rank":
     sys.exit(0)
 
 if __name__ == "__main__":
-    # ENGINE: stock, actorgrad, or actorgrad_fast (install(fast_backward=True)).
+    # ENGINE: stock, actorgrad (install()), or actorgrad_torch_method
+    # (install(fast_backward=False): torch's own Tensor.backward).
     name, engine, path = sys.argv[1:]
     torch.set_num_threads(1)
     if engine != "stock":
         import actorgrad.torch
-        actorgrad.torch.install(fast_backward=engine == "actorgrad_fast")
+        actorgrad.torch.install(fast_backward=engine != "actorgrad_torch_method")
     torch.manual_seed(0)
     result = CASES[name]()
     if engine != "stock":

@@ -1,14 +1,18 @@
 """actorgrad.torch's API, the GIL during a backward, two-process DDP and
 `python3 -m actorgrad.profile`."""
 
+import functools
 import json
 import shutil
 import os
+import re
 import socket
 import subprocess
 import sys
 import threading
 import time
+import traceback
+import warnings
 
 import pytest
 import torch
@@ -79,8 +83,10 @@ def test_fast_backward_takes_the_common_call_and_uninstall_restores_torch_s_meth
             y.backward()
     assert torch.Tensor.__dict__["backward"] is stock
     assert "fast_backward" not in torch.Tensor.__dict__["backward"].__qualname__
-    with ag.installed():  # without the option, torch's method stays
+    with ag.installed(fast_backward=False):  # torch's method stays
         assert torch.Tensor.__dict__["backward"] is stock
+    with ag.installed():  # the fast method is install()'s default
+        assert torch.Tensor.__dict__["backward"] is not stock
 
 
 def _refusal(call):
@@ -140,6 +146,105 @@ def test_fast_backward_leaves_other_calls_to_torch_with_the_same_result(monkeypa
         assert ag.stats()["fast_backward"] == before + 1
     for e, g in zip(expected, got):
         assert g is None if e is None else torch.equal(e, g)
+
+
+def _backward_outcomes():
+    """What a Python caller sees of three failing backward calls and a
+    warning: formatted tracebacks, warnings' places and texts. Left out,
+    as the engine's own on purpose: the suffix naming the node of a C++
+    error, and the C++ file a libtorch warning names (actorgrad's bridge
+    raises that warning itself)."""
+    def torch_s_part(text):
+        text = re.sub(r" \(in node [^)]*\)\)$", "", text, flags=re.M)
+        return re.sub(r" \(Triggered internally at [^)]*\)", "", text)
+
+    def failure(call):
+        try:
+            call()
+        except Exception as e:  # noqa: BLE001 - what arrives is the point
+            return torch_s_part("".join(traceback.format_exception(e)))
+        return "no error"
+
+    x = torch.ones(3, requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    h = x.register_hook(lambda g: 1 / 0)
+    out = {
+        "custom Function": failure(lambda: cases.Fails.apply(x).sum().backward()),
+        "second backward": failure(lambda: y.backward()),
+        "hook": failure(lambda: (x * 2).sum().backward()),
+    }
+    h.remove()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (x * x).sum().backward(create_graph=True)  # libtorch warns of the reference cycle
+    out["warnings"] = [(w.category, w.filename, w.lineno, torch_s_part(str(w.message))) for w in caught]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out["warning as error"] = failure(lambda: (x * x).sum().backward(create_graph=True))
+    x.grad = None
+    return out
+
+
+def test_fast_backward_shows_torch_s_tracebacks_and_warning_places():
+    torch.set_warn_always(True)  # libtorch's warn-once would warn the first run only
+    try:
+        stock = _backward_outcomes()
+        with ag.installed(fast_backward=False):
+            method = _backward_outcomes()
+        with ag.installed(fast_backward=True):
+            before = ag.stats()["fast_backward"]
+            fast = _backward_outcomes()
+            assert ag.stats()["fast_backward"] > before
+    finally:
+        torch.set_warn_always(False)
+    assert len(stock["warnings"]) == 1 and "autograd/__init__.py" in stock["warnings"][0][1], stock["warnings"]
+    assert "autograd/__init__.py" in stock["second backward"]
+    for key, expected in stock.items():
+        assert method[key] == expected, key
+        assert fast[key] == expected, key
+
+
+def test_fast_backward_leaves_calls_under_a_python_profiler_to_torch():
+    calls = []
+
+    def profiler(frame, event, arg):
+        if event == "call":
+            calls.append((os.path.basename(os.path.dirname(frame.f_code.co_filename)),
+                          os.path.basename(frame.f_code.co_filename), frame.f_code.co_name))
+
+    with ag.installed():
+        x = torch.ones((), requires_grad=True)
+        before = ag.stats()["fast_backward"]
+        sys.setprofile(profiler)
+        try:
+            (x * 2).backward()
+        finally:
+            sys.setprofile(None)
+        assert ag.stats()["fast_backward"] == before
+        assert ("torch", "_tensor.py", "backward") in calls
+        assert ("autograd", "__init__.py", "backward") in calls
+        assert torch.equal(x.grad, torch.tensor(2.0))
+
+
+def test_install_keeps_torch_s_method_when_torch_autograd_backward_was_patched_before(monkeypatch):
+    stock = torch.Tensor.__dict__["backward"]
+    seen = []
+    stock_backward = torch.autograd.backward
+
+    @functools.wraps(stock_backward)  # looks like torch's, name and module
+    def logged_backward(*args, **kwargs):
+        seen.append(1)
+        return stock_backward(*args, **kwargs)
+
+    monkeypatch.setattr(torch.autograd, "backward", logged_backward)
+    with ag.installed():
+        assert torch.Tensor.__dict__["backward"] is stock
+        assert seen == [], "install() called the patch"
+        before = ag.stats()["calls"]
+        torch.ones((), requires_grad=True).mul(2).backward()
+        assert seen == [1]
+        assert ag.stats()["calls"] == before + 1
 
 
 def test_fast_backward_passes_an_exception_in_a_custom_function_through():

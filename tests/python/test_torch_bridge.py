@@ -23,7 +23,7 @@ def run(case, engine, tmp_path):
 @pytest.mark.parametrize("case", sorted(cases.CASES))
 def test_same_as_stock(case, tmp_path):
     stock = run(case, "stock", tmp_path)
-    for engine in ("actorgrad", "actorgrad_fast"):  # install() and install(fast_backward=True)
+    for engine in ("actorgrad", "actorgrad_torch_method"):  # install(), install(fast_backward=False)
         ours = run(case, engine, tmp_path)
         assert ours.pop("actorgrad calls")[0] > 0, engine
         assert sorted(stock) == sorted(ours), engine

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per Python backward call of one case of bench/bench_python_bridge.py,
-# on torch's engine and on actorgrad's (install() and install(fast_backward=True)),
+# on torch's engine and on actorgrad's (install(), and install(fast_backward=False)
+# with torch's own Tensor.backward),
 # counted under valgrind's callgrind (repeatable on a noisy, shared machine).
 #
 #   tools/bench/callgrind_python.sh [PYTHONPATH_DIR] [CASE]
@@ -34,7 +35,7 @@ import actorgrad.torch as ag  # noqa: E402
 mode, case, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
 torch.set_num_threads(1)
 if mode != "stock":
-    ag.install(fast_backward=(mode == "fast_backward"))
+    ag.install(fast_backward=(mode != "torch_method"))
 root = getattr(cases, case)()
 for _ in range(20 + calls):
     root.backward(retain_graph=True)
@@ -45,7 +46,7 @@ count() { # mode calls -> main thread's instructions
     /usr/bin/python3 "$TMP/calls.py" "$1" "$CASE" "$2" "$ROOT/bench" >/dev/null 2>&1
   awk '/^summary:|^totals:/ {print $2; exit}' "$out-01"
 }
-for mode in stock install fast_backward; do
+for mode in stock install torch_method; do
   few=$(count "$mode" 200)
   many=$(count "$mode" 2200)
   echo -e "$mode\t$(( (many - few) / 2000 ))"

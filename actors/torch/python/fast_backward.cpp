@@ -1,4 +1,5 @@
 #include "actorgrad/actors/torch/python/fast_backward.h"
+#include "actorgrad/actors/torch/python/torch_prologue.h"
 
 #include <ATen/BatchedTensorImpl.h>
 #include <ATen/VmapMode.h>
@@ -29,6 +30,10 @@ struct FastBackwardState {
   PyObject* autograd_dict = nullptr;
   PyObject* variable_class = nullptr;
   PyObject* functorch_active = nullptr;
+  /// The traceback entries torch's two Python functions add to an
+  /// exception from the engine, outermost first: a tuple of (code,
+  /// globals, lasti, lineno) tuples. Strong, kept once set.
+  PyObject* prologue_frames = nullptr;
   /// The method's definition and the stock docstring it shows.
   std::string doc;
   PyMethodDef def{};
@@ -121,13 +126,50 @@ PyObject* call_stock(PyObject* self, PyObject* const* args, Py_ssize_t nargs, Py
                              kwnames);
 }
 
+/// Runs the backward on the installed engine, collecting libtorch's
+/// warnings in `warnings`; null with the engine's Python error where it
+/// failed.
+PyObject* call_engine(::torch::autograd::Edge edge, at::Tensor grad, bool keep_graph,
+                      bool create_graph, WarningBuffer& warnings) {
+  HANDLE_TH_ERRORS
+  c10::Warning::WarningHandlerGuard collect(&warnings);
+  pybind11::gil_scoped_release no_gil;
+  ::torch::autograd::Engine::get_default_engine().execute(
+    {std::move(edge)}, {std::move(grad)}, keep_graph, create_graph, /*accumulate_grad=*/true, {});
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+/// call_engine, then what torch's Python prologue would have left on its
+/// outcome: its place on the call's warnings, its traceback entries on an
+/// error (Note [Fast Tensor.backward]).
+PyObject* run_engine(const FastBackwardState& s, ::torch::autograd::Edge edge, at::Tensor grad,
+                     bool keep_graph, bool create_graph) {
+  WarningBuffer warnings;
+  PyObject* result =
+    call_engine(std::move(edge), std::move(grad), keep_graph, create_graph, warnings);
+  if (!warnings.issue(s.prologue_frames, /*in_exception=*/result == nullptr))
+    Py_CLEAR(result);
+  if (result == nullptr)
+    add_prologue_frames(s.prologue_frames);
+  return result;
+}
+
+/// Whether a Python profiler or tracer watches this thread: it then sees
+/// torch's own method and its two Python calls.
+bool python_watched() {
+  const PyThreadState* thread = PyThreadState_Get();
+  return thread->c_profilefunc != nullptr || thread->c_tracefunc != nullptr;
+}
+
 PyObject* fast_backward(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                         PyObject* kwnames) {
   HANDLE_TH_ERRORS
   FastBackwardState& s = state();
   BackwardArgs a;
-  if (!parse(args, nargs, kwnames, a) || (a.inputs != nullptr && a.inputs != Py_None) ||
-      !is_none_or_bool(a.retain_graph) || (a.create_graph != nullptr && !PyBool_Check(a.create_graph)) ||
+  if (python_watched() || !parse(args, nargs, kwnames, a) ||
+      (a.inputs != nullptr && a.inputs != Py_None) || !is_none_or_bool(a.retain_graph) ||
+      (a.create_graph != nullptr && !PyBool_Check(a.create_graph)) ||
       !is_plain_tensor(self) || at::impl::VmapMode::current_vmap_level() != 0 ||
       !torch_unchanged(s))
     return call_stock(self, args, nargs, kwnames);
@@ -141,12 +183,7 @@ PyObject* fast_backward(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                             ? create_graph
                             : a.retain_graph == Py_True;
   ++s.calls;
-  {
-    pybind11::gil_scoped_release no_gil;
-    ::torch::autograd::Engine::get_default_engine().execute(
-      {std::move(edge)}, {std::move(grad)}, keep_graph, create_graph, /*accumulate_grad=*/true, {});
-  }
-  Py_RETURN_NONE;
+  return run_engine(s, std::move(edge), std::move(grad), keep_graph, create_graph);
   END_HANDLE_TH_ERRORS
 }
 
@@ -162,10 +199,16 @@ PyObject* import_attr(const char* module, const char* name) {
 
 } // namespace
 
-PyObject* enable_fast_backward(PyObject* stock, PyObject* autograd_backward, PyObject* engine) {
+PyObject* enable_fast_backward(PyObject* stock, PyObject* autograd_backward, PyObject* engine,
+                               PyObject* prologue_frames) {
   FastBackwardState& s = state();
   if (s.autograd_backward != nullptr) {
     PyErr_SetString(PyExc_RuntimeError, "actorgrad's fast Tensor.backward is already enabled");
+    return nullptr;
+  }
+  if (!valid_prologue_frames(prologue_frames)) {
+    PyErr_SetString(PyExc_TypeError,
+                    "prologue_frames: a tuple of (code, globals dict, lasti, lineno) tuples");
     return nullptr;
   }
   if (s.stock == nullptr) {
@@ -189,6 +232,8 @@ PyObject* enable_fast_backward(PyObject* stock, PyObject* autograd_backward, PyO
              METH_FASTCALL | METH_KEYWORDS, s.doc.empty() ? nullptr : s.doc.c_str()};
     Py_INCREF(stock);
     s.stock = stock;
+    Py_INCREF(prologue_frames);
+    s.prologue_frames = prologue_frames;
   }
   Py_INCREF(autograd_backward);
   Py_INCREF(engine);

@@ -1,7 +1,8 @@
 #pragma once
 /// @file fast_backward.h
-/// `Tensor.backward` without torch's Python prologue, for
-/// `actorgrad.torch.install(fast_backward=True)`.
+/// `Tensor.backward` without torch's Python prologue, the method
+/// `actorgrad.torch.install()` puts in `torch.Tensor` (unless
+/// `fast_backward=False`).
 ///
 /// Note [Fast Tensor.backward]
 /// A Python `loss.backward()` passes through two Python functions before it
@@ -13,6 +14,9 @@
 /// instructions, 1.6 µs here, less a call; bench/RESULTS.md) and calls
 /// torch's own `Tensor.backward` for every other, so every refusal keeps
 /// torch's text, type and warning:
+/// - no Python profiler or tracer on the thread (`sys.setprofile`,
+///   `sys.settrace`: cProfile, debuggers, coverage, torch's Python stack
+///   tracer), so they see torch's calls;
 /// - `self` and a given gradient are exactly `torch.Tensor` (no subclass,
 ///   no __torch_function__, no torch function mode), not vmapped, outside
 ///   vmap and functorch transforms;
@@ -22,10 +26,17 @@
 ///   only with a complex `self`, unnamed;
 /// - `torch.autograd.backward` and `Variable._execution_engine` are still
 ///   what they were at install, checked at every call: code that patches
-///   either sees its calls as before.
-/// What differs from torch: an exception raised during the backward has
-/// two frames fewer in its traceback (torch's two Python functions), and
-/// profilers of Python calls do not see them. That is why it is opt-in.
+///   either sees its calls as before. (install() also checks, with a probe
+///   engine, that torch's two functions are all that stands between
+///   `Tensor.backward` and the engine; where a patch came first it leaves
+///   torch's method in place.)
+/// An exception from the engine gets the two traceback entries torch's
+/// functions would have added (their code, line and instruction, taken
+/// from the probe's traceback at install), so its traceback prints as
+/// torch's does. What still differs from torch: those two frames have no
+/// local variables (a debugger's post-mortem or `--showlocals` shows none
+/// there), and a warning libtorch raises during the backward names the
+/// caller's line instead of torch/autograd/__init__.py's.
 
 #include <Python.h>
 
@@ -38,9 +49,13 @@ namespace actorgrad::torch_python {
 /// starts taking calls: `stock` is torch's `Tensor.backward`, called for
 /// every case the fast path leaves to torch, `autograd_backward`
 /// `torch.autograd.backward` and `engine` the object in
-/// `Variable._execution_engine`, both as installed. Raises when already
-/// enabled.
-PyObject* enable_fast_backward(PyObject* stock, PyObject* autograd_backward, PyObject* engine);
+/// `Variable._execution_engine`, both as installed; `prologue_frames` the
+/// traceback entries torch's two functions add to an exception from the
+/// engine, outermost first, as a tuple of (code, globals, lasti, lineno)
+/// tuples. Raises when already enabled or when `prologue_frames` is not
+/// such a tuple.
+PyObject* enable_fast_backward(PyObject* stock, PyObject* autograd_backward, PyObject* engine,
+                               PyObject* prologue_frames);
 
 /// Drops what enable_fast_backward holds; the method it returned then
 /// calls `stock` for every call (a reference to it may outlive uninstall).

@@ -97,9 +97,10 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def(
     "enable_fast_backward",
-    [](py::object stock, py::object autograd_backward, py::object engine) {
-      PyObject* method = torch_python::enable_fast_backward(stock.ptr(), autograd_backward.ptr(),
-                                                            engine.ptr());
+    [](py::object stock, py::object autograd_backward, py::object engine,
+       py::object prologue_frames) {
+      PyObject* method = torch_python::enable_fast_backward(
+        stock.ptr(), autograd_backward.ptr(), engine.ptr(), prologue_frames.ptr());
       if (method == nullptr)
         throw py::error_already_set();
       return py::reinterpret_steal<py::object>(method);

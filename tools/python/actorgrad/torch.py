@@ -40,18 +40,65 @@ _stock_engine = None
 _stock_tensor_backward = None
 
 
-def install(devices="", max_recursion_depth=60, fast_backward=False):
+class _Probe(Exception):
+    """Raised by the probe engine of _prologue_frames."""
+
+
+class _ProbeEngine:
+    """Variable._execution_engine while _prologue_frames probes."""
+
+    def run_backward(self, *args, **kwargs):
+        raise _Probe
+
+
+def _prologue_frames(stock_backward):
+    """The traceback entries torch's Tensor.backward and
+    torch.autograd.backward add to an exception the engine raises, as
+    (code, globals, lasti, lineno) tuples, outermost first; None where
+    anything else stands between Tensor.backward and the engine (a patch
+    of either), so the fast method must not take their place."""
+    def defined_in(fn, module):
+        return getattr(getattr(fn, "__code__", None), "co_filename", None) == module.__file__
+
+    if not (defined_in(stock_backward, torch._tensor)
+            and defined_in(torch.autograd.backward, torch.autograd)):
+        return None  # a patch, not called here
+    engine = torch.autograd.Variable._execution_engine
+    torch.autograd.Variable._execution_engine = _ProbeEngine()
+    try:
+        stock_backward(torch.ones((), requires_grad=True))
+    except _Probe as e:
+        tb = e.__traceback__.tb_next  # past this function's own entry
+    except Exception:  # noqa: BLE001 - a patch that fails: leave torch's method
+        return None
+    else:
+        return None
+    finally:
+        torch.autograd.Variable._execution_engine = engine
+    entries = []
+    while tb is not None:
+        entries.append((tb.tb_frame.f_code, tb.tb_frame.f_globals, tb.tb_lasti, tb.tb_lineno))
+        tb = tb.tb_next
+    expected = (stock_backward.__code__, torch.autograd.backward.__code__,
+                _ProbeEngine.run_backward.__code__)
+    if tuple(entry[0] for entry in entries) != expected:
+        return None
+    return tuple(entries[:2])
+
+
+def install(devices="", max_recursion_depth=60, fast_backward=True):
     """Makes the actor engine run every backward pass of the process.
 
     devices: the non-CPU devices the engine serves besides the CPU, as for
     ACTORGRAD_DEVICES ("sim:2"); torch's CPU nodes need none.
     fast_backward: Tensor.backward does torch's Python prologue (argument
     checks, the implicit ones_like) in C++ for the common case, about 1.6 µs
-    less a call; every other case, and every refusal, is torch's own
-    method. What differs: an exception raised during the backward has two
-    frames fewer in its traceback (torch/_tensor.py and
-    torch/autograd/__init__.py), and profilers of Python calls do not see
-    them (Note [Fast Tensor.backward] in actors/torch/python/fast_backward.h).
+    less a call; every other case, every refusal, and every call under a
+    Python profiler or tracer is torch's own method. An exception from the
+    engine shows torch's traceback; its two torch frames have no local
+    variables, and a warning libtorch raises during the backward names the
+    caller's line instead of torch's (Note [Fast Tensor.backward] in
+    actors/torch/python/fast_backward.h). False keeps torch's method.
     Raises RuntimeError when already installed.
     """
     global _stock_engine, _stock_tensor_backward
@@ -59,9 +106,12 @@ def install(devices="", max_recursion_depth=60, fast_backward=False):
     _stock_engine = torch.autograd.Variable._execution_engine
     torch.autograd.Variable._execution_engine = _ActorEngine()
     if fast_backward:
-        _stock_tensor_backward = torch.Tensor.__dict__["backward"]
-        torch.Tensor.backward = _C.enable_fast_backward(
-            _stock_tensor_backward, torch.autograd.backward, torch.autograd.Variable._execution_engine)
+        stock = torch.Tensor.__dict__["backward"]
+        frames = _prologue_frames(stock)
+        if frames is not None:
+            _stock_tensor_backward = stock
+            torch.Tensor.backward = _C.enable_fast_backward(
+                stock, torch.autograd.backward, torch.autograd.Variable._execution_engine, frames)
 
 
 def uninstall():
@@ -83,7 +133,7 @@ def is_installed():
 
 
 @contextlib.contextmanager
-def installed(devices="", max_recursion_depth=60, fast_backward=False):
+def installed(devices="", max_recursion_depth=60, fast_backward=True):
     """install() for the duration of a with-block."""
     install(devices, max_recursion_depth, fast_backward)
     try:
