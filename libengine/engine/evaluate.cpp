@@ -49,9 +49,32 @@ bool matches(const TensorImpl& g, const InputMetadata& meta) {
   return true;
 }
 
-} // namespace
+/// Whether every gradient already is what validate_outputs would leave:
+/// one per edge, each matching its consumer's input or going nowhere. The
+/// check of every node's outputs, kept apart from the error texts and
+/// conversions so that it needs no stack frame of its own.
+bool outputs_match(const Node& fn, const variable_list& grads) {
+  const edge_list& edges = fn.next_edges();
+  if (grads.size() != edges.size())
+    return false;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const Edge& edge = edges[i];
+    const Tensor& g = grads[i];
+    if (!edge.is_valid() || !g.defined())
+      continue;
+    if (edge.input_nr >= edge.function->num_inputs())
+      return false;
+    const InputMetadata& meta = edge.function->input_metadata(edge.input_nr);
+    if (meta.defined && !matches(*g.impl(), meta))
+      return false;
+  }
+  return true;
+}
 
-void validate_outputs(const Node& fn, variable_list& grads) {
+/// validate_outputs where some gradient does not match: names the error,
+/// or reduces and casts.
+[[gnu::noinline, gnu::cold]] void validate_mismatched_outputs(const Node& fn,
+                                                              variable_list& grads) {
   const edge_list& edges = fn.next_edges();
   if (grads.size() != edges.size())
     throw EngineError("Function " + fn.name() + " returned an incorrect number of gradients (expected " +
@@ -80,6 +103,13 @@ void validate_outputs(const Node& fn, variable_list& grads) {
     if (g.dtype() != meta.dtype)
       g = to_dtype(g, meta.dtype);
   }
+}
+
+} // namespace
+
+void validate_outputs(const Node& fn, variable_list& grads) {
+  if (!outputs_match(fn, grads)) [[unlikely]]
+    validate_mismatched_outputs(fn, grads);
 }
 
 } // namespace actorgrad
