@@ -49,30 +49,32 @@ bool matches(const TensorImpl& g, const InputMetadata& meta) {
   return true;
 }
 
-/// Whether every gradient already is what validate_outputs would leave:
-/// one per edge, each matching its consumer's input or going nowhere. The
-/// check of every node's outputs, kept apart from the error texts and
-/// conversions so that it needs no stack frame of its own.
+/// Whether gradient `g`, bound for `edge`, needs nothing from
+/// validate_outputs: it goes nowhere, or matches its consumer's input.
+bool output_matches(const Edge& edge, const Tensor& g) {
+  if (!edge.is_valid() || !g.defined())
+    return true;
+  if (edge.input_nr >= edge.function->num_inputs())
+    return false;
+  const InputMetadata& meta = edge.function->input_metadata(edge.input_nr);
+  return !meta.defined || matches(*g.impl(), meta);
+}
+
+/// Whether validate_outputs has nothing to do: the check of every node's
+/// outputs, kept apart from the error texts and conversions so that it
+/// needs no stack frame of its own.
 bool outputs_match(const Node& fn, const variable_list& grads) {
   const edge_list& edges = fn.next_edges();
   if (grads.size() != edges.size())
     return false;
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    const Edge& edge = edges[i];
-    const Tensor& g = grads[i];
-    if (!edge.is_valid() || !g.defined())
-      continue;
-    if (edge.input_nr >= edge.function->num_inputs())
+  for (std::size_t i = 0; i < grads.size(); ++i)
+    if (!output_matches(edges[i], grads[i]))
       return false;
-    const InputMetadata& meta = edge.function->input_metadata(edge.input_nr);
-    if (meta.defined && !matches(*g.impl(), meta))
-      return false;
-  }
   return true;
 }
 
-/// validate_outputs where some gradient does not match: names the error,
-/// or reduces and casts.
+/// validate_outputs where something does not match: names the error, or
+/// reduces and casts.
 [[gnu::noinline, gnu::cold]] void validate_mismatched_outputs(const Node& fn,
                                                               variable_list& grads) {
   const edge_list& edges = fn.next_edges();
@@ -82,15 +84,13 @@ bool outputs_match(const Node& fn, const variable_list& grads) {
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const Edge& edge = edges[i];
     Tensor& g = grads[i];
-    if (!edge.is_valid() || !g.defined())
+    if (output_matches(edge, g))
       continue;
     if (edge.input_nr >= edge.function->num_inputs())
       throw EngineError(at_index(fn, i) + ": its edge points at input " +
                         std::to_string(edge.input_nr) + " of " + edge.function->name() +
                         ", which has " + std::to_string(edge.function->num_inputs()) + " inputs");
     const InputMetadata& meta = edge.function->input_metadata(edge.input_nr);
-    if (!meta.defined || matches(*g.impl(), meta))
-      continue;
     if (g.device() != meta.device)
       throw EngineError(at_index(fn, i) + " - expected device " + meta.device.str() +
                         " but got " + g.device().str());
