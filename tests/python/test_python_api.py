@@ -2,6 +2,7 @@
 `python3 -m actorgrad.profile`."""
 
 import functools
+import inspect
 import json
 import shutil
 import os
@@ -69,6 +70,7 @@ def test_fast_backward_takes_the_common_call_and_uninstall_restores_torch_s_meth
     with ag.installed(fast_backward=True):
         assert torch.Tensor.backward is not stock
         assert torch.Tensor.backward.__doc__ == stock.__doc__
+        assert inspect.signature(x.backward) == inspect.signature(stock.__get__(x))
         before = ag.stats()
         (x * 2).sum().backward()
         (x * 3).backward(torch.ones(3), retain_graph=False, create_graph=False)

@@ -34,7 +34,8 @@ struct FastBackwardState {
   /// exception from the engine, outermost first: a tuple of (code,
   /// globals, lasti, lineno) tuples. Strong, kept once set.
   PyObject* prologue_frames = nullptr;
-  /// The method's definition and the stock docstring it shows.
+  /// The method's definition, and its docstring: torch's signature and
+  /// the stock docstring.
   std::string doc;
   PyMethodDef def{};
   std::uint64_t calls = 0;
@@ -222,14 +223,18 @@ PyObject* enable_fast_backward(PyObject* stock, PyObject* autograd_backward, PyO
     s.functorch_active = import_attr("torch._C", "_are_functorch_transforms_active");
     if (s.variable_class == nullptr || s.functorch_active == nullptr)
       return nullptr;
+    // The signature block (what inspect.signature reads; CPython keeps it
+    // out of __doc__) is the one parse() takes, torch's own.
+    s.doc = "backward($self, gradient=None, retain_graph=None, create_graph=False, inputs=None)\n"
+            "--\n\n";
     PyObject* doc = PyObject_GetAttrString(stock, "__doc__");
     if (doc != nullptr && PyUnicode_Check(doc))
-      s.doc = PyUnicode_AsUTF8(doc);
+      s.doc += PyUnicode_AsUTF8(doc);
     Py_XDECREF(doc);
-    PyErr_Clear(); // a stock method without a docstring: the fast one has none either
+    PyErr_Clear(); // a stock method without a docstring: the fast one shows none either
     s.def = {"backward",
              reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_backward)),
-             METH_FASTCALL | METH_KEYWORDS, s.doc.empty() ? nullptr : s.doc.c_str()};
+             METH_FASTCALL | METH_KEYWORDS, s.doc.c_str()};
     Py_INCREF(stock);
     s.stock = stock;
     Py_INCREF(prologue_frames);

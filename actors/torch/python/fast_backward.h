@@ -33,10 +33,12 @@
 /// An exception from the engine gets the two traceback entries torch's
 /// functions would have added (their code, line and instruction, taken
 /// from the probe's traceback at install), so its traceback prints as
-/// torch's does. What still differs from torch: those two frames have no
-/// local variables (a debugger's post-mortem or `--showlocals` shows none
-/// there), and a warning libtorch raises during the backward names the
-/// caller's line instead of torch/autograd/__init__.py's.
+/// torch's does, and libtorch's warnings of the call are issued at
+/// torch.autograd.backward's line (WarningBuffer, torch_prologue.h). What
+/// still differs from torch: those two frames have no local variables (a
+/// debugger's post-mortem or `--showlocals` shows none there), and the
+/// method's `self` is positional-only (`Tensor.backward(self=t)` is
+/// refused), as for every method written in C.
 
 #include <Python.h>
 
