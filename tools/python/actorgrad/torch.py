@@ -15,8 +15,10 @@ install() makes the actor engine libtorch's default engine (C++ and
 TorchScript callers) and puts an engine object in
 ``torch.autograd.Variable._execution_engine``, which torch.autograd.backward,
 torch.autograd.grad, Tensor.backward, torch.autograd.functional and
-torch.utils.checkpoint call. Calls whose graph reaches a CUDA device run on
-torch's own engine (counted in ``stats()["delegated"]``).
+torch.utils.checkpoint call, and (unless ``fast_backward=False``) replaces
+``Tensor.backward`` with a C++ method that does torch's Python prologue for
+the common call. Calls whose graph reaches a CUDA device run on torch's own
+engine (counted in ``stats()["delegated"]``).
 """
 
 import contextlib
