@@ -32,14 +32,13 @@ bool shared_on(const Tensor& t, Stream s) {
 
 } // namespace
 
-variable_list ActorgradGraph::call_function(Node& fn, variable_list&& inputs) {
+void ActorgradGraph::record_stream_reads(const Node& fn, const variable_list& inputs) {
   // Note [Pending reads]: the node's kernels read these inputs on its stream;
   // recorded while the node still holds them, before any holder can add in place.
-  if (const std::optional<Stream>& stream = fn.stream())
-    for (const Tensor& t : inputs)
-      if (shared_on(t, *stream))
-        record_async_read(t, *stream);
-  return call_node(fn, std::move(inputs));
+  const Stream stream = *fn.stream();
+  for (const Tensor& t : inputs)
+    if (shared_on(t, stream))
+      record_async_read(t, stream);
 }
 
 void ActorgradGraph::call_tensor_pre_hooks(Node& fn, variable_list& inputs) {
@@ -72,6 +71,8 @@ void ActorgradGraph::accumulate(InputBuffer& buffer, const Node& consumer, std::
                                 Tensor&& grad, const source& from, bool create_graph) {
   if (buffer.empty())
     buffer.make_slots(consumer.num_inputs());
+  if (buffer.add_plain(pos, grad))
+    return;
   AutoGradMode mode(create_graph);
   buffer.add(pos, std::move(grad), from.producer, consumer.stream(), from.ready);
 }

@@ -13,6 +13,7 @@
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/engine/evaluate.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 #include "actorgrad/libengine/engine/input_buffer.h"
 #include "actorgrad/libengine/engine/node_table.h"
@@ -87,7 +88,11 @@ struct ActorgradGraph {
   static NodeInfo describe(const Node& n);
 
   /// Tensor pre-hooks -> pre-hooks -> apply -> validate_outputs -> post-hooks.
-  static variable_list call_function(Node& fn, variable_list&& inputs);
+  static variable_list call_function(Node& fn, variable_list&& inputs) {
+    if (fn.stream()) [[unlikely]]
+      record_stream_reads(fn, inputs);
+    return call_node(fn, std::move(inputs));
+  }
   /// The tensor pre-hooks alone (a node that only captures).
   static void call_tensor_pre_hooks(Node& fn, variable_list& inputs);
   static void release_variables(Node& fn) { fn.release_variables(); }
@@ -101,7 +106,7 @@ struct ActorgradGraph {
   static void recycle_inputs(variable_list&& inputs) { InputBuffer::recycle(std::move(inputs)); }
   static source local_source(const Node& producer, const Tensor& grad) {
     // A CPU node's CPU gradient has no producer stream (the common case, without a call).
-    if (!producer.stream() && grad.defined() && grad.device().is_cpu())
+    if (!producer.stream() && grad.defined() && grad.impl()->storage->device.is_cpu())
       return {std::nullopt, nullptr};
     return {producer_stream(producer.stream(), grad), nullptr};
   }
@@ -122,6 +127,11 @@ struct ActorgradGraph {
   /// A GraphRoot's outputs have no producer stream and are ordered after the
   /// default stream (case (2)), so the default stream waits for the caller's.
   static void order_root_grads(const variable_list& grads);
+
+private:
+  /// Note [Pending reads]: records the reads of `inputs` that `fn`'s kernels
+  /// will make on its stream, for the inputs another holder keeps.
+  static void record_stream_reads(const Node& fn, const variable_list& inputs);
 };
 
 } // namespace actorgrad

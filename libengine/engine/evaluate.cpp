@@ -10,9 +10,10 @@
 
 namespace actorgrad {
 
-// Hooks, apply and validation, in PyTorch's order: tensor pre-hooks ->
-// pre-hooks -> apply -> validate -> post-hooks.
-variable_list call_node(Node& fn, variable_list&& inputs) {
+namespace {
+
+/// call_node for a node that may have hooks.
+variable_list call_node_with_hooks(Node& fn, variable_list&& inputs) {
   const HookSnapshot hooks(fn);
   if (hooks) {
     call_tensor_pre_hooks(fn, hooks.tensor, inputs);
@@ -30,8 +31,6 @@ variable_list call_node(Node& fn, variable_list&& inputs) {
     call_post_hooks(fn, hooks, outputs, inputs);
   return outputs;
 }
-
-namespace {
 
 std::string at_index(const Node& fn, std::size_t i) {
   return "Function " + fn.name() + " returned an invalid gradient at index " + std::to_string(i);
@@ -106,6 +105,17 @@ bool outputs_match(const Node& fn, const variable_list& grads) {
 }
 
 } // namespace
+
+// Hooks, apply and validation, in PyTorch's order: tensor pre-hooks ->
+// pre-hooks -> apply -> validate -> post-hooks. A node without hooks (one
+// load) takes no snapshot.
+variable_list call_node(Node& fn, variable_list&& inputs) {
+  if (fn.may_have_hooks())
+    return call_node_with_hooks(fn, std::move(inputs));
+  variable_list outputs = fn.apply(std::move(inputs));
+  validate_outputs(fn, outputs);
+  return outputs;
+}
 
 void validate_outputs(const Node& fn, variable_list& grads) {
   if (!outputs_match(fn, grads)) [[unlikely]]

@@ -8,6 +8,7 @@
 
 #include "actorgrad/device/event.h"
 #include "actorgrad/libengine/tensor/tensor.h"
+#include "actorgrad/libengine/tensor/tensor_impl.h"
 
 namespace actorgrad {
 
@@ -61,6 +62,18 @@ public:
   void add(std::size_t pos, Tensor&& grad, const std::optional<Stream>& producer = std::nullopt,
            const std::optional<Stream>& consumer = std::nullopt, const Event* ready = nullptr);
 
+  /// add() where it needs no kernel, stream or grad mode, without a call:
+  /// `grad` undefined (nothing to add) or the first gradient of slot `pos`
+  /// on the CPU (kept as it is). Returns whether it was; else `grad` is
+  /// left untouched for add().
+  bool add_plain(std::size_t pos, Tensor& grad) {
+    if (!grad.defined())
+      return true;
+    if (pos >= buffer_.size() || buffer_[pos].defined() || !grad.impl()->storage->device.is_cpu())
+      return false;
+    buffer_[pos] = std::move(grad);
+    return true;
+  }
   std::size_t size() const { return buffer_.size(); }
   bool empty() const { return buffer_.empty(); }
   Tensor& operator[](std::size_t pos) { return buffer_[pos]; }
