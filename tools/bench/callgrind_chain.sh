@@ -11,7 +11,8 @@
 # random DAG of 1000, reentrant backward to depth 100, the multi-device
 # graphs and the per-call cases; "" for none),
 # ENGINES (default: sequential reference baseline actor torch_seq torch),
-# KEEP_OUT=1 keeps the callgrind.out files (for callgrind_annotate) next to the TSV.
+# KEEP_OUT=1 keeps the callgrind.out files (for callgrind_annotate) in callgrind/
+# next to the TSV; without it each run counts in a folder of its own.
 #
 # The driver runs one warm-up backward uninstrumented, then ITERS backward
 # passes between CALLGRIND_START/STOP_INSTRUMENTATION (--instr-atstart=no),
@@ -39,8 +40,13 @@ DRIVER=$BUILD/bench/bench_chain_driver
 command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 77; }
 [ -x "$DRIVER" ] || { echo "build $DRIVER first" >&2; exit 1; }
 mkdir -p "$(dirname "$OUT_TSV")"
-CGDIR=$(dirname "$OUT_TSV")/callgrind
-mkdir -p "$CGDIR"
+if [ "${KEEP_OUT:-0}" = 1 ]; then
+  CGDIR=$(dirname "$OUT_TSV")/callgrind
+  mkdir -p "$CGDIR"
+else # private: runs writing their TSVs into one folder must not share it
+  CGDIR=$(mktemp -d)
+  trap 'rm -rf "$CGDIR"' EXIT
+fi
 echo -e "engine\tcase\tn\tnodes\titers\tinstructions\tinstructions_per_node" > "$OUT_TSV"
 RUNS=$EXTRA
 for c in $CASES; do for n in $SIZES; do RUNS="$RUNS $c:$n"; done; done
