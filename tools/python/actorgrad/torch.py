@@ -97,9 +97,9 @@ def install(devices="", max_recursion_depth=60, fast_backward=True):
     checks, the implicit ones_like) in C++ for the common case, about 1.6 µs
     less a call; every other case, every refusal, and every call under a
     Python profiler or tracer is torch's own method. An exception from the
-    engine shows torch's traceback; its two torch frames have no local
-    variables, and a warning libtorch raises during the backward names the
-    caller's line instead of torch's (Note [Fast Tensor.backward] in
+    engine shows torch's traceback and libtorch's warnings name torch's
+    line; what differs: its two torch frames have no local variables, and
+    the method's `self` is positional-only (Note [Fast Tensor.backward] in
     actors/torch/python/fast_backward.h). False keeps torch's method.
     Raises RuntimeError when already installed.
     """
