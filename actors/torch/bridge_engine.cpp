@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
@@ -136,15 +137,16 @@ variable_list run_directly(Engine& engine, const std::shared_ptr<TorchGraphTask>
 /// read it; the Trampoline itself must run.
 void copy_exec_info(const TorchGraphTask& task, GraphTask& stock, const Trampoline& trampoline) {
   using Capture = GraphTask::ExecInfo::Capture;
-  for (const auto& [fn, info] : task.exec_infos()) {
-    auto& theirs = stock.exec_info_[const_cast<::torch::autograd::Node*>(fn)];
-    theirs.needed_ = info.needed;
-    if (info.captures.empty())
-      continue;
+  task.for_each_exec_info([&stock](const ::torch::autograd::Node& fn, bool needed,
+                                   std::span<const actorgrad::ExecInfo::Capture> captures) {
+    auto& theirs = stock.exec_info_[const_cast<::torch::autograd::Node*>(&fn)];
+    theirs.needed_ = needed;
+    if (captures.empty())
+      return;
     theirs.captures_ = std::make_unique<std::vector<Capture>>();
-    for (const auto& c : info.captures)
+    for (const auto& c : captures)
       theirs.captures_->emplace_back(static_cast<int>(c.input_idx), static_cast<int>(c.output_idx));
-  }
+  });
   stock.exec_info_[const_cast<Trampoline*>(&trampoline)].needed_ = true;
 }
 

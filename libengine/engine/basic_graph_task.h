@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
-#include <unordered_map>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -32,6 +32,10 @@ namespace actorgrad {
 /// was rewritten (Note [Node table hints]), is done at creation for a task
 /// with devices, whose nodes several actors look up; a CPU-only task's
 /// lookups all come from its one CPU queue, one at a time.
+/// Whether G keeps a NodeHint in its nodes (Note [Node table hints]).
+template <GraphTraits G>
+inline constexpr bool has_hints_v = requires(const typename G::node& n) { G::table_hint(n); };
+
 template <GraphTraits G>
 class BasicGraphTask final : public GraphTaskBase {
 public:
@@ -86,15 +90,22 @@ public:
   /// not expand nodes below the inputs' lowest topological_nr, so the root
   /// can have next nodes that are not in the graph; they lead to no input.
   bool in_graph(const node* fn) const { return state_.find(key_of(*fn)) != nullptr; }
-  /// Exec info of `fn`, or null when every node executes.
-  const ExecInfo* exec_info(const node* fn) const {
-    auto it = exec_info_.find(fn);
-    return it == exec_info_.end() ? nullptr : &it->second;
+  /// Whether the call runs only the nodes that lead to its inputs
+  /// (grad(inputs=...) or backward(inputs=...)).
+  bool selective() const { return selective_; }
+  /// Calls `f(fn, needed, captures)` for every node that selective
+  /// execution runs or captures at (the torch bridge hands them to
+  /// libtorch's GraphTask, where needs_input_grad reads them). Only for a
+  /// graph type whose table is keyed by the nodes themselves.
+  template <class F>
+  void for_each_exec_info(F&& f) const
+    requires(!has_hints_v<G>)
+  {
+    state_.for_each([&](const void* key, const NodeState& s) {
+      if (s.exec.should_execute())
+        f(*static_cast<const node*>(key), s.exec.needed, captures_of(s));
+    });
   }
-  bool selective() const { return !exec_info_.empty(); }
-  /// The exec info of every node that has one (the torch bridge hands it
-  /// to libtorch's GraphTask, where needs_input_grad reads it).
-  const std::unordered_map<const node*, ExecInfo>& exec_infos() const { return exec_info_; }
   /// Nodes counted by compute_dependencies (for tests and traces).
   std::size_t num_nodes() const { return state_.size(); }
   /// Per-call stream bookkeeping (leaf streams, caller streams).
@@ -109,10 +120,29 @@ public:
   value_list finish();
 
 private:
+  // Note [Exec info in the node table]
+  // A grad(inputs=...) call looks up every node's exec info when it is
+  // built and again for every gradient and every node run. Kept in a map of
+  // its own (as PyTorch does), that cost an allocation and a hashed lookup
+  // a node, about 3,700 instructions for a call of 3 nodes, more than the
+  // rest of the call. So a node's ExecInfo is 4 bytes of its NodeState,
+  // found by the lookup the scheduler makes anyway, and its captures are
+  // one list of the task, grouped by node. Only nodes that
+  // compute_dependencies reached have a state: an input that no path from
+  // the roots reaches gets no gradient, with or without an entry.
   struct NodeState {
     int dependencies = 0;
+    ExecInfo exec;
     typename G::input_buffer buffer;
   };
+  /// The captures of `s`'s node, in the order of the call's inputs.
+  std::span<const ExecInfo::Capture> captures_of(const NodeState& s) const {
+    if (s.exec.first_capture == 0)
+      return {};
+    const auto begin = captures_.begin() + (s.exec.first_capture - 1);
+    return {begin, std::find_if(begin, captures_.end(),
+                                [&s](const ExecInfo::Capture& c) { return c.owner != &s; })};
+  }
 
   /// `hinted`: number the nodes through their hints, when G has them.
   void compute_dependencies(node* root, std::uint64_t min_topo_nr, bool hinted = true);
@@ -147,8 +177,7 @@ private:
              value&& grad, D& to);
   value_list evaluate_node(node& fn, NodeState& s);
 
-  /// Whether G keeps a NodeHint in its nodes (Note [Node table hints]).
-  static constexpr bool has_hints = requires(const node& n) { G::table_hint(n); };
+  static constexpr bool has_hints = has_hints_v<G>;
   /// `fn`'s key in state_: its hint when G keeps one.
   static decltype(auto) key_of(const node& fn) {
     if constexpr (has_hints)
@@ -160,7 +189,11 @@ private:
   /// See Note [Node table] and Note [Node state ownership].
   NodeTable<NodeState> state_;
 
-  std::unordered_map<const node*, ExecInfo> exec_info_;
+  /// Set by init_to_execute (see selective()).
+  bool selective_ = false;
+  /// Every node's captures, grouped by node (see Note [Exec info in the
+  /// node table]).
+  std::vector<ExecInfo::Capture> captures_;
   typename G::task_streams streams_;
   /// Set by compute_dependencies (see runs_user_code()).
   bool runs_user_code_ = false;

@@ -11,11 +11,12 @@
 #include <limits>
 #include <sstream>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "actorgrad/libengine/engine/basic_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/local_dispatch.h"
+#include "actorgrad/libengine/engine/scratch_vector.h"
 
 namespace actorgrad {
 
@@ -136,10 +137,8 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
   // a lower bound on the graph's size that saves the table most rehashes.
   state_.reset(G::topological_nr(*root) + 1, has_hints && hinted);
   state_.try_emplace(key_of(*root));
-  // The pass's stack keeps its storage (up to 4,096 entries) on this thread
-  // between calls: a small backward would otherwise allocate it every time.
-  static thread_local std::vector<node*> spare_queue;
-  std::vector<node*> queue = std::move(spare_queue);
+  ScratchVector<node*> scratch;
+  std::vector<node*>& queue = *scratch;
   queue.push_back(root);
   bool topo_order_broken = false;
   while (!queue.empty()) {
@@ -161,8 +160,6 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
         queue.push_back(next);
     }
   }
-  if (queue.capacity() <= 4096)
-    spare_queue = std::move(queue);
   // Several actors look states up when the task has devices.
   if (!state_.finish_numbering(!devices_.empty()))
     return compute_dependencies(root, min_topo_nr, false); // see Note [Node table hints]
@@ -186,24 +183,37 @@ void BasicGraphTask<G>::init_to_execute(node& root, const edge_list& outputs,
                                         std::uint64_t min_topo_nr) {
   // Marks needed every node on a path from the root to an output (PyTorch's
   // init_to_execute): an iterative DFS that sets `needed` on the way back up.
-  exec_info_[&root].needed = true;
+  // See Note [Exec info in the node table] for where the marks live.
+  selective_ = true;
+  auto info = [this](const node* fn) -> ExecInfo* {
+    NodeState* s = state_.find(key_of(*fn));
+    return s ? &s->exec : nullptr;
+  };
+  info(&root)->needed = true;
   captured_.resize(options.accumulate_grad ? 0 : outputs.size());
+  captures_.clear();
   for (std::uint32_t i = 0; i < outputs.size(); ++i) {
     const node* out = G::target(outputs[i]);
     if (!out)
       continue;
-    auto& info = exec_info_[out];
-    if (options.accumulate_grad) {
-      info.needed = true;
-    } else {
-      info.captures.push_back({G::input_nr(outputs[i]), i});
+    if (!options.accumulate_grad)
       streams_.note_leaf(*out);
-    }
+    NodeState* s = state_.find(key_of(*out));
+    if (!s)
+      continue;
+    if (options.accumulate_grad)
+      s->exec.needed = true;
+    else
+      captures_.push_back({G::input_nr(outputs[i]), i, s});
   }
-  auto should_execute = [this](const node* fn) {
-    auto it = exec_info_.find(fn);
-    return it != exec_info_.end() && it->second.should_execute();
-  };
+  // Group each node's captures, keeping the order of the inputs.
+  const auto by_owner = [](const auto& a, const auto& b) { return a.owner < b.owner; };
+  if (!std::is_sorted(captures_.begin(), captures_.end(), by_owner))
+    std::stable_sort(captures_.begin(), captures_.end(), by_owner);
+  for (std::size_t j = captures_.size(); j-- > 0;)
+    static_cast<NodeState*>(const_cast<void*>(captures_[j].owner))->exec.first_capture =
+      static_cast<std::uint32_t>(j + 1);
+
   struct Frame {
     node* fn;
     std::size_t next = 0;
@@ -214,22 +224,32 @@ void BasicGraphTask<G>::init_to_execute(node& root, const edge_list& outputs,
       return nullptr;
     }
   };
-  std::vector<Frame> stack{{&root}};
-  std::unordered_set<const node*> seen{&root};
+  ScratchVector<Frame> scratch;
+  std::vector<Frame>& stack = *scratch;
+  stack.push_back({&root});
+  info(&root)->seen = true;
   while (!stack.empty()) {
     node* fn = stack.back().fn;
     node* child = nullptr;
-    while ((child = stack.back().next_fn()) && !seen.insert(child).second)
-      if (should_execute(child))
-        exec_info_[fn].needed = true;
+    ExecInfo* child_info = nullptr;
+    // Children without a state lie below the topological cut: they lead
+    // to no output, as do their own children.
+    while ((child = stack.back().next_fn())) {
+      child_info = info(child);
+      if (child_info && !child_info->seen)
+        break;
+      if (child_info && child_info->should_execute())
+        info(fn)->needed = true;
+    }
     if (child) {
+      child_info->seen = true;
       if (G::topological_nr(*child) >= min_topo_nr)
         stack.push_back({child});
       continue;
     }
     stack.pop_back();
-    if (should_execute(fn) && !stack.empty())
-      exec_info_[stack.back().fn].needed = true;
+    if (info(fn)->should_execute() && !stack.empty())
+      info(stack.back().fn)->needed = true;
   }
 }
 
@@ -245,11 +265,8 @@ BasicGraphTask<G>::add_input(node& fn, std::uint32_t input_nr, value&& grad,
   }
   NodeState& s = *found;
   const bool ready = --s.dependencies == 0;
-  if (selective()) {
-    const ExecInfo* info = exec_info(&fn);
-    if (!info || !info->should_execute())
-      return nullptr;
-  }
+  if (selective() && !s.exec.should_execute())
+    return nullptr;
   if (input_nr >= G::num_inputs(fn)) [[unlikely]]
     detail::throw_no_such_input<G>(fn, input_nr);
   G::accumulate(s.buffer, fn, input_nr, std::move(grad), source, options.create_graph);
@@ -345,22 +362,20 @@ typename BasicGraphTask<G>::value_list BasicGraphTask<G>::evaluate_node(node& fn
     // (no new vector and no destructor for the moved-from one).
     auto&& inputs = G::take_inputs(std::move(s.buffer));
     if (selective()) {
-      const ExecInfo* info = exec_info(&fn);
-      const bool needed = info && info->needed;
       // Tensor pre-hooks run once: here when the node only captures, else
       // in the node's call protocol.
-      if (!needed)
+      if (!s.exec.needed)
         G::call_tensor_pre_hooks(fn, inputs);
-      if (info)
-        for (std::size_t k = 0; k < info->captures.size(); ++k) {
-          const auto& c = info->captures[k];
-          value v = inputs.at(c.input_idx);
-          // A graph type may transform what it captures (libtorch's capture hooks).
-          if constexpr (requires { G::capture(fn, k, std::move(v)); })
-            v = G::capture(fn, k, std::move(v));
-          captured_[c.output_idx] = std::move(v); // disjoint slots: no two nodes write one
-        }
-      if (!needed)
+      const auto captures = captures_of(s);
+      for (std::size_t k = 0; k < captures.size(); ++k) {
+        const auto& c = captures[k];
+        value v = inputs.at(c.input_idx);
+        // A graph type may transform what it captures (libtorch's capture hooks).
+        if constexpr (requires { G::capture(fn, k, std::move(v)); })
+          v = G::capture(fn, k, std::move(v));
+        captured_[c.output_idx] = std::move(v); // disjoint slots: no two nodes write one
+      }
+      if (!s.exec.needed)
         return {};
     }
     value_list outputs = G::call_function(fn, std::move(inputs));

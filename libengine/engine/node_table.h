@@ -4,6 +4,7 @@
 /// its address.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -133,6 +134,12 @@ public:
     return true;
   }
   std::size_t size() const { return values_.size(); }
+  /// Calls `f(key, state)` for every node, in the order they were numbered.
+  template <class F>
+  void for_each(F&& f) const {
+    for (std::size_t k = 0; k < keys_.size(); ++k)
+      f(keys_[k], values_[k]);
+  }
 
 private:
   // Note [Node table generations]
@@ -153,8 +160,16 @@ private:
   // consolidate its fast bins (thousands of instructions), and the next
   // call on the thread would allocate it again: so a table hands its blocks
   // to a cache of the thread that drops it, and the next table made on that
-  // thread takes them. Only tables of up to max_cached nodes are kept, so a
-  // thread that once ran a huge graph does not hold its memory for good.
+  // thread takes them. The cache keeps two tables' blocks, a stack: a
+  // backward call and one call nested in it (a node that runs backward, as
+  // checkpointing does) then both find theirs. Only tables of up to
+  // max_cached nodes are kept, so a thread that once ran a huge graph does
+  // not hold its memory for good. The cache itself is on the heap, one
+  // pointer in thread-local storage: a module with initial-exec
+  // thread-locals (ours have them) gets its whole TLS block from glibc's
+  // small static surplus when it is loaded with dlopen, next to
+  // libtorch's, and with 300 bytes more the Python module failed to
+  // import ("cannot allocate memory in static TLS block").
   static constexpr std::size_t min_capacity = 16;
   static constexpr std::size_t max_cached = std::size_t{1} << 15;
   struct Cache {
@@ -164,11 +179,25 @@ private:
     std::size_t index_memory = 0;
     std::uint32_t generation = 0;
   };
+  struct Caches {
+    std::array<Cache, 2> tables;
+    /// tables[0, count) hold blocks.
+    std::size_t count = 0;
+  };
   /// Written and read only by its own thread.
-  static inline thread_local Cache cache_;
+  static inline thread_local std::unique_ptr<Caches> cache_;
+  static Caches& thread_caches() {
+    std::unique_ptr<Caches>& c = cache_;
+    if (!c) [[unlikely]]
+      c = std::make_unique<Caches>();
+    return *c;
+  }
 
   void take_cached() {
-    Cache& c = cache_;
+    Caches& caches = thread_caches();
+    if (caches.count == 0)
+      return;
+    Cache& c = caches.tables[--caches.count];
     values_ = std::move(c.values);
     keys_ = std::move(c.keys);
     index_ = std::move(c.index);
@@ -178,16 +207,25 @@ private:
   void give_to_cache() {
     if (values_.capacity() > max_cached)
       return;
-    Cache& c = cache_;
-    if (c.values.capacity() >= values_.capacity() && c.index_memory >= index_memory_)
-      return;
+    Caches& caches = thread_caches();
+    Cache* c = &caches.tables[caches.count];
+    if (caches.count == caches.tables.size()) { // full: replace the smaller
+      c = &*std::min_element(caches.tables.begin(), caches.tables.end(),
+                             [](const Cache& a, const Cache& b) {
+                               return a.values.capacity() < b.values.capacity();
+                             });
+      if (c->values.capacity() >= values_.capacity() && c->index_memory >= index_memory_)
+        return;
+    } else {
+      ++caches.count;
+    }
     values_.clear();
     keys_.clear();
-    c.values = std::move(values_);
-    c.keys = std::move(keys_);
-    c.index = std::move(index_);
-    c.index_memory = index_memory_;
-    c.generation = generation_;
+    c->values = std::move(values_);
+    c->keys = std::move(keys_);
+    c->index = std::move(index_);
+    c->index_memory = index_memory_;
+    c->generation = generation_;
   }
 
   /// The state the hint points at, if the hint is still this table's.

@@ -275,6 +275,26 @@ BOOST_AUTO_TEST_CASE(grad_of_an_intermediate_tensor) {
   check_values(gs[1], {18, 36});
 }
 
+BOOST_AUTO_TEST_CASE(an_input_named_twice_gets_its_gradient_in_both_places) {
+  // Captures at one node are kept together, in the order of the inputs,
+  // whatever the order of the nodes (see Note [Exec info in the node table]).
+  auto x = leaf({1, 2});
+  auto w = leaf({3, 4});
+  auto h = mul(x, 3.0);
+  auto y = sum(add(mul(h, w), x));
+  auto gs = grad({y}, {x, w, h, x, h}, {.retain_graph = true});
+  BOOST_REQUIRE_EQUAL(gs.size(), 5u);
+  check_values(gs[0], {10, 13});
+  check_values(gs[1], {3, 6});
+  check_values(gs[2], {3, 4});
+  check_values(gs[3], {10, 13});
+  check_values(gs[4], {3, 4});
+  auto ws = grad({y}, {w, x, w});
+  check_values(ws[0], {3, 6});
+  check_values(ws[1], {10, 13});
+  check_values(ws[2], {3, 6});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // -- selective execution ------------------------------------------------------------
