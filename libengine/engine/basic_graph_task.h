@@ -103,7 +103,7 @@ public:
   {
     state_.for_each([&](const void* key, const NodeState& s) {
       if (s.exec.should_execute())
-        f(*static_cast<const node*>(key), s.exec.needed, captures_of(s));
+        f(*static_cast<const node*>(key), s.exec.needed(), captures_of(s));
     });
   }
   /// Nodes counted by compute_dependencies (for tests and traces).
@@ -137,9 +137,9 @@ private:
   };
   /// The captures of `s`'s node, in the order of the call's inputs.
   std::span<const ExecInfo::Capture> captures_of(const NodeState& s) const {
-    if (s.exec.first_capture == 0)
+    if (s.exec.first_capture() == 0)
       return {};
-    const auto begin = captures_.begin() + (s.exec.first_capture - 1);
+    const auto begin = captures_.begin() + (s.exec.first_capture() - 1);
     return {begin, std::find_if(begin, captures_.end(),
                                 [&s](const ExecInfo::Capture& c) { return c.owner != &s; })};
   }
@@ -176,6 +176,12 @@ private:
   void route(const std::shared_ptr<GraphTaskBase>& self, const node& from, const edge& next,
              value&& grad, D& to);
   value_list evaluate_node(node& fn, NodeState& s);
+  /// evaluate_node's part for selective execution: captures the node's
+  /// inputs (after the tensor pre-hooks when it only captures) and returns
+  /// whether it runs. Out of line: it would make evaluate_node, which
+  /// every node runs, bigger than GCC inlines into (35 instructions a node
+  /// on the chain when it was inline).
+  [[gnu::noinline]] bool capture_inputs(node& fn, const NodeState& s, value_list& inputs);
 
   static constexpr bool has_hints = has_hints_v<G>;
   /// `fn`'s key in state_: its hint when G keeps one.

@@ -137,8 +137,7 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
   // a lower bound on the graph's size that saves the table most rehashes.
   state_.reset(G::topological_nr(*root) + 1, has_hints && hinted);
   state_.try_emplace(key_of(*root));
-  ScratchVector<node*> scratch;
-  std::vector<node*>& queue = *scratch;
+  std::vector<node*> queue = take_scratch<node*>();
   queue.push_back(root);
   bool topo_order_broken = false;
   while (!queue.empty()) {
@@ -160,6 +159,7 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
         queue.push_back(next);
     }
   }
+  give_back_scratch(std::move(queue));
   // Several actors look states up when the task has devices.
   if (!state_.finish_numbering(!devices_.empty()))
     return compute_dependencies(root, min_topo_nr, false); // see Note [Node table hints]
@@ -189,7 +189,7 @@ void BasicGraphTask<G>::init_to_execute(node& root, const edge_list& outputs,
     NodeState* s = state_.find(key_of(*fn));
     return s ? &s->exec : nullptr;
   };
-  info(&root)->needed = true;
+  info(&root)->set_needed();
   captured_.resize(options.accumulate_grad ? 0 : outputs.size());
   captures_.clear();
   for (std::uint32_t i = 0; i < outputs.size(); ++i) {
@@ -202,7 +202,7 @@ void BasicGraphTask<G>::init_to_execute(node& root, const edge_list& outputs,
     if (!s)
       continue;
     if (options.accumulate_grad)
-      s->exec.needed = true;
+      s->exec.set_needed();
     else
       captures_.push_back({G::input_nr(outputs[i]), i, s});
   }
@@ -211,8 +211,8 @@ void BasicGraphTask<G>::init_to_execute(node& root, const edge_list& outputs,
   if (!std::is_sorted(captures_.begin(), captures_.end(), by_owner))
     std::stable_sort(captures_.begin(), captures_.end(), by_owner);
   for (std::size_t j = captures_.size(); j-- > 0;)
-    static_cast<NodeState*>(const_cast<void*>(captures_[j].owner))->exec.first_capture =
-      static_cast<std::uint32_t>(j + 1);
+    static_cast<NodeState*>(const_cast<void*>(captures_[j].owner))
+      ->exec.set_first_capture(static_cast<std::uint32_t>(j + 1));
 
   struct Frame {
     node* fn;
@@ -224,10 +224,9 @@ void BasicGraphTask<G>::init_to_execute(node& root, const edge_list& outputs,
       return nullptr;
     }
   };
-  ScratchVector<Frame> scratch;
-  std::vector<Frame>& stack = *scratch;
+  std::vector<Frame> stack = take_scratch<Frame>();
   stack.push_back({&root});
-  info(&root)->seen = true;
+  info(&root)->set_seen();
   while (!stack.empty()) {
     node* fn = stack.back().fn;
     node* child = nullptr;
@@ -236,21 +235,22 @@ void BasicGraphTask<G>::init_to_execute(node& root, const edge_list& outputs,
     // to no output, as do their own children.
     while ((child = stack.back().next_fn())) {
       child_info = info(child);
-      if (child_info && !child_info->seen)
+      if (child_info && !child_info->seen())
         break;
       if (child_info && child_info->should_execute())
-        info(fn)->needed = true;
+        info(fn)->set_needed();
     }
     if (child) {
-      child_info->seen = true;
+      child_info->set_seen();
       if (G::topological_nr(*child) >= min_topo_nr)
         stack.push_back({child});
       continue;
     }
     stack.pop_back();
     if (info(fn)->should_execute() && !stack.empty())
-      info(stack.back().fn)->needed = true;
+      info(stack.back().fn)->set_needed();
   }
+  give_back_scratch(std::move(stack));
 }
 
 template <GraphTraits G>
@@ -361,23 +361,8 @@ typename BasicGraphTask<G>::value_list BasicGraphTask<G>::evaluate_node(node& fn
     // A reference when the graph type's buffer already is the input list
     // (no new vector and no destructor for the moved-from one).
     auto&& inputs = G::take_inputs(std::move(s.buffer));
-    if (selective()) {
-      // Tensor pre-hooks run once: here when the node only captures, else
-      // in the node's call protocol.
-      if (!s.exec.needed)
-        G::call_tensor_pre_hooks(fn, inputs);
-      const auto captures = captures_of(s);
-      for (std::size_t k = 0; k < captures.size(); ++k) {
-        const auto& c = captures[k];
-        value v = inputs.at(c.input_idx);
-        // A graph type may transform what it captures (libtorch's capture hooks).
-        if constexpr (requires { G::capture(fn, k, std::move(v)); })
-          v = G::capture(fn, k, std::move(v));
-        captured_[c.output_idx] = std::move(v); // disjoint slots: no two nodes write one
-      }
-      if (!s.exec.needed)
-        return {};
-    }
+    if (selective() && !capture_inputs(fn, s, inputs))
+      return {};
     value_list outputs = G::call_function(fn, std::move(inputs));
     if constexpr (requires { G::recycle_inputs(std::move(inputs)); })
       G::recycle_inputs(std::move(inputs)); // Note [Recycled input lists]
@@ -391,6 +376,24 @@ typename BasicGraphTask<G>::value_list BasicGraphTask<G>::evaluate_node(node& fn
   } catch (const std::exception& e) {
     G::rethrow_in_node(fn, e);
   }
+}
+
+template <GraphTraits G>
+bool BasicGraphTask<G>::capture_inputs(node& fn, const NodeState& s, value_list& inputs) {
+  // Tensor pre-hooks run once: here when the node only captures, else in
+  // the node's call protocol.
+  if (!s.exec.needed())
+    G::call_tensor_pre_hooks(fn, inputs);
+  const auto captures = captures_of(s);
+  for (std::size_t k = 0; k < captures.size(); ++k) {
+    const auto& c = captures[k];
+    value v = inputs.at(c.input_idx);
+    // A graph type may transform what it captures (libtorch's capture hooks).
+    if constexpr (requires { G::capture(fn, k, std::move(v)); })
+      v = G::capture(fn, k, std::move(v));
+    captured_[c.output_idx] = std::move(v); // disjoint slots: no two nodes write one
+  }
+  return s.exec.needed();
 }
 
 template <GraphTraits G>

@@ -11,7 +11,8 @@ namespace actorgrad {
 /// the node's state in the task's node table, 4 bytes in what was padding,
 /// and the captures in one list of the task (see Note [Exec info in the
 /// node table] in basic_graph_task.h).
-struct ExecInfo {
+class ExecInfo {
+public:
   /// Captures the gradient arriving on input `input_idx` as result
   /// `output_idx`. `owner` is the capturing node's state: a node's captures
   /// are adjacent in the task's list, in the order of the call's inputs.
@@ -21,13 +22,23 @@ struct ExecInfo {
     const void* owner;
   };
   /// The node runs: it is on a path from the root to a requested input.
-  std::uint32_t needed : 1 = 0;
+  bool needed() const { return bits_ & needed_bit; }
+  void set_needed() { bits_ |= needed_bit; }
   /// init_to_execute's search has reached the node.
-  std::uint32_t seen : 1 = 0;
+  bool seen() const { return bits_ & seen_bit; }
+  void set_seen() { bits_ |= seen_bit; }
   /// The node's first capture: its index in the task's list plus one, 0
   /// when the node captures nothing.
-  std::uint32_t first_capture : 30 = 0;
-  bool should_execute() const { return needed || first_capture != 0; }
+  std::uint32_t first_capture() const { return bits_ >> 2; }
+  void set_first_capture(std::uint32_t k) { bits_ = (bits_ & 3u) | (k << 2); }
+  bool should_execute() const { return (bits_ & ~seen_bit) != 0; }
+
+private:
+  static constexpr std::uint32_t needed_bit = 1;
+  static constexpr std::uint32_t seen_bit = 2;
+  /// One word, made with one store for every node of a call (bit fields
+  /// with initializers took a read-modify-write each).
+  std::uint32_t bits_ = 0;
 };
 
 } // namespace actorgrad

@@ -1,6 +1,6 @@
 #pragma once
 /// @file scratch_vector.h
-/// A vector for the passes that build a backward call, whose storage stays
+/// Vectors for the passes that build a backward call, whose storage stays
 /// with the thread between calls.
 
 #include <cstddef>
@@ -9,35 +9,36 @@
 
 namespace actorgrad {
 
-/// A vector that takes its storage from its thread's spare one and gives
-/// it back when it goes out of scope, unless it grew past `max_kept`
-/// elements: the stacks of compute_dependencies and init_to_execute would
-/// otherwise allocate (and free) their storage on every backward call. A
-/// call nested in another takes an empty spare and allocates; the larger
-/// storage is the one kept.
-template <class T, std::size_t max_kept = 4096>
-class ScratchVector {
-public:
-  ScratchVector() : items_(std::move(spare())) {}
-  ~ScratchVector() {
-    if (items_.capacity() <= max_kept && items_.capacity() > spare().capacity()) {
-      items_.clear();
-      spare() = std::move(items_);
-    }
-  }
-  ScratchVector(const ScratchVector&) = delete;
-  ScratchVector& operator=(const ScratchVector&) = delete;
+namespace detail {
+/// The thread's spare storage for scratch vectors of T. Written and read
+/// only by its own thread.
+template <class T>
+std::vector<T>& spare_vector() {
+  static thread_local std::vector<T> items;
+  return items;
+}
+} // namespace detail
 
-  std::vector<T>& operator*() { return items_; }
-  std::vector<T>* operator->() { return &items_; }
+/// An empty vector with the thread's spare storage for vectors of T, if it
+/// has one: the stacks of compute_dependencies and init_to_execute would
+/// otherwise allocate (and free) their storage on every backward call.
+/// Hand it back with give_back_scratch. A call nested in another finds no
+/// spare and allocates. A plain local vector, not a wrapper: the compiler
+/// keeps its pointers in registers through the pass.
+template <class T>
+std::vector<T> take_scratch() {
+  return std::move(detail::spare_vector<T>());
+}
 
-private:
-  /// Written and read only by its own thread.
-  static std::vector<T>& spare() {
-    static thread_local std::vector<T> items;
-    return items;
+/// Keeps `items`' storage for the thread's next take_scratch, unless it
+/// grew past `max_kept` elements or the thread keeps a larger one.
+template <class T>
+void give_back_scratch(std::vector<T>&& items, std::size_t max_kept = 4096) {
+  std::vector<T>& spare = detail::spare_vector<T>();
+  if (items.capacity() <= max_kept && items.capacity() > spare.capacity()) {
+    items.clear();
+    spare = std::move(items);
   }
-  std::vector<T> items_;
-};
+}
 
 } // namespace actorgrad
