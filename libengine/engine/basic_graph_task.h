@@ -18,10 +18,14 @@
 
 namespace actorgrad {
 
+/// Whether G keeps a NodeHint in its nodes (Note [Node table hints]).
+template <GraphTraits G>
+inline constexpr bool has_hints_v = requires(const typename G::node& n) { G::table_hint(n); };
+
 /// One backward()/grad() call (PyTorch's GraphTask) over graph type G.
 ///
 /// Note [Node state ownership]
-/// The per-node state (dependency count and input buffer) is created for
+/// The per-node state (dependency count, exec info, input buffer) is made for
 /// every node of the graph by compute_dependencies, before any task runs,
 /// and the map is never inserted into afterwards. From then on the state of
 /// a node is read and written only by the actor that runs that node (the
@@ -32,10 +36,6 @@ namespace actorgrad {
 /// was rewritten (Note [Node table hints]), is done at creation for a task
 /// with devices, whose nodes several actors look up; a CPU-only task's
 /// lookups all come from its one CPU queue, one at a time.
-/// Whether G keeps a NodeHint in its nodes (Note [Node table hints]).
-template <GraphTraits G>
-inline constexpr bool has_hints_v = requires(const typename G::node& n) { G::table_hint(n); };
-
 template <GraphTraits G>
 class BasicGraphTask final : public GraphTaskBase {
 public:
@@ -179,7 +179,7 @@ private:
   /// evaluate_node's part for selective execution: captures the node's
   /// inputs (after the tensor pre-hooks when it only captures) and returns
   /// whether it runs. Out of line: it would make evaluate_node, which
-  /// every node runs, bigger than GCC inlines into (35 instructions a node
+  /// every node runs, bigger than GCC inlines into (23 instructions a node
   /// on the chain when it was inline).
   [[gnu::noinline]] bool capture_inputs(node& fn, const NodeState& s, value_list& inputs);
 
