@@ -183,10 +183,9 @@ private:
   /// on the chain when it was inline).
   [[gnu::noinline]] bool capture_inputs(node& fn, const NodeState& s, value_list& inputs);
 
-  static constexpr bool has_hints = has_hints_v<G>;
   /// `fn`'s key in state_: its hint when G keeps one.
   static decltype(auto) key_of(const node& fn) {
-    if constexpr (has_hints)
+    if constexpr (has_hints_v<G>)
       return G::table_hint(fn);
     else
       return static_cast<const void*>(&fn);

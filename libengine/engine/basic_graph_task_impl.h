@@ -135,7 +135,7 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
   streams_ = {};
   // The longest path below the root has topological_nr + 1 distinct nodes:
   // a lower bound on the graph's size that saves the table most rehashes.
-  state_.reset(G::topological_nr(*root) + 1, has_hints && hinted);
+  state_.reset(G::topological_nr(*root) + 1, has_hints_v<G> && hinted);
   state_.try_emplace(key_of(*root));
   std::vector<node*> queue = take_scratch<node*>();
   queue.push_back(root);
@@ -216,6 +216,7 @@ void BasicGraphTask<G>::init_to_execute(node& root, const edge_list& outputs,
 
   struct Frame {
     node* fn;
+    ExecInfo* info; // fn's
     std::size_t next = 0;
     node* next_fn() {
       while (next < G::num_outputs(*fn))
@@ -225,30 +226,31 @@ void BasicGraphTask<G>::init_to_execute(node& root, const edge_list& outputs,
     }
   };
   std::vector<Frame> stack = take_scratch<Frame>();
-  stack.push_back({&root});
-  info(&root)->set_seen();
+  stack.push_back({&root, info(&root)});
+  stack.back().info->set_seen();
   while (!stack.empty()) {
-    node* fn = stack.back().fn;
+    Frame& frame = stack.back();
     node* child = nullptr;
     ExecInfo* child_info = nullptr;
     // Children without a state lie below the topological cut: they lead
     // to no output, as do their own children.
-    while ((child = stack.back().next_fn())) {
+    while ((child = frame.next_fn())) {
       child_info = info(child);
       if (child_info && !child_info->seen())
         break;
       if (child_info && child_info->should_execute())
-        info(fn)->set_needed();
+        frame.info->set_needed();
     }
     if (child) {
       child_info->set_seen();
       if (G::topological_nr(*child) >= min_topo_nr)
-        stack.push_back({child});
+        stack.push_back({child, child_info}); // invalidates `frame`
       continue;
     }
+    const bool executes = frame.info->should_execute();
     stack.pop_back();
-    if (info(fn)->should_execute() && !stack.empty())
-      info(stack.back().fn)->set_needed();
+    if (executes && !stack.empty())
+      stack.back().info->set_needed();
   }
   give_back_scratch(std::move(stack));
 }

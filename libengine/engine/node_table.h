@@ -208,16 +208,16 @@ private:
     if (values_.capacity() > max_cached)
       return;
     Caches& caches = thread_caches();
-    Cache* c = &caches.tables[caches.count];
-    if (caches.count == caches.tables.size()) { // full: replace the smaller
+    Cache* c = nullptr;
+    if (caches.count < caches.tables.size()) {
+      c = &caches.tables[caches.count++];
+    } else { // full: replace the smaller, if this table's blocks are larger
       c = &*std::min_element(caches.tables.begin(), caches.tables.end(),
                              [](const Cache& a, const Cache& b) {
                                return a.values.capacity() < b.values.capacity();
                              });
       if (c->values.capacity() >= values_.capacity() && c->index_memory >= index_memory_)
         return;
-    } else {
-      ++caches.count;
     }
     values_.clear();
     keys_.clear();
