@@ -85,7 +85,9 @@ Engine::~Engine() {
     self->wait_for(core_->pool, core_->requests);
   }
   // The actors hold the core and the core holds their handles: drop the
-  // handles now, while the actor system that owns them still exists.
+  // handles (and a parked caller mailbox) now, while the actor system that
+  // owns them still exists.
+  core_->drop_caller_mailbox();
   for (std::size_t i = 0; i < core_->num_workers; ++i)
     core_->workers[i].handle.store(nullptr);
   core_->pool = caf::actor{};

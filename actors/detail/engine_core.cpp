@@ -70,6 +70,17 @@ caf::actor EngineCore::take_coordinator() {
   return caf::actor_cast<caf::actor>(caf::strong_actor_ptr{parked, false});
 }
 
+void EngineCore::park_caller_mailbox(std::unique_ptr<caf::scoped_actor> mailbox) {
+  caf::scoped_actor* empty = nullptr;
+  if (idle_caller_mailbox.compare_exchange_strong(empty, mailbox.get(), std::memory_order_acq_rel))
+    mailbox.release(); // the slot owns it now
+}
+
+std::unique_ptr<caf::scoped_actor> EngineCore::take_caller_mailbox() {
+  return std::unique_ptr<caf::scoped_actor>(
+    idle_caller_mailbox.exchange(nullptr, std::memory_order_acq_rel));
+}
+
 void EngineCore::note_reentrant_frames(int frames) {
   int seen = max_reentrant_frames.load(std::memory_order_relaxed);
   while (frames > seen &&

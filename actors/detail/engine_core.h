@@ -9,6 +9,7 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include "actorgrad/actors/engine_config.h"
 #include "actorgrad/actors/observer.h"
@@ -56,6 +57,18 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   bool park_coordinator(const caf::actor& coordinator);
   /// The parked coordinator (the slot is empty afterwards), or an invalid handle.
   caf::actor take_coordinator();
+  /// A caller's mailbox kept for the next call that needs one, or null
+  /// (Note [Parked caller mailbox] in runner.cpp). Set by a caller's Runner
+  /// whose calls ended cleanly (park_caller_mailbox), taken by the next
+  /// caller's Runner that needs a mailbox (take_caller_mailbox), emptied by
+  /// ~Engine (drop_caller_mailbox) while the actor system still exists.
+  std::atomic<caf::scoped_actor*> idle_caller_mailbox{nullptr};
+  /// Parks `mailbox` in idle_caller_mailbox if it is empty; else destroys it.
+  void park_caller_mailbox(std::unique_ptr<caf::scoped_actor> mailbox);
+  /// The parked mailbox (the slot is empty afterwards), or null.
+  std::unique_ptr<caf::scoped_actor> take_caller_mailbox();
+  /// Destroys the parked mailbox, if any.
+  void drop_caller_mailbox() { take_caller_mailbox().reset(); }
   /// The observer GraphTasks started now keep: the installed observer
   /// (EngineConfig::observer, Engine::set_observer), the recorder of
   /// Engine::start_recording, both (ObserverPair), or null. Written by the

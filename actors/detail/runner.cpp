@@ -60,14 +60,39 @@ Runner::Runner(EngineCore& core, caf::blocking_actor* self, ObservedActor::Role 
   current_runner = this;
 }
 
-Runner::~Runner() { current_runner = prev_current_; }
+// Note [Parked caller mailbox]
+// A caller thread has no mailbox until a call of it crosses devices (Note
+// [CPU calls on a caller]); then its Runner needs one, and a fresh CAF
+// blocking actor costs about 2,000 instructions to create and destroy, a
+// seventh of a 2-node call rooted on another device. So the Runner of a
+// call that ended cleanly parks its mailbox in EngineCore::idle_caller_mailbox
+// (compare-exchange from null), and the next caller Runner that needs one
+// takes it (exchange with null): one owner at a time, whatever its thread.
+// Clean means nothing of the calls it coordinated can still arrive: every
+// task's outstanding count reached zero, so no Grad or Task message is in
+// flight to it (Note [Completion without a lock]), and every monitor was
+// dropped. A WakeUp may still come late; a later Runner ignores it (it names
+// a task id none of its frames has). After an aborted frame (a dead worker:
+// that task's messages may still be in flight), a handoff (forwards may
+// come back: Note [Depth handoff]) or a call that threw, the mailbox is
+// destroyed with its Runner instead, as before. ~Engine destroys the parked
+// one while the actor system still exists.
+
+Runner::~Runner() {
+  current_runner = prev_current_;
+  if (own_mailbox_ && mailbox_reusable_ && monitors_.empty())
+    core_.park_caller_mailbox(std::move(own_mailbox_));
+}
 
 Runner* Runner::current() { return current_runner; }
 
 caf::blocking_actor& Runner::mailbox() {
   if (!self_) {
-    ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
-    own_mailbox_.emplace(core_.system, true);
+    own_mailbox_ = core_.take_caller_mailbox(); // Note [Parked caller mailbox]
+    if (!own_mailbox_) {
+      ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
+      own_mailbox_ = std::make_unique<caf::scoped_actor>(core_.system, true);
+    }
     self_ = own_mailbox_->ptr();
   }
   return *self_;
@@ -131,6 +156,7 @@ void Runner::unmonitor(const caf::actor& worker) {
 void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
   const bool reentrant = current_graph_task() != nullptr;
   if (reentrant && (reentrant_frames_ >= core_.config.max_recursion_depth || stack_is_short())) {
+    mailbox_reusable_ = false; // Note [Parked caller mailbox]
     hand_off(*this, task, std::move(first));
     return;
   }
@@ -140,6 +166,7 @@ void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& 
     coordinate_here(task, std::move(first));
   } catch (...) {
     reentrant_frames_ -= reentrant ? 1 : 0;
+    mailbox_reusable_ = false;
     throw;
   }
   reentrant_frames_ -= reentrant ? 1 : 0;
@@ -457,6 +484,7 @@ void Runner::on_worker_down(const caf::actor_addr& source, const caf::error& rea
         "the device worker of " + device.str() + " stopped (" + core_.system.render(reason) +
         ") while GraphTask " + std::to_string(frame.task->id) + " was running on it")));
       frame.aborted = true;
+      mailbox_reusable_ = false; // Note [Parked caller mailbox]
     }
   }
   // The monitor is gone with the worker.

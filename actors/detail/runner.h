@@ -4,7 +4,6 @@
 /// ready heap, run the top task, repeat. Internal.
 
 #include <memory>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -117,7 +116,12 @@ private:
 
   EngineCore& core_;
   caf::blocking_actor* self_;
-  std::optional<caf::scoped_actor> own_mailbox_;
+  /// A caller's mailbox, taken from or parked in the core (Note [Parked
+  /// caller mailbox] in runner.cpp); null for an actor's own runner.
+  std::unique_ptr<caf::scoped_actor> own_mailbox_;
+  /// False once something may still reach own_mailbox_ after the last call:
+  /// an aborted frame, a handoff or a call that threw. Then it is not parked.
+  bool mailbox_reusable_ = true;
   ObservedActor actor_;
   ReadyQueue queue_;
   std::vector<Frame> frames_;

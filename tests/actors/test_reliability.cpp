@@ -5,6 +5,8 @@
 ///  2. ~Engine hung while a thread that had crossed to a device (and so
 ///     created an actor on its own thread) was still alive;
 ///  3. bad EngineConfig values crashed the process or were accepted;
+///  4. (guarded against) a failed call's late messages reaching the next
+///     call through the caller mailbox it would otherwise have parked;
 /// and the stack guard: a huge max_recursion_depth cannot overflow a
 /// thread's stack. A hang fails the test by timeout, then ends the process
 /// (a stuck engine cannot be destroyed).
@@ -178,6 +180,55 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_refused_by_name) {
   Tensor w = Tensor::ones({2}).set_requires_grad(true);
   backward({sum(w.to(sim0)).to(Device::cpu())}, {}, ok);
   BOOST_TEST(w.grad().to_vector() == (std::vector<double>{1.0, 1.0}));
+}
+
+// Note [Parked caller mailbox] (actors/detail/runner.cpp): a caller's
+// mailbox is parked for the next call only when nothing of the calls it
+// coordinated can still arrive. Here a call fails because sim:0's worker
+// dies while a node on sim:1 is still running; once the call has failed,
+// that node returns and its gradient travels on to the failed call's
+// mailbox. The calls that follow on the same thread must get their own
+// gradients and must not be fed (or loop forever on) the stale one.
+BOOST_AUTO_TEST_CASE(a_failed_calls_late_messages_do_not_reach_later_calls) {
+  const Device sim1 = Device::sim(1);
+  Engine engine(EngineConfig{{sim0, sim1}});
+  Engine* e = &engine;
+  struct Gates {
+    std::promise<void> running, release;
+    std::shared_future<void> running_f = running.get_future().share();
+    std::shared_future<void> release_f = release.get_future().share();
+  };
+  auto gates = std::make_shared<Gates>(); // outlives the call: its node runs on
+  Tensor x = Tensor::ones({2}).set_requires_grad(true);
+  // The hook runs inside the node that copies x's gradient back from sim:1,
+  // whose output goes to x on the CPU: a message to the caller's mailbox.
+  Tensor late = x.to(sim1);
+  late.register_hook([gates](const Tensor&) {
+    gates->running.set_value();
+    gates->release_f.wait_for(std::chrono::seconds(10));
+    return Tensor();
+  });
+  Tensor killer = lambda_op(x.to(sim0), "KillsSim0", [gates, e](variable_list&& g) {
+                    gates->running_f.wait_for(std::chrono::seconds(10));
+                    caf::anon_send_exit(e->worker(sim0), caf::exit_reason::kill);
+                    return std::move(g);
+                  }).first;
+  Tensor loss = add(sum(late).to(Device::cpu()), sum(killer).to(Device::cpu()));
+  within(std::chrono::seconds(60), "calls after a call failed with work in flight", [&] {
+    std::string message = "backward returned normally";
+    try {
+      backward({loss}, {}, engine);
+    } catch (const EngineError& err) {
+      message = err.what();
+    }
+    BOOST_TEST(contains_all(message, {"sim:0", "stopped"}), message);
+    gates->release.set_value(); // its gradient now heads for the failed call's mailbox
+    for (int i = 0; i < 50; ++i) {
+      Tensor w = Tensor::from_vector({1.0, 2.0}, {2}).set_requires_grad(true);
+      backward({sum(mul(w.to(sim1), w.to(sim1))).to(Device::cpu())}, {}, engine);
+      BOOST_TEST(w.grad().to_vector() == (std::vector<double>{2.0, 4.0}), "call " << i);
+    }
+  });
 }
 
 // EngineConfig::spin_before_block (Note [Spinning before blocking] in
