@@ -70,14 +70,16 @@ caf::actor EngineCore::take_coordinator() {
   return caf::actor_cast<caf::actor>(caf::strong_actor_ptr{parked, false});
 }
 
-void EngineCore::park_caller_mailbox(std::unique_ptr<caf::scoped_actor> mailbox) {
-  caf::scoped_actor* empty = nullptr;
-  if (idle_caller_mailbox.compare_exchange_strong(empty, mailbox.get(), std::memory_order_acq_rel))
-    mailbox.release(); // the slot owns it now
+bool EngineCore::park_caller_mailbox(std::unique_ptr<CallerMailbox>& mailbox) {
+  CallerMailbox* empty = nullptr;
+  if (!idle_caller_mailbox.compare_exchange_strong(empty, mailbox.get(), std::memory_order_acq_rel))
+    return false;
+  mailbox.release(); // the slot owns it now
+  return true;
 }
 
-std::unique_ptr<caf::scoped_actor> EngineCore::take_caller_mailbox() {
-  return std::unique_ptr<caf::scoped_actor>(
+std::unique_ptr<CallerMailbox> EngineCore::take_caller_mailbox() {
+  return std::unique_ptr<CallerMailbox>(
     idle_caller_mailbox.exchange(nullptr, std::memory_order_acq_rel));
 }
 

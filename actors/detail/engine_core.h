@@ -9,8 +9,8 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/scoped_actor.hpp>
 
+#include "actorgrad/actors/detail/caller_mailbox.h"
 #include "actorgrad/actors/engine_config.h"
 #include "actorgrad/actors/observer.h"
 
@@ -62,11 +62,11 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   /// whose calls ended cleanly (park_caller_mailbox), taken by the next
   /// caller's Runner that needs a mailbox (take_caller_mailbox), emptied by
   /// ~Engine (drop_caller_mailbox) while the actor system still exists.
-  std::atomic<caf::scoped_actor*> idle_caller_mailbox{nullptr};
-  /// Parks `mailbox` in idle_caller_mailbox if it is empty; else destroys it.
-  void park_caller_mailbox(std::unique_ptr<caf::scoped_actor> mailbox);
+  std::atomic<CallerMailbox*> idle_caller_mailbox{nullptr};
+  /// Parks `mailbox` (then null) if the slot is empty; false if it is not.
+  bool park_caller_mailbox(std::unique_ptr<CallerMailbox>& mailbox);
   /// The parked mailbox (the slot is empty afterwards), or null.
-  std::unique_ptr<caf::scoped_actor> take_caller_mailbox();
+  std::unique_ptr<CallerMailbox> take_caller_mailbox();
   /// Destroys the parked mailbox, if any.
   void drop_caller_mailbox() { take_caller_mailbox().reset(); }
   /// The observer GraphTasks started now keep: the installed observer

@@ -4,6 +4,7 @@
 
 #include <caf/system_messages.hpp>
 
+#include "actorgrad/actors/detail/message_type.h"
 #include "actorgrad/actors/detail/post.h"
 
 namespace actorgrad::detail {
@@ -21,16 +22,17 @@ void hand_off(Runner& r, const std::shared_ptr<GraphTaskBase>& task, ReadyTask&&
   for (;;) {
     auto element = self.dequeue();
     auto& content = element->content();
-    if (content.match_elements<msg::HandBack>()) {
+    const MessageType type(content);
+    if (type.is<msg::HandBack>()) {
       r.adopt_queue(std::move(content.get_mutable_as<msg::HandBack>(0).queue));
       return;
     }
-    if (content.match_elements<msg::Serving>()) {
+    if (type.is<msg::Serving>()) {
       server = content.get_as<msg::Serving>(0).worker;
       for (auto& e : early)
         server->enqueue(std::move(e), nullptr);
       early.clear();
-    } else if (content.match_elements<caf::down_msg>() || content.match_elements<caf::exit_msg>()) {
+    } else if (type.is<caf::down_msg>() || type.is<caf::exit_msg>()) {
       r.handle(*element);
     } else if (server) {
       server->enqueue(std::move(element), nullptr);

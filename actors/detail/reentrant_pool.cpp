@@ -4,6 +4,7 @@
 
 #include "actorgrad/actors/detail/async_call.h"
 #include "actorgrad/actors/detail/handoff.h"
+#include "actorgrad/actors/detail/message_type.h"
 #include "actorgrad/actors/detail/post.h"
 
 namespace actorgrad::detail {
@@ -30,14 +31,15 @@ void ReentrantPool::act() {
   for (;;) {
     auto element = dequeue();
     auto& content = element->content();
-    if (content.match_elements<msg::Handoff>()) {
+    const MessageType type(content);
+    if (type.is<msg::Handoff>()) {
       forward(std::move(element), Role::pool_worker, idle_workers);
-    } else if (content.match_elements<msg::AsyncCall>()) {
+    } else if (type.is<msg::AsyncCall>()) {
       forward(std::move(element), Role::async_coordinator, idle_coordinators);
-    } else if (content.match_elements<msg::Idle>()) {
+    } else if (type.is<msg::Idle>()) {
       const auto& m = content.get_as<msg::Idle>(0);
       (m.async_coordinator ? idle_coordinators : idle_workers).push_back(m.worker);
-    } else if (content.match_elements<msg::Shutdown>()) {
+    } else if (type.is<msg::Shutdown>()) {
       for (auto& w : all)
         post<caf::message_priority::high>(w, msg::Shutdown{});
       for (auto& w : all)
@@ -58,14 +60,15 @@ void PoolWorker::act() {
   for (;;) {
     auto element = dequeue();
     auto& content = element->content();
-    if (content.match_elements<msg::Handoff>()) {
+    const MessageType type(content);
+    if (type.is<msg::Handoff>()) {
       serve_handoff(runner, std::move(content.get_mutable_as<msg::Handoff>(0)));
       post(core_->pool, msg::Idle{self, false});
-    } else if (content.match_elements<msg::AsyncCall>()) {
+    } else if (type.is<msg::AsyncCall>()) {
       run_call(runner, std::move(content.get_mutable_as<msg::AsyncCall>(0)), self);
       if (runner.shutdown_pending())
         return; // a Shutdown that arrived during the call (Note [Shutdown during a frame])
-    } else if (content.match_elements<msg::Shutdown>()) {
+    } else if (type.is<msg::Shutdown>()) {
       return;
     } else {
       runner.handle(*element); // a straggler of a queue served before: routed on

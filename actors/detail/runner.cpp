@@ -4,12 +4,14 @@
 // (Note [Completion without a lock]) that tie them together.
 #include "actorgrad/actors/detail/runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <caf/system_messages.hpp>
 
 #include "actorgrad/actors/detail/foreign_thread.h"
 #include "actorgrad/actors/detail/handoff.h"
+#include "actorgrad/actors/detail/message_type.h"
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/stack_guard.h"
 #include "actorgrad/libengine/engine/errors.h"
@@ -36,13 +38,19 @@ namespace actorgrad::detail {
 // task when it sees the worker's down message.
 //
 // Note [Monitors per actor]
+// A coordinator monitors the workers of its task, so that a dead worker
+// fails the task instead of hanging it. An actor monitors each worker once
+// (monitored_) and keeps the monitor until the worker's down message erases
+// it or the actor ends; frames that end do not demonitor. Two reasons:
 // CAF 0.17.6's demonitor removes *every* monitor an actor holds on another
-// (monitorable_actor::detach drops all matching attachables). A reentrant
-// call is coordinated by the same actor as its parent, so if each frame
-// monitored its workers itself, the child's demonitor would silently drop
-// the parent's monitor, and a worker dying later would hang the parent.
-// So an actor monitors each worker once, counted by the frames that need
-// it (monitors_), and demonitors when the last of them ends.
+// (monitorable_actor::detach drops all matching attachables), so a nested
+// call (coordinated by the same actor as its parent) that demonitored at
+// its end would silently drop its parent's monitor, and a worker dying
+// later would hang the parent; and a monitor and a demonitor per call cost
+// about 1,000 instructions. A down message for a worker no frame uses only
+// erases it. A monitor outlives its monitoring actor in CAF (the worker
+// keeps the attachable until it dies), so a caller mailbox that is
+// destroyed rather than parked demonitors first (release_mailbox).
 
 namespace {
 thread_local Runner* current_runner = nullptr;
@@ -63,25 +71,36 @@ Runner::Runner(EngineCore& core, caf::blocking_actor* self, ObservedActor::Role 
 // Note [Parked caller mailbox]
 // A caller thread has no mailbox until a call of it crosses devices (Note
 // [CPU calls on a caller]); then its Runner needs one, and a fresh CAF
-// blocking actor costs about 2,000 instructions to create and destroy, a
-// seventh of a 2-node call rooted on another device. So the Runner of a
-// call that ended cleanly parks its mailbox in EngineCore::idle_caller_mailbox
+// blocking actor costs about 2,000 instructions to create and destroy, and
+// 1,000 more to monitor its workers: a fifth of a 2-node call rooted on
+// another device. So the Runner of calls that ended cleanly parks its
+// mailbox, with its monitors, in EngineCore::idle_caller_mailbox
 // (compare-exchange from null), and the next caller Runner that needs one
 // takes it (exchange with null): one owner at a time, whatever its thread.
 // Clean means nothing of the calls it coordinated can still arrive: every
 // task's outstanding count reached zero, so no Grad or Task message is in
-// flight to it (Note [Completion without a lock]), and every monitor was
-// dropped. A WakeUp may still come late; a later Runner ignores it (it names
-// a task id none of its frames has). After an aborted frame (a dead worker:
-// that task's messages may still be in flight), a handoff (forwards may
-// come back: Note [Depth handoff]) or a call that threw, the mailbox is
-// destroyed with its Runner instead, as before. ~Engine destroys the parked
-// one while the actor system still exists.
+// flight to it (Note [Completion without a lock]). A WakeUp may still come
+// late, and a down message of a worker that died meanwhile; a later Runner
+// ignores the first (it names a task id none of its frames has) and
+// handles the second as its own (a frame that uses the dead worker fails).
+// After an aborted frame (a dead worker: that task's messages may still be
+// in flight), a handoff (forwards may come back: Note [Depth handoff]) or a
+// call that threw, the mailbox is destroyed with its Runner instead, as it
+// is when the slot is taken (another thread's mailbox is parked). ~Engine
+// destroys the parked one while the actor system still exists.
 
 Runner::~Runner() {
   current_runner = prev_current_;
-  if (own_mailbox_ && mailbox_reusable_ && monitors_.empty())
-    core_.park_caller_mailbox(std::move(own_mailbox_));
+  if (own_mailbox_)
+    release_mailbox();
+}
+
+void Runner::release_mailbox() {
+  own_mailbox_->monitored = std::move(monitored_);
+  if (mailbox_reusable_ && core_.park_caller_mailbox(own_mailbox_))
+    return;
+  for (const caf::actor_addr& worker : own_mailbox_->monitored) // Note [Monitors per actor]
+    self_->demonitor(worker);
 }
 
 Runner* Runner::current() { return current_runner; }
@@ -89,11 +108,13 @@ Runner* Runner::current() { return current_runner; }
 caf::blocking_actor& Runner::mailbox() {
   if (!self_) {
     own_mailbox_ = core_.take_caller_mailbox(); // Note [Parked caller mailbox]
-    if (!own_mailbox_) {
+    if (own_mailbox_) {
+      monitored_ = std::move(own_mailbox_->monitored);
+    } else {
       ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
-      own_mailbox_ = std::make_unique<caf::scoped_actor>(core_.system, true);
+      own_mailbox_ = std::make_unique<CallerMailbox>(core_.system);
     }
-    self_ = own_mailbox_->ptr();
+    self_ = own_mailbox_->actor.ptr();
   }
   return *self_;
 }
@@ -122,35 +143,19 @@ std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
   ctx->coordinator = caf::actor_cast<caf::actor>(&mailbox());
   for (Device d : task.devices()) {
     caf::actor w = core_.worker(d); // throws naming the served devices
-    ctx->workers.emplace_back(d, std::move(w));
-  }
-  // Monitored only once every worker is known: worker() may throw, and a
-  // half-counted set of monitors would never be released.
-  for (const auto& [d, w] : ctx->workers)
     if (w != ctx->coordinator)
       monitor(w);
+    ctx->workers.emplace_back(d, std::move(w));
+  }
   return ctx;
 }
 
 void Runner::monitor(const caf::actor& worker) {
-  for (auto& [addr, count] : monitors_)
-    if (addr == worker.address()) {
-      ++count;
-      return;
-    }
-  monitors_.emplace_back(worker.address(), 1);
+  const caf::actor_addr addr = worker.address();
+  if (std::find(monitored_.begin(), monitored_.end(), addr) != monitored_.end())
+    return;
+  monitored_.push_back(addr);
   self_->monitor(worker);
-}
-
-void Runner::unmonitor(const caf::actor& worker) {
-  for (auto it = monitors_.begin(); it != monitors_.end(); ++it)
-    if (it->first == worker.address()) {
-      if (--it->second == 0) {
-        self_->demonitor(worker);
-        monitors_.erase(it);
-      }
-      return;
-    }
 }
 
 void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
@@ -216,9 +221,6 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   const std::size_t frame = frames_.size() - 1;
   dispatch_until([&] { return !task->outstanding() || frames_[frame].aborted; });
   frames_.pop_back();
-  for (const auto& [device, worker] : ctx->workers)
-    if (worker != ctx->coordinator)
-      unmonitor(worker);
   if (ctx->observer) [[unlikely]]
     ctx->observer->task_finished(actor_, *task);
 }
@@ -402,7 +404,8 @@ void Runner::forward(const TaskContext& ctx, Device owner, const GraphTaskBase& 
 
 void Runner::handle(caf::mailbox_element& element) {
   auto& content = element.content();
-  if (content.match_elements<msg::Grad>()) {
+  const MessageType type(content);
+  if (type.is<msg::Grad>()) {
     auto& m = content.get_mutable_as<msg::Grad>(0);
     GraphTaskBase& task = *m.task;
     const TaskContext& ctx = context_of(task);
@@ -423,7 +426,7 @@ void Runner::handle(caf::mailbox_element& element) {
       }
     }
     finish_one(m.task);
-  } else if (content.match_elements<msg::Task>()) {
+  } else if (type.is<msg::Task>()) {
     auto& m = content.get_mutable_as<msg::Task>(0);
     GraphTaskBase& task = *m.task.graph_task;
     const TaskContext& ctx = context_of(task);
@@ -439,9 +442,9 @@ void Runner::handle(caf::mailbox_element& element) {
         ctx.observer->node_ready(actor_, task, task.describe(node));
       queue_.heap.push(std::move(m.task)); // already counted by its sender
     }
-  } else if (content.match_elements<msg::Job>()) {
+  } else if (type.is<msg::Job>()) {
     content.get_mutable_as<msg::Job>(0).fn(); // exceptions are the job's to report
-  } else if (content.match_elements<msg::WakeUp>()) {
+  } else if (type.is<msg::WakeUp>()) {
     // Nothing to do: the waiting loop re-checks its task's count. Observed
     // only while the task is still coordinated here (see Note [Recording]
     // in actors/trace/recorder.h).
@@ -451,12 +454,12 @@ void Runner::handle(caf::mailbox_element& element) {
         if (frame.task->id == m.task_id)
           if (const auto& obs = context_of(*frame.task).observer)
             obs->message_received(actor_, *frame.task, trace::MessageKind::wake_up, {}, m.trace, 0);
-  } else if (content.match_elements<msg::Shutdown>()) {
+  } else if (type.is<msg::Shutdown>()) {
     queue_.heap.push(ReadyTask::make_shutdown());
-  } else if (content.match_elements<caf::down_msg>()) {
+  } else if (type.is<caf::down_msg>()) {
     const auto& m = content.get_as<caf::down_msg>(0);
     on_worker_down(m.source, m.reason);
-  } else if (content.match_elements<caf::exit_msg>()) {
+  } else if (type.is<caf::exit_msg>()) {
     const auto& m = content.get_as<caf::exit_msg>(0);
     if (actor_.role == ObservedActor::Role::device_worker) { // asked to exit: stops at once
       self_->fail_state(m.reason);
@@ -487,8 +490,7 @@ void Runner::on_worker_down(const caf::actor_addr& source, const caf::error& rea
       mailbox_reusable_ = false; // Note [Parked caller mailbox]
     }
   }
-  // The monitor is gone with the worker.
-  std::erase_if(monitors_, [&](const auto& m) { return m.first == source; });
+  std::erase(monitored_, source); // the monitor is gone with the worker
 }
 
 } // namespace actorgrad::detail

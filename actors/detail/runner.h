@@ -9,8 +9,8 @@
 
 #include <caf/blocking_actor.hpp>
 #include <caf/mailbox_element.hpp>
-#include <caf/scoped_actor.hpp>
 
+#include "actorgrad/actors/detail/caller_mailbox.h"
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/detail/ready_queue.h"
 #include "actorgrad/actors/detail/task_context.h"
@@ -106,9 +106,10 @@ private:
   void await_message();
   void on_worker_down(const caf::actor_addr& source, const caf::error& reason);
   /// Note [Monitors per actor]: one CAF monitor per worker per actor,
-  /// counted by the frames that need it.
+  /// kept until the worker or the actor goes.
   void monitor(const caf::actor& worker);
-  void unmonitor(const caf::actor& worker);
+  /// Parks the caller mailbox, or drops its monitors and destroys it.
+  void release_mailbox();
   /// Forwards a message that belongs to another queue (after a handoff).
   template <class M>
   void forward(const TaskContext& ctx, Device owner, const GraphTaskBase& task, M&& m,
@@ -118,14 +119,15 @@ private:
   caf::blocking_actor* self_;
   /// A caller's mailbox, taken from or parked in the core (Note [Parked
   /// caller mailbox] in runner.cpp); null for an actor's own runner.
-  std::unique_ptr<caf::scoped_actor> own_mailbox_;
+  std::unique_ptr<CallerMailbox> own_mailbox_;
   /// False once something may still reach own_mailbox_ after the last call:
   /// an aborted frame, a handoff or a call that threw. Then it is not parked.
   bool mailbox_reusable_ = true;
   ObservedActor actor_;
   ReadyQueue queue_;
   std::vector<Frame> frames_;
-  std::vector<std::pair<caf::actor_addr, int>> monitors_;
+  /// The workers this actor monitors (Note [Monitors per actor]).
+  std::vector<caf::actor_addr> monitored_;
   int reentrant_frames_ = 0;
   bool stop_ = false;
   /// A Shutdown popped while frames were open (a pool worker serving a
