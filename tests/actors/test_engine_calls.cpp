@@ -205,3 +205,61 @@ BOOST_AUTO_TEST_CASE(async_calls_from_several_threads_share_the_parked_coordinat
   BOOST_TEST(last.get().at(0).to_vector() == v({2.0, -4.0}), boost::test_tools::per_element());
   engine.reset();
 }
+
+// Note [CPU calls on a caller]: an async call whose nodes are all CPU nodes
+// runs straight through on its coordinator. A node of it that makes a
+// nested call crossing to sim:0 still gets that call's gradient (the nested
+// call takes the coordinator's dispatch loop), and CPU-only calls before
+// and after it give theirs.
+BOOST_AUTO_TEST_CASE(async_cpu_calls_run_straight_through_and_still_nest) {
+  Engine engine{EngineConfig{.devices = {sim0}}};
+  Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
+  Tensor cpu_loss = sum(mul(x, x));
+  // Written by the nested call's node, read by the test after the call.
+  auto nested = std::make_shared<std::vector<double>>();
+  Tensor y = lambda_op(x, "NestsOnSim", [nested](variable_list&& g) {
+               AutoGradMode enable(true);
+               Tensor z = Tensor::from_vector({3.0}, {1}).set_requires_grad(true);
+               *nested = grad({sum(mul(z.to(sim0), 5.0)).to(Device::cpu())}, {z})[0].to_vector();
+               return std::move(g);
+             }).first;
+  Tensor nesting_loss = sum(mul(y, 2.0));
+  for (int i = 0; i < 3; ++i) {
+    auto before = engine.grad_async({cpu_loss}, {x}, {.retain_graph = true});
+    auto outer = engine.grad_async({nesting_loss}, {x}, {.retain_graph = true});
+    auto after = engine.grad_async({cpu_loss}, {x}, {.retain_graph = true});
+    for (auto* f : {&before, &outer, &after})
+      BOOST_REQUIRE(f->wait_for(kWaitLimit) == std::future_status::ready);
+    BOOST_TEST(before.get().at(0).to_vector() == v({2.0, -4.0}), boost::test_tools::per_element());
+    BOOST_TEST(outer.get().at(0).to_vector() == v({2.0, 2.0}), boost::test_tools::per_element());
+    BOOST_TEST(*nested == v({5.0}), boost::test_tools::per_element());
+    BOOST_TEST(after.get().at(0).to_vector() == v({2.0, -4.0}), boost::test_tools::per_element());
+    nested->clear();
+  }
+}
+
+// An engine destroyed while an async CPU-only call runs on its coordinator
+// (straight through, so the coordinator reads no message until the call
+// ends): the call completes with its gradient, and the teardown completes
+// after it (a hang here, or a use after free under the sanitizers' run, is
+// the failure).
+BOOST_AUTO_TEST_CASE(engine_destroyed_during_an_async_cpu_call_lets_it_finish) {
+  auto engine = std::make_unique<Engine>(EngineConfig{.devices = {sim0}});
+  std::promise<void> started, release;
+  std::shared_future<void> released = release.get_future().share();
+  Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
+  Tensor y = lambda_op(x, "WaitsForRelease", [&started, released](variable_list&& g) {
+               started.set_value();
+               released.wait_for(kWaitLimit);
+               return std::move(g);
+             }).first;
+  auto f = engine->grad_async({sum(mul(y, 3.0))}, {x});
+  BOOST_REQUIRE(started.get_future().wait_for(kWaitLimit) == std::future_status::ready);
+  std::thread teardown([&] { engine.reset(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20)); // the Shutdown is on its way
+  release.set_value();
+  BOOST_REQUIRE(f.wait_for(kWaitLimit) == std::future_status::ready);
+  BOOST_TEST(f.get().at(0).to_vector() == v({3.0, 3.0}), boost::test_tools::per_element());
+  teardown.join();
+  BOOST_TEST(!engine);
+}
