@@ -136,6 +136,9 @@ private:
   std::vector<Frame> frames_;
   /// The workers this actor monitors (Note [Monitors per actor]).
   std::vector<caf::actor_addr> monitored_;
+  /// The context of the last task this actor coordinated across devices
+  /// (Note [Reused task contexts]).
+  std::shared_ptr<TaskContext> last_context_;
   int reentrant_frames_ = 0;
   bool stop_ = false;
   /// A Shutdown popped while frames were open (a pool worker serving a
