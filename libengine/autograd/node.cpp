@@ -21,9 +21,38 @@ Node::Node(edge_list next_edges) : sequence_nr_(next_sequence_nr()) {
 
 std::string Node::name() const { return "Node"; }
 
+// Note [Edited topological numbers]
+// A node's topological_nr exceeds that of every node its edges point at,
+// and a grad(inputs=...) call relies on it: it does not search below the
+// smallest topological_nr of its inputs. Building keeps that true (a node's
+// number is set from its edges). Editing can break it: an edge added to a
+// node that already has a parent may raise the node's number above its
+// parents', which keep theirs, and a call would then prune a parent whose
+// path leads to an input. PyTorch refuses such an edit; this graph allows
+// it (a hand-built graph may even form a cycle, which the engine detects
+// and names). So the edit sets a process-wide flag, and from then on a
+// call prunes nothing (ActorgradGraph::topological_order_edited): slower
+// for graphs that a program edited once, never wrong.
+namespace {
+/// Set (never cleared) by any thread's edit described above; read by every
+/// GraphTask::create of a call with inputs. Relaxed: the edit and the call
+/// are ordered by whatever hands the edited graph to the call.
+std::atomic<bool> order_edited{false};
+} // namespace
+
+bool Node::topological_order_edited() { return order_edited.load(std::memory_order_relaxed); }
+
 void Node::raise_topological_nr(const Edge& e) {
-  if (e.function && e.function->topological_nr_ + 1 > topological_nr_)
-    topological_nr_ = e.function->topological_nr_ + 1;
+  if (!e.function)
+    return;
+  Node& next = *e.function;
+  if (!next.has_parent_.load(std::memory_order_relaxed))
+    next.has_parent_.store(true, std::memory_order_relaxed);
+  if (next.topological_nr_ + 1 <= topological_nr_)
+    return;
+  if (has_parent_.load(std::memory_order_relaxed))
+    order_edited.store(true, std::memory_order_relaxed); // Note [Edited topological numbers]
+  topological_nr_ = next.topological_nr_ + 1;
 }
 
 void Node::add_next_edge(Edge e) {
@@ -32,8 +61,7 @@ void Node::add_next_edge(Edge e) {
 }
 
 void Node::set_next_edge(std::size_t i, Edge e) {
-  // topological_nr is not lowered: a hand-edited graph may now violate it,
-  // which GraphTask::create checks (and searches for a cycle).
+  // topological_nr is not lowered: see Note [Edited topological numbers].
   Edge& slot = next_edges_.at(i);
   raise_topological_nr(e);
   slot = std::move(e);

@@ -70,6 +70,10 @@ public:
   /// Replaces output edge `i` (used to build graphs by hand; may form a
   /// cycle, which the engine detects and refuses).
   void set_next_edge(std::size_t i, Edge e);
+  /// True once add_next_edge or set_next_edge raised the topological_nr of
+  /// a node that already was the target of an edge (Note [Edited
+  /// topological numbers]).
+  static bool topological_order_edited();
 
   /// Records the metadata of a forward output; returns its input number.
   std::uint32_t add_input_metadata(const Tensor& t);
@@ -123,9 +127,6 @@ public:
   std::atomic<std::uint32_t>& table_hint() const { return table_hint_; }
 
 protected:
-  /// Keeps topological_nr above that of `e`'s node.
-  void raise_topological_nr(const Edge& e);
-
   std::uint64_t sequence_nr_;
   std::uint64_t topological_nr_ = 0;
   edge_list next_edges_;
@@ -144,6 +145,13 @@ protected:
   mutable std::atomic<std::uint32_t> table_hint_{0};
 
 private:
+  /// Keeps topological_nr above that of `e`'s node, which now has a parent.
+  void raise_topological_nr(const Edge& e);
+
+  /// Set (never cleared) by the thread that makes an edge to this node;
+  /// read by raise_topological_nr of this node.
+  std::atomic<bool> has_parent_{false};
+
   /// Registers `hook` in `list` (this node's), returns its handle and sets
   /// may_have_hooks_; throws naming `api` when no shared_ptr owns this node.
   template <class Fn>

@@ -85,6 +85,7 @@ struct ActorgradGraph {
   static std::size_t num_inputs(const Node& n) { return n.num_inputs(); }
   static Device device(const Node& n) { return n.device(); }
   static NodeHint& table_hint(const Node& n) { return n.table_hint(); }
+  static bool topological_order_edited() { return Node::topological_order_edited(); }
   static NodeInfo describe(const Node& n);
 
   /// Tensor pre-hooks -> pre-hooks -> apply -> validate_outputs -> post-hooks.

@@ -145,7 +145,10 @@ private:
   }
 
   /// `hinted`: number the nodes through their hints, when G has them.
-  void compute_dependencies(node* root, std::uint64_t min_topo_nr, bool hinted = true);
+  /// Numbers the nodes the call reaches and counts their dependencies, not
+  /// searching below `min_topo_nr`; returns the bound it kept (0 when the
+  /// graph broke topological order: then it searched everything).
+  std::uint64_t compute_dependencies(node* root, std::uint64_t min_topo_nr, bool hinted = true);
   void init_to_execute(node& root, const edge_list& outputs, std::uint64_t min_topo_nr);
   /// Notes `fn`'s device, whether it runs user code and, when it has no
   /// next edges, its leaf streams.

@@ -62,6 +62,15 @@ std::vector<const typename G::node*> find_cycle(const typename G::node* root) {
   return {};
 }
 
+/// Whether graph type G says an edit may have broken topological order.
+template <GraphTraits G>
+bool topological_order_edited() {
+  if constexpr (requires { G::topological_order_edited(); })
+    return G::topological_order_edited();
+  else
+    return false;
+}
+
 /// add_input's errors, out of its way.
 template <GraphTraits G>
 [[noreturn, gnu::cold, gnu::noinline]] void throw_no_dependency(const typename G::node& fn) {
@@ -96,13 +105,13 @@ BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, Execute
     task->graph_root_ = root;
 
   std::uint64_t min_topo_nr = 0;
-  if (!outputs.empty()) {
+  if (!outputs.empty() && !detail::topological_order_edited<G>()) {
     min_topo_nr = std::numeric_limits<std::uint64_t>::max();
     for (const auto& e : outputs)
       if (const node* fn = G::target(e))
         min_topo_nr = std::min(min_topo_nr, G::topological_nr(*fn));
   }
-  task->compute_dependencies(root.get(), min_topo_nr);
+  min_topo_nr = task->compute_dependencies(root.get(), min_topo_nr);
   if (!outputs.empty())
     task->init_to_execute(*root, outputs, min_topo_nr);
   task->streams_.stash(task->devices_, root_grads);
@@ -123,7 +132,8 @@ BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, Execute
 }
 
 template <GraphTraits G>
-void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_nr, bool hinted) {
+std::uint64_t BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_nr,
+                                                      bool hinted) {
   // Note [Cycles in hand-built graphs]
   // Graphs built by ops cannot have cycles: an edge always points at a node
   // with a smaller topological_nr. A graph edited by hand can; then some
@@ -164,7 +174,7 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
   if (!state_.finish_numbering(!devices_.empty()))
     return compute_dependencies(root, min_topo_nr, false); // see Note [Node table hints]
   if (!topo_order_broken)
-    return;
+    return min_topo_nr;
   auto cycle = detail::find_cycle<G>(root);
   if (!cycle.empty()) {
     std::ostringstream msg;
@@ -174,8 +184,8 @@ void BasicGraphTask<G>::compute_dependencies(node* root, std::uint64_t min_topo_
     msg << detail::node_label<G>(*cycle.front());
     throw EngineError(msg.str());
   }
-  if (min_topo_nr > 0)
-    compute_dependencies(root, 0, hinted);
+  // The numbers are stale, so the pruning may have cut paths: search it all.
+  return min_topo_nr > 0 ? compute_dependencies(root, 0, hinted) : 0;
 }
 
 template <GraphTraits G>

@@ -59,6 +59,10 @@ namespace actorgrad {
 /// then finds states without hashing (Note [Node table hints]).
 /// `G::recycle_inputs(list&&)`, given a node's input list after its call
 /// (Note [Recycled input lists]).
+/// `G::topological_order_edited()`, true when an edit of the graph may have
+/// left a node's topological_nr above its parents': a call with inputs then
+/// prunes nothing (Note [Edited topological numbers] in
+/// libengine/autograd/node.cpp).
 template <class G>
 concept GraphTraits = requires(const typename G::node& n, typename G::node& m,
                                const typename G::edge& e, typename G::value v,

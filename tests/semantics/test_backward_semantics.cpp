@@ -327,6 +327,27 @@ BOOST_AUTO_TEST_CASE(backward_with_an_intermediate_input_retains_its_gradient_on
   BOOST_TEST(!x.grad().defined());
 }
 
+BOOST_AUTO_TEST_CASE(grad_through_a_hand_edited_edge_that_breaks_topological_order) {
+  // root -> Late -> h's node, where the edge Late -> h's node was set after
+  // root was built: Late's topological_nr rose above root's, so pruning by
+  // topological_nr (min over the inputs: h's) must not cut root off.
+  auto meta = Tensor::zeros({1});
+  auto x = leaf({2.0});
+  auto h = mul(mul(mul(x, 3.0), 3.0), 3.0);
+  auto late = make_node<LambdaNode>("Late", identity, edge_list{Edge{}});
+  auto root = make_node<LambdaNode>("Root", identity, edge_list{Edge{late, 0}});
+  for (auto& n : {late, root})
+    n->add_input_metadata(meta);
+  late->set_next_edge(0, gradient_edge(h));
+  BOOST_TEST_REQUIRE(root->topological_nr() < h.grad_fn()->topological_nr());
+  auto grads = default_executor().execute({Edge{root, 0}}, {Tensor::full({1}, 5.0)},
+                                          ExecuteOptions{false, false, false}, {gradient_edge(h)});
+  BOOST_TEST_REQUIRE(grads.size() == 1u);
+  BOOST_TEST_REQUIRE(grads[0].defined());
+  BOOST_TEST(grads[0].item() == 5.0);
+  check_engine_still_works();
+}
+
 // -- hooks --------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_SUITE(hooks)
