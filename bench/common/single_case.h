@@ -44,7 +44,9 @@ inline Graph build_case(const std::string& kind, int n) {
 /// nodes on the actor engine through the bridge, installed for the rest of
 /// the process). Kind "reentrant" (n = the
 /// depth, see ReentrantCase) has no torch variant; kind "async_K" runs case
-/// K with the actor engine's execute_async and waits for it (actor only).
+/// K with the actor engine's execute_async and waits for it (actor only);
+/// kind "grad_K" runs case K as a grad call with respect to its first leaf
+/// (no sequential bound).
 /// Not movable: run() refers to the members.
 class SingleCase {
 public:
@@ -76,9 +78,15 @@ public:
 #endif
     }
     const bool async = kind.rfind("async_", 0) == 0;
-    graph_ = build_case(async ? kind.substr(6) : kind, n);
+    const bool grad = kind.rfind("grad_", 0) == 0;
+    graph_ = build_case(async ? kind.substr(6) : grad ? kind.substr(5) : kind, n);
     nodes_ = graph_.nodes;
-    if (async) {
+    if (grad) {
+      if (engine_name == "sequential")
+        throw std::runtime_error(kind + ": no sequential bound (the call may prune nodes)");
+      Executor& e = engine(engine_name);
+      run_ = [this, &e] { run_grad(e, graph_); };
+    } else if (async) {
       auto* actor =
         engine_name == "sequential" ? nullptr : dynamic_cast<Engine*>(&engine(engine_name));
       if (actor == nullptr)

@@ -234,6 +234,13 @@ void run_backward_async(Engine& e, const Graph& g) {
   e.execute_async(g.roots, g.root_grads, retain(), {}).get();
 }
 
+void run_grad(Executor& e, const Graph& g) {
+  ExecuteOptions o = retain();
+  o.accumulate_grad = false;
+  if (!e.execute(g.roots, g.root_grads, o, {gradient_edge(g.keep.at(0))}).at(0).defined())
+    throw std::logic_error("run_grad: no gradient for the first leaf");
+}
+
 // -- sequential lower bound ------------------------------------------------------
 
 SequentialPlan::SequentialPlan(const Graph& g)

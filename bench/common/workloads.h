@@ -81,6 +81,9 @@ Graph busy_branches(int n, int devices, std::chrono::nanoseconds spin);
 void run_backward(Executor& e, const Graph& g);
 /// ... with the actor engine's execute_async, waiting for its future.
 void run_backward_async(Engine& e, const Graph& g);
+/// Runs grad(root, first kept leaf) with retain_graph on `e`: a call with
+/// inputs (selective execution and a capture).
+void run_grad(Executor& e, const Graph& g);
 
 /// A plan's pass over `order` (ready order): resets every step's buffer and
 /// adds the graph's root gradient into the first.

@@ -140,6 +140,9 @@ protected:
   /// Set (never cleared) by every add_* after the hook is published, and by
   /// AccumulateGrad's constructor; read by the engine before each node call.
   std::atomic<bool> may_have_hooks_{false};
+  /// Set (never cleared) by the thread that makes an edge to this node;
+  /// read by raise_topological_nr of this node. Here it fills padding.
+  std::atomic<bool> has_parent_{false};
   /// Written by the numbering pass of any call over this node, read by its
   /// lookups; never trusted unchecked (Note [Node table hints]).
   mutable std::atomic<std::uint32_t> table_hint_{0};
@@ -147,10 +150,6 @@ protected:
 private:
   /// Keeps topological_nr above that of `e`'s node, which now has a parent.
   void raise_topological_nr(const Edge& e);
-
-  /// Set (never cleared) by the thread that makes an edge to this node;
-  /// read by raise_topological_nr of this node.
-  std::atomic<bool> has_parent_{false};
 
   /// Registers `hook` in `list` (this node's), returns its handle and sets
   /// may_have_hooks_; throws naming `api` when no shared_ptr owns this node.

@@ -127,9 +127,9 @@ private:
   // a node, about 3,700 instructions for a call of 3 nodes, more than the
   // rest of the call. So a node's ExecInfo is 4 bytes of its NodeState,
   // found by the lookup the scheduler makes anyway, and its captures are
-  // one list of the task, grouped by node. Only nodes that
-  // compute_dependencies reached have a state: an input that no path from
-  // the roots reaches gets no gradient, with or without an entry.
+  // one list of the task, grouped by node. Only the nodes that
+  // compute_dependencies reached, and the inputs' nodes, have a state: an
+  // input that no path from the roots reaches gets no gradient.
   struct NodeState {
     int dependencies = 0;
     ExecInfo exec;
@@ -144,12 +144,30 @@ private:
                                 [&s](const ExecInfo::Capture& c) { return c.owner != &s; })};
   }
 
-  /// `hinted`: number the nodes through their hints, when G has them.
-  /// Numbers the nodes the call reaches and counts their dependencies, not
-  /// searching below `min_topo_nr`; returns the bound it kept (0 when the
+  /// Numbers the nodes the call reaches and counts their dependencies; with
+  /// `outputs` (a call with inputs) also marks the nodes it needs, not
+  /// searching below `min_topo_nr`. Returns the bound it kept (0 when the
   /// graph broke topological order: then it searched everything).
-  std::uint64_t compute_dependencies(node* root, std::uint64_t min_topo_nr, bool hinted = true);
-  void init_to_execute(node& root, const edge_list& outputs, std::uint64_t min_topo_nr);
+  /// `hinted`: number the nodes through their hints, when G has them.
+  std::uint64_t compute_dependencies(node* root, const edge_list& outputs,
+                                     std::uint64_t min_topo_nr, bool hinted = true);
+  /// compute_dependencies' walk for a call without inputs; true when an
+  /// edge broke topological order.
+  bool count_all(node* root);
+  /// Its walk for a call with inputs (Note [Dependencies and exec info in
+  /// one walk]); true when an edge broke topological order.
+  bool count_toward(const edge_list& outputs, node* root, std::uint64_t min_topo_nr);
+  /// Counts the edge from `fn` to `next`: next's state, and whether this
+  /// made it. Notes in `topo_order_broken` an edge that does not descend.
+  std::pair<NodeState*, bool> count_edge(const node& fn, node& next, bool& topo_order_broken) {
+    if (G::topological_nr(next) >= G::topological_nr(fn))
+      topo_order_broken = true;
+    auto made = state_.try_emplace(key_of(next));
+    made.first->dependencies += 1;
+    return made;
+  }
+  /// Lists a grad call's captures by node, once the states are numbered.
+  void capture_outputs(const edge_list& outputs);
   /// Notes `fn`'s device, whether it runs user code and, when it has no
   /// next edges, its leaf streams.
   void note_node(const node& fn, std::size_t num_outputs) {
@@ -197,7 +215,7 @@ private:
   /// See Note [Node table] and Note [Node state ownership].
   NodeTable<NodeState> state_;
 
-  /// Set by init_to_execute (see selective()).
+  /// Set by capture_outputs (see selective()).
   bool selective_ = false;
   /// Every node's captures, grouped by node (see Note [Exec info in the
   /// node table]).

@@ -24,7 +24,7 @@ public:
   /// The node runs: it is on a path from the root to a requested input.
   bool needed() const { return bits_ & needed_bit; }
   void set_needed() { bits_ |= needed_bit; }
-  /// init_to_execute's search has reached the node.
+  /// The dependency walk of a call with inputs has met the node.
   bool seen() const { return bits_ & seen_bit; }
   void set_seen() { bits_ |= seen_bit; }
   /// The node's first capture: its index in the task's list plus one, 0

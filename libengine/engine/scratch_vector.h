@@ -20,8 +20,8 @@ std::vector<T>& spare_vector() {
 } // namespace detail
 
 /// An empty vector with the thread's spare storage for vectors of T, if it
-/// has one: the stacks of compute_dependencies and init_to_execute would
-/// otherwise allocate (and free) their storage on every backward call.
+/// has one: the stacks of compute_dependencies' walks would otherwise
+/// allocate (and free) their storage on every backward call.
 /// Hand it back with give_back_scratch. A call nested in another finds no
 /// spare and allocates. A plain local vector, not a wrapper: the compiler
 /// keeps its pointers in registers through the pass.

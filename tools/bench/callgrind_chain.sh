@@ -9,7 +9,7 @@
 # "100 1000 10000"; add 100000 for the long chain: slow under valgrind),
 # EXTRA (further CASE:N[:PASSES] runs, default: fan 16 and 256, the MLP, the
 # random DAG of 1000, reentrant backward to depth 100, the multi-device
-# graphs and the per-call cases; "" for none),
+# graphs, the per-call cases and a grad call of the chain of 1000; "" for none),
 # ENGINES (default: sequential reference baseline actor torch_seq torch),
 # KEEP_OUT=1 keeps the callgrind.out files (for callgrind_annotate) in callgrind/
 # next to the TSV; without it each run counts in a folder of its own.
@@ -34,7 +34,7 @@ SIZES=${SIZES:-"100 1000 10000"}
 # The per-call cases (issue "Performance floor"): a synchronous 2-node CPU
 # call, a 2-node call rooted on sim:0, the CPU call through execute_async
 # (actor only: the other engines skip it), one nested call.
-EXTRA=${EXTRA-"fan:16:100 fan:256:10 mlp:4:100 random_dag:1000:10 reentrant:100:20 pipeline:4:100 branches:4:100 hops:2:100 chain_passthrough:1:200 sim_root:2:200 async_chain_passthrough:1:200 reentrant:1:200"}
+EXTRA=${EXTRA-"fan:16:100 fan:256:10 mlp:4:100 random_dag:1000:10 reentrant:100:20 pipeline:4:100 branches:4:100 hops:2:100 chain_passthrough:1:200 sim_root:2:200 async_chain_passthrough:1:200 reentrant:1:200 grad_chain_passthrough:1000:10"}
 ENGINES=${ENGINES:-"sequential reference baseline actor torch_seq torch"}
 DRIVER=$BUILD/bench/bench_chain_driver
 command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 77; }
