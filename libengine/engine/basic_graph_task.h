@@ -169,8 +169,9 @@ private:
   /// Lists a grad call's captures by node, once the states are numbered.
   void capture_outputs(const edge_list& outputs);
   /// Notes `fn`'s device, whether it runs user code and, when it has no
-  /// next edges, its leaf streams.
-  void note_node(const node& fn, std::size_t num_outputs) {
+  /// next edges, its leaf streams. Forced inline: called from two walks, it
+  /// stayed a call in torch_graph.cpp (48 instructions a node of libtorch's).
+  [[gnu::always_inline]] void note_node(const node& fn, std::size_t num_outputs) {
     if (const Device d = G::device(fn); !d.is_cpu()) [[unlikely]]
       if (std::find(devices_.begin(), devices_.end(), d) == devices_.end())
         devices_.push_back(d);
