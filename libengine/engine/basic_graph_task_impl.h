@@ -385,7 +385,9 @@ typename BasicGraphTask<G>::value_list BasicGraphTask<G>::evaluate_node(node& fn
     // A reference when the graph type's buffer already is the input list
     // (no new vector and no destructor for the moved-from one).
     auto&& inputs = G::take_inputs(std::move(s.buffer));
-    if (selective() && !capture_inputs(fn, s, inputs))
+    // Most nodes of a call with inputs run and capture nothing.
+    if (selective() && (s.exec.first_capture() != 0 || !s.exec.needed()) &&
+        !capture_inputs(fn, s, inputs))
       return {};
     value_list outputs = G::call_function(fn, std::move(inputs));
     if constexpr (requires { G::recycle_inputs(std::move(inputs)); })
