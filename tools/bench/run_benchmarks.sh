@@ -5,7 +5,8 @@
 #
 # Steps: build bench_engines and bench_chain_driver (Release); callgrind
 # instruction counts of the chain cases and of reentrant backward to depth
-# 100 (tools/bench/callgrind_chain.sh; its EXTRA runs);
+# 100 (tools/bench/callgrind_chain.sh; its EXTRA runs); with the torch
+# bridge built, its engine instructions per node (tools/bench/callgrind_torch.sh);
 # peak memory of one backward of the chains of 10^5 and 10^6 per engine; the Google
 # Benchmark suite (JSON); then tools/bench/make_results.py, which keeps the
 # hand-recorded "## Further measurements" tail of bench/RESULTS.md.
@@ -48,6 +49,9 @@ if [ "${SKIP_CALLGRIND:-0}" != 1 ]; then
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done # a failed count stops the run (set -e)
+  if "$BUILD/bench/bench_chain_driver" torch_actor chain_passthrough 10 1 >/dev/null 2>&1; then
+    "$ROOT/tools/bench/callgrind_torch.sh" "$BUILD" "$RES/callgrind_torch.tsv" > "$RES/callgrind_torch.log"
+  fi
 fi
 
 # Peak memory: one backward of the chains of 10^5 and 10^6 in a fresh process
