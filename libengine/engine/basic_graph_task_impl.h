@@ -213,24 +213,32 @@ bool BasicGraphTask<G>::count_toward(const edge_list& outputs, node* root,
       streams_.note_leaf(*out);
     }
   }
-  ExecInfo& root_exec = state_.try_emplace(key_of(*root)).first->exec;
-  root_exec.set_needed();
-  root_exec.set_seen();
+  NodeState* root_state = state_.try_emplace(key_of(*root)).first;
+  root_state->exec.set_needed();
+  root_state->exec.set_seen();
   note_node(*root, G::num_outputs(*root));
   if (G::topological_nr(*root) < min_topo_nr)
     return false;
 
+  // A frame leaves its node without reading it again: on a long chain the
+  // walk goes down the whole graph before it comes back up, and by then
+  // the node is out of the cache (its state, found by number, is not).
   struct Frame {
     node* fn;
-    std::size_t next = 0;
+    std::uint32_t state; // fn's state's number (addresses move as states are added)
+    std::uint32_t edges; // G::num_outputs(*fn)
+    std::uint32_t next = 0;
     bool child_executes = false;
   };
+  auto frame_of = [this](node* fn, NodeState* s) {
+    return Frame{fn, state_.number_of(s), static_cast<std::uint32_t>(G::num_outputs(*fn))};
+  };
   std::vector<Frame> stack = take_scratch<Frame>();
-  stack.push_back({root});
+  stack.push_back(frame_of(root, root_state));
   bool topo_order_broken = false;
   while (!stack.empty()) {
     Frame& frame = stack.back();
-    if (frame.next < G::num_outputs(*frame.fn)) {
+    if (frame.next < frame.edges) {
       node* next = G::target(G::next_edge(*frame.fn, frame.next++));
       if (!next)
         continue;
@@ -243,10 +251,10 @@ bool BasicGraphTask<G>::count_toward(const edge_list& outputs, node* root,
       note_node(*next, G::num_outputs(*next));
       // Below the cut no node leads to an input (nor is one).
       if (G::topological_nr(*next) >= min_topo_nr)
-        stack.push_back({next}); // invalidates `frame` and `s`
+        stack.push_back(frame_of(next, s)); // invalidates `frame`
       continue;
     }
-    ExecInfo& exec = state_.find(key_of(*frame.fn))->exec;
+    ExecInfo& exec = state_.at(frame.state).exec;
     if (frame.child_executes)
       exec.set_needed();
     stack.pop_back();
