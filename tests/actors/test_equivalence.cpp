@@ -184,12 +184,7 @@ BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
 
     // (3) backward(inputs=) with a subset of leaves and intermediates; the
     //     last call (actor engine) sometimes frees the graph.
-    std::vector<Tensor> subset;
-    for (const auto& v : g.values)
-      if (gen.coin(0.3))
-        subset.push_back(v);
-    if (subset.empty())
-      subset.push_back(g.values.back());
+    const std::vector<Tensor> subset = gen.subset(g.values, 0.3);
     std::string subset_desc = where + " inputs=";
     for (const auto& t : subset)
       for (std::size_t k = 0; k < g.values.size(); ++k)

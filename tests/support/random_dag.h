@@ -47,6 +47,17 @@ public:
 
   int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool coin(double p) { return std::bernoulli_distribution(p)(rng_); }
+  /// Each of `values` with probability `p`, in order; the last one when
+  /// that draws none.
+  std::vector<Tensor> subset(const std::vector<Tensor>& values, double p) {
+    std::vector<Tensor> picked;
+    for (const auto& v : values)
+      if (coin(p))
+        picked.push_back(v);
+    if (picked.empty())
+      picked.push_back(values.back());
+    return picked;
+  }
   std::mt19937_64& rng() { return rng_; }
 
 private:
