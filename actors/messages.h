@@ -61,8 +61,10 @@
 #include <caf/error.hpp>
 #include <caf/message.hpp>
 
+#include "actorgrad/actors/detail/caller_state.h"
 #include "actorgrad/actors/detail/ready_queue.h"
 #include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/call_args.h"
 #include "actorgrad/libengine/engine/graph_task.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 
@@ -131,13 +133,16 @@ struct HandBack {
 };
 
 /// An asynchronous call (backward_async, grad_async, execute_async, a
-/// request): its coordinator runs `task` from `first`, then calls
-/// `done(error, captured gradients)` (actors/detail/async_call.h). Sent to
-/// the ReentrantPool, which forwards it to an idle (or new) pooled async
-/// coordinator: no thread is started per call.
+/// request): its coordinator makes the task of `call` on `engine` as the
+/// caller's thread would have (Note [Async tasks made on their coordinator]
+/// in actors/detail/caller_state.h), runs it, then calls `done(error,
+/// captured gradients)` (actors/detail/async_call.h). Sent to the parked
+/// async coordinator, else to the ReentrantPool, which forwards it to an
+/// idle (or new) pooled one: no thread is started per call.
 struct AsyncCall {
-  std::shared_ptr<GraphTask> task;
-  ReadyTask first;
+  BackwardCall call;
+  detail::CallerState caller;
+  Executor* engine = nullptr;
   std::function<void(std::exception_ptr, variable_list)> done;
 };
 

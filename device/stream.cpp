@@ -64,6 +64,14 @@ Stream current_stream(Device d) {
   return default_stream(d);
 }
 
+std::vector<Stream> thread_current_streams() {
+  std::vector<Stream> set;
+  for (std::size_t i = 0; i < current_streams.size; ++i)
+    if (!current_streams.streams[i].is_default())
+      set.push_back(current_streams.streams[i]);
+  return set;
+}
+
 void set_current_stream(Stream s) {
   auto& c = current_streams;
   for (std::size_t i = 0; i < c.size; ++i)

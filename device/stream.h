@@ -6,6 +6,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "actorgrad/device/device.h"
 
@@ -54,6 +55,10 @@ Stream current_stream(Device d);
 
 /// Makes `s` this thread's current stream of `s.device`. Prefer StreamGuard.
 void set_current_stream(Stream s);
+
+/// This thread's current streams that are not their device's default, one
+/// per device: what another thread needs to act as this one would.
+std::vector<Stream> thread_current_streams();
 
 /// Blocks the calling thread until all work enqueued on `s` so far has run;
 /// rethrows the first error a kernel on `s` raised.

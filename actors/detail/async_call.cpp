@@ -1,17 +1,40 @@
 #include "actorgrad/actors/detail/async_call.h"
 
+#include <tuple>
+
+#include "actorgrad/actors/detail/post.h"
+#include "actorgrad/libengine/engine/graph_task.h"
+
 namespace actorgrad::detail {
+
+void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
+                std::function<void(std::exception_ptr, variable_list)> done) {
+  msg::AsyncCall m{std::move(call), CallerState::of_this_thread(), engine, std::move(done)};
+  if (caf::actor coordinator = core->take_coordinator()) // Note [Idle coordinator slot]
+    post(coordinator, std::move(m));
+  else
+    post(core->pool, std::move(m));
+}
 
 void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
   std::exception_ptr error;
   variable_list grads;
   try {
-    runner.coordinate(call.task, std::move(call.first));
-    grads = call.task->finish();
+    std::shared_ptr<GraphTask> task;
+    ReadyTask first;
+    {
+      const CallerScope as_the_caller(call.caller); // Note [Async tasks made on their coordinator]
+      BackwardCall& c = call.call;
+      std::tie(task, first) =
+        GraphTask::create(c.roots, std::move(c.root_grads), c.options, c.outputs, 0);
+    }
+    task->executor = call.engine;
+    runner.coordinate(task, std::move(first));
+    grads = task->finish();
   } catch (...) {
     error = std::current_exception();
   }
-  call.task.reset();
+  call.call = {}; // its roots and inputs, released before `done` as the task is
   EngineCore& core = runner.core();
   if (!core.park_coordinator(self)) // Note [Idle coordinator slot]
     post(core.pool, msg::Idle{self, true});

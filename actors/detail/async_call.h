@@ -4,18 +4,16 @@
 /// reports its outcome (to a future, or as a reply to a request). Internal.
 
 #include <exception>
+#include <functional>
 #include <future>
 #include <memory>
-#include <optional>
 #include <type_traits>
 #include <utility>
 
 #include "actorgrad/actors/detail/engine_core.h"
-#include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/runner.h"
 #include "actorgrad/actors/messages.h"
 #include "actorgrad/libengine/engine/call_args.h"
-#include "actorgrad/libengine/engine/graph_task.h"
 
 namespace actorgrad::detail {
 
@@ -49,36 +47,21 @@ namespace actorgrad::detail {
 // every coordinator stopped (none can park again then).
 
 /// Runs `call` on a pooled async coordinator and calls `done(error,
-/// gradients)` once: with a null error and the captured gradients when the
-/// call completed, else with the error (of its arguments: on the calling
-/// thread; of its nodes: on the coordinator). `done` must not throw.
-template <class Done>
+/// gradients)` once, on the coordinator: with a null error and the captured
+/// gradients when the call completed, else with the error (of making its
+/// task, or of its nodes). `done` must not throw.
 void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
-                Done done) {
-  std::optional<std::pair<std::shared_ptr<GraphTask>, ReadyTask>> created;
-  try {
-    created.emplace(
-      GraphTask::create(call.roots, std::move(call.root_grads), call.options, call.outputs, 0));
-  } catch (...) {
-    done(std::current_exception(), variable_list{});
-    return;
-  }
-  created->first->executor = engine;
-  msg::AsyncCall m{std::move(created->first), std::move(created->second), std::move(done)};
-  if (caf::actor coordinator = core->take_coordinator()) // Note [Idle coordinator slot]
-    post(coordinator, std::move(m));
-  else
-    post(core->pool, std::move(m));
-}
+                std::function<void(std::exception_ptr, variable_list)> done);
 
 /// A pooled async coordinator's handling of `call` (Note [Pooled async
-/// coordinators]): coordinates it with `runner`, parks `self` for the next
-/// call or tells the pool that it is idle, then calls its `done`.
+/// coordinators]): makes its task and coordinates it with `runner`, parks
+/// `self` for the next call or tells the pool that it is idle, then calls
+/// its `done`.
 void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self);
 
 /// Runs `call` on a pooled async coordinator and fulfils the future with
-/// `finish(captured gradients)`: errors of the call, from its arguments to
-/// its nodes and `finish`, arrive through the future.
+/// `finish(captured gradients)`: errors of the call, from making its task
+/// to its nodes and `finish`, arrive through the future.
 template <class R, class Finish>
 std::future<R> run_async(Executor* engine, const std::shared_ptr<EngineCore>& core,
                          BackwardCall call, Finish finish) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -111,6 +112,28 @@ BOOST_AUTO_TEST_CASE(async_calls_take_the_same_options) {
   b.get();
   BOOST_TEST(x.grad().to_vector() == v({3.0, 0.5}), boost::test_tools::per_element());
   BOOST_TEST(!w.grad().defined());
+}
+
+// Note [Async tasks made on their coordinator]: the task is made on the
+// coordinator's thread with the caller's anomaly mode, which names the node
+// that produced a NaN; the coordinator keeps its own mode for the next call.
+BOOST_AUTO_TEST_CASE(async_calls_take_the_callers_anomaly_mode) {
+  Engine engine;
+  // x = 0: y = x^0.5 is fine forward; backward gets 0 * inf = NaN in PowBackward.
+  Tensor x = Tensor::from_vector({0.0, 1.0}, {2}).set_requires_grad(true);
+  Tensor y = pow(x, 0.5);
+  Tensor loss = sum(mul(y, Tensor::from_vector({0.0, 1.0}, {2})));
+  const std::string node = y.grad_fn()->name();
+  {
+    DetectAnomalyGuard anomaly;
+    auto f = engine.backward_async({loss}, {.retain_graph = true});
+    BOOST_REQUIRE(f.wait_for(kWaitLimit) == std::future_status::ready);
+    BOOST_CHECK_EXCEPTION(f.get(), EngineError, message_has({node, "nan"}));
+  }
+  auto f = engine.backward_async({loss});
+  BOOST_REQUIRE(f.wait_for(kWaitLimit) == std::future_status::ready);
+  BOOST_CHECK_NO_THROW(f.get());
+  BOOST_TEST(std::isnan(x.grad().to_vector().at(0)));
 }
 
 namespace {

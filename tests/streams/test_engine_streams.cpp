@@ -2,8 +2,9 @@
 /// The actor engine on asynchronous sim streams: a forward pass spread over
 /// several streams of two devices (with a branch that joins streams) gives
 /// the synchronous run's gradients and no race report, over 200 seeded runs
-/// with random kernel delays; without the engine's waits the detector
-/// reports races, so both the detector and this test can fail.
+/// with random kernel delays, and the same through backward_async; without
+/// the engine's waits the detector reports races, so both the detector and
+/// this test can fail.
 
 #define BOOST_TEST_MODULE streams_engine_streams
 #include <boost/test/unit_test.hpp>
@@ -46,9 +47,10 @@ Leaves make_leaves() {
 }
 
 /// Forward over streams A and B of sim:0 (two branches), joined on stream C,
-/// copied to sim:1 and finished on its stream D; backward with the engine.
-/// Returns the leaves' gradients, read on the host.
-std::vector<std::vector<double>> forward_backward(const Leaves& l) {
+/// copied to sim:1 and finished on its stream D; backward with the engine
+/// (`async`: backward_async, waited for). Returns the leaves' gradients,
+/// read on the host.
+std::vector<std::vector<double>> forward_backward(const Leaves& l, bool async = false) {
   const Stream a = Stream(d0, 1), b = Stream(d0, 2), c = Stream(d0, 3), d = Stream(d1, 1);
   Tensor h1, h2, h, loss;
   switch_to(a);
@@ -73,6 +75,17 @@ std::vector<std::vector<double>> forward_backward(const Leaves& l) {
     StreamGuard on_d(d);
     Tensor y = relu(matmul(h, l.w_1));
     loss = sum(mul(y, y));
+    if (async) {
+      // A current stream of sim:0 other than its default, on which a kernel
+      // reads x's gradient: the call's end must make it wait for the
+      // stream that accumulated it.
+      const Stream e(d0, 4);
+      switch_to(e);
+      StreamGuard on_e(e);
+      engine().backward_async({loss}).get();
+      return {mul(l.x.grad(), 1.0).to_vector(), l.w_a.grad().to_vector(),
+              l.w_b.grad().to_vector(), l.w_1.grad().to_vector()};
+    }
     backward({loss}, {}, engine());
     // The gradients are safe to use on the caller's current streams: d on
     // sim:1, the default stream on sim:0. A host read synchronizes those.
@@ -103,6 +116,21 @@ BOOST_AUTO_TEST_CASE(gradients_match_and_no_race_over_200_seeded_runs) {
   for (std::uint64_t seed = 0; seed < 200; ++seed) {
     SimSettings sim(seed, 50);
     const auto grads = forward_backward(make_leaves());
+    BOOST_TEST_CONTEXT("seed " << seed) {
+      BOOST_TEST(close(grads, expected));
+      BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+    }
+  }
+}
+
+// An async call's task is made on its coordinator's thread (Note [Async
+// tasks made on their coordinator]): it must still make the caller's
+// current streams wait, not the coordinator's.
+BOOST_AUTO_TEST_CASE(async_calls_make_the_callers_streams_wait_over_100_seeded_runs) {
+  const auto expected = synchronous_reference();
+  for (std::uint64_t seed = 0; seed < 100; ++seed) {
+    SimSettings sim(seed, 50);
+    const auto grads = forward_backward(make_leaves(), true);
     BOOST_TEST_CONTEXT("seed " << seed) {
       BOOST_TEST(close(grads, expected));
       BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
