@@ -105,9 +105,10 @@ public:
     return {&add(node), true};
   }
   /// The same for a node with a hint (keyed by the hint's address): while
-  /// the table numbers through hints, writes the new number into `hint`.
+  /// the table numbers through hints, writes the new number into `hint`
+  /// (only then: Note [Numbering passes in flight]).
   std::pair<V*, bool> try_emplace(NodeHint& hint) {
-    if (!hinted_)
+    if (!pass_open_)
       return try_emplace(static_cast<const void*>(&hint));
     if (V* v = check(hint))
       return {v, false};
