@@ -145,7 +145,6 @@ public:
     const std::size_t expected = std::max(n, std::min(values_.capacity(), 4 * n));
     values_.reserve(expected);
     keys_.reserve(expected);
-    hinted_ = hinted;
     indexed_ = false;
     if (pass_open_)
       end_pass();
@@ -160,10 +159,9 @@ public:
   /// states will be looked up from several threads, so any index a lookup
   /// could need is built now.
   bool finish_numbering(bool shared) {
-    if (!hinted_)
+    if (!pass_open_)
       return true;
-    const bool overlapped = !pass_open_ || end_pass(); // Note [Numbering passes in flight]
-    if (overlapped)
+    if (end_pass()) // another pass overlapped: Note [Numbering passes in flight]
       for (std::size_t k = 0; k < keys_.size(); ++k)
         if (static_cast<const NodeHint*>(keys_[k])->load(std::memory_order_relaxed) != k)
           return false;
@@ -359,11 +357,10 @@ private:
   std::uint32_t generation_ = 1;
   std::size_t mask_ = 0;
   int shift_ = 64;
-  /// Numbering through hints (see Note [Node table hints]).
-  bool hinted_ = false;
   /// The index holds every key.
   bool indexed_ = false;
-  /// A hinted numbering pass is counted in flight (begin_pass).
+  /// Numbering through hints (Note [Node table hints]): a pass counted in
+  /// flight from reset until finish_numbering (begin_pass, end_pass).
   bool pass_open_ = false;
   /// Another pass was in flight when this one began.
   bool pass_overlapped_ = false;
