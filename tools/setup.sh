@@ -28,7 +28,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(cmake g++ make ccache python3 libcaf-dev libboost-test-dev libbenchmark-dev libeigen3-dev libcli11-dev)
+packages=(cmake g++ make ccache python3 libcaf-dev libboost-dev libboost-test-dev libbenchmark-dev libeigen3-dev libcli11-dev)
 if [[ $with_test_deps == 1 ]]; then
   packages+=(libtorch-dev chromium python3-torch pybind11-dev python3-pytest pkg-config)
 fi

@@ -63,7 +63,7 @@ bool output_matches(const Edge& edge, const Tensor& g) {
 /// outputs, kept apart from the error texts and conversions so that it
 /// needs no stack frame of its own.
 bool outputs_match(const Node& fn, const variable_list& grads) {
-  const edge_list& edges = fn.next_edges();
+  const std::span<const Edge> edges = fn.next_edges();
   if (grads.size() != edges.size())
     return false;
   for (std::size_t i = 0; i < grads.size(); ++i)
@@ -76,7 +76,7 @@ bool outputs_match(const Node& fn, const variable_list& grads) {
 /// reduces and casts.
 [[gnu::noinline, gnu::cold]] void validate_mismatched_outputs(const Node& fn,
                                                               variable_list& grads) {
-  const edge_list& edges = fn.next_edges();
+  const std::span<const Edge> edges = fn.next_edges();
   if (grads.size() != edges.size())
     throw EngineError("Function " + fn.name() + " returned an incorrect number of gradients (expected " +
                       std::to_string(edges.size()) + ", got " + std::to_string(grads.size()) + ")");

@@ -4,6 +4,10 @@
 find_package(CAF REQUIRED)
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(Threads REQUIRED)
+# Boost's headers (package libboost-dev): a Node keeps its edges and input
+# metadata in boost::container::small_vector (Note [Edges inside the node]
+# in libengine/autograd/node.h).
+find_package(Boost 1.74 REQUIRED)
 # Only what the parts being built need: as a subproject, the libraries need
 # none of the following.
 if(ACTORGRAD_BUILD_TOOLS)
