@@ -97,7 +97,7 @@ caf::result<Ack> backward(Self self, GradRequest& req) {
   const auto& send = sit->second;
   const Tensor& g = req.grad.tensor;
   const InputMetadata& meta = send->input_metadata(0);
-  if (!g.defined() || g.shape() != meta.shape || g.dtype() != meta.dtype)
+  if (!g.defined() || !meta.has_shape(g.shape()) || g.dtype() != meta.dtype)
     return Ack{me + ": gradient for send node " + std::to_string(req.send_id) + " of " +
                ctx_str(req.context_id) + " is " + (g.defined() ? g.describe() : "undefined") +
                ", expected " + meta.describe()};

@@ -22,7 +22,7 @@ public:
   variable_list apply(variable_list&& grads) override {
     for (std::size_t i = 0; i < grads.size(); ++i)
       if (!grads[i].defined()) // backward sees zeros where no gradient arrived
-        grads[i] = Tensor::zeros(input_metadata(i).shape, input_metadata(i).dtype,
+        grads[i] = Tensor::zeros(input_metadata(i).sizes(), input_metadata(i).dtype,
                                  input_metadata(i).device);
     variable_list out = backward_(ctx, grads);
     if (out.size() != num_outputs())

@@ -6,7 +6,7 @@ namespace actorgrad {
 
 InputMetadata::InputMetadata(const Tensor& t) : defined(t.defined()) {
   if (defined) {
-    shape = t.shape();
+    shape.assign(t.shape().begin(), t.shape().end());
     dtype = t.dtype();
     device = t.device();
     if (has_streams(device))
@@ -17,7 +17,7 @@ InputMetadata::InputMetadata(const Tensor& t) : defined(t.defined()) {
 std::string InputMetadata::describe() const {
   if (!defined)
     return "undefined";
-  return dtype_name(dtype) + shape_str(shape) + " on " + device.str();
+  return dtype_name(dtype) + shape_str(sizes()) + " on " + device.str();
 }
 
 } // namespace actorgrad

@@ -45,7 +45,9 @@ public:
   explicit Node(edge_list next_edges = {});
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
-  virtual ~Node() = default;
+  /// Drops the next edges without recursion (Note [Deleting a graph without
+  /// recursion or use_count] in node.cpp).
+  virtual ~Node();
 
   /// The backward computation.
   virtual variable_list apply(variable_list&& grads) = 0;
@@ -142,12 +144,12 @@ protected:
   // cache misses the processor cannot overlap: on a chain of 10^6 nodes the
   // walk took two thirds of the backward (perf, `bench_chain_driver actor
   // chain_passthrough 1000000`: samples on the edge's load and on the next
-  // node's). validate_outputs then reads the next node's input metadata,
-  // again a block of its own. Most nodes have one or two outputs and one
-  // input, so both live inside the node up to that many (a larger list
-  // still goes to the heap): one miss a node in the walk. The chain of
-  // 10^6 went from about 318 to 204 ns a node (bench/RESULTS.md, "Edges
-  // inside the node").
+  // node's). validate_outputs then reads the next node's input metadata
+  // and its shape, two more blocks. Most nodes have one or two outputs and
+  // one input of at most 5 dimensions, so all of it lives inside the node
+  // up to that many (a larger list still goes to the heap): one miss a node
+  // in the walk. A backward of the chain of 10^6 went from about 320 to 195
+  // ns a node (bench/RESULTS.md, "Edges inside the node").
   boost::container::small_vector<Edge, 2> next_edges_;
   boost::container::small_vector<InputMetadata, 1> input_metadata_;
   Device device_;
@@ -179,15 +181,10 @@ private:
   void check_input_nr(const char* api, std::uint32_t input_nr) const;
 };
 
-/// Deletes a node and, iteratively, every node only it kept alive, so that
-/// dropping a chain of 10^6 nodes does not overflow the stack (PyTorch's
-/// deleteNode; see Note [Deleting a graph without recursion or use_count]).
-void delete_node(Node* node);
-
-/// Creates a node owned by a shared_ptr that deletes through delete_node.
+/// Creates a node owned by a shared_ptr, in one block with its count.
 template <class T, class... Args>
 std::shared_ptr<T> make_node(Args&&... args) {
-  return std::shared_ptr<T>(new T(std::forward<Args>(args)...), [](T* p) { delete_node(p); });
+  return std::make_shared<T>(std::forward<Args>(args)...);
 }
 
 } // namespace actorgrad

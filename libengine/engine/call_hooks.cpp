@@ -41,7 +41,7 @@ void check_defined_result(const HookLabel& hook, const char* slot_kind, std::siz
     changed = "device";
   else if (result.dtype() != meta.dtype)
     changed = "type";
-  else if (result.shape() != meta.shape)
+  else if (!meta.has_shape(result.shape()))
     changed = "size";
   if (changed)
     throw EngineError(hook.str() + " has changed the " + changed + " of value" +

@@ -93,11 +93,12 @@ bool outputs_match(const Node& fn, const variable_list& grads) {
     if (g.device() != meta.device)
       throw EngineError(at_index(fn, i) + " - expected device " + meta.device.str() +
                         " but got " + g.device().str());
-    if (g.shape() != meta.shape) {
-      if (!is_expandable_to(meta.shape, g.shape()))
+    if (!meta.has_shape(g.shape())) {
+      const Shape expected = meta.sizes();
+      if (!is_expandable_to(expected, g.shape()))
         throw EngineError(at_index(fn, i) + " - got " + shape_str(g.shape()) +
-                          " but expected shape compatible with " + shape_str(meta.shape));
-      g = sum_to(g, meta.shape);
+                          " but expected shape compatible with " + shape_str(expected));
+      g = sum_to(g, expected);
     }
     if (g.dtype() != meta.dtype)
       g = to_dtype(g, meta.dtype);

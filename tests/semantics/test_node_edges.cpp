@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(each_inputs_metadata_is_checked_past_the_inline_one) {
   next->add_input_metadata(Tensor::zeros({1}));
   next->add_input_metadata(Tensor::zeros({1}));
   next->add_input_metadata(Tensor::zeros({2}));
-  BOOST_TEST(next->input_metadata(2).shape == Shape({2}));
+  BOOST_TEST(next->input_metadata(2).sizes() == Shape({2}));
   auto bad = make_node<LambdaNode>(
     "Bad",
     [](variable_list&&) {
@@ -138,4 +138,43 @@ BOOST_AUTO_TEST_CASE(each_inputs_metadata_is_checked_past_the_inline_one) {
     BOOST_TEST(what.find("compatible with [2]") != std::string::npos);
   }
   BOOST_TEST(!x.grad().defined());
+}
+
+BOOST_AUTO_TEST_CASE(a_shape_past_the_inline_dimensions_is_checked_and_reduced) {
+  // InputMetadata keeps up to 5 dimensions inside itself; this one has 6.
+  const Shape six{1, 1, 1, 1, 1, 2};
+  auto x = Tensor::ones(six).set_requires_grad();
+  auto through = make_node<LambdaNode>("Through", [](variable_list&& g) { return std::move(g); },
+                                       edge_list{gradient_edge(x)});
+  through->add_input_metadata(Tensor::zeros(six));
+  BOOST_TEST(through->input_metadata(0).sizes() == six);
+  const auto wide = [&](Shape out) {
+    auto fn = make_node<LambdaNode>(
+      "Wide", [out](variable_list&&) { return variable_list{Tensor::ones(out)}; },
+      edge_list{Edge{through, 0}});
+    fn->add_input_metadata(Tensor::zeros({1}));
+    return fn;
+  };
+
+  // Broadcast to 3 x ...: summed back to the metadata's shape.
+  default_executor().execute({Edge{wide({3, 1, 1, 1, 1, 2}), 0}}, {Tensor::ones({1})},
+                             ExecuteOptions{}, {});
+  BOOST_TEST_REQUIRE(x.grad().defined());
+  BOOST_TEST(x.grad().shape() == six);
+  BOOST_TEST(x.grad().data<double>()[0] == 3.0);
+  BOOST_TEST(x.grad().data<double>()[1] == 3.0);
+
+  // Not expandable: an error naming both shapes, and the engine still runs.
+  try {
+    default_executor().execute({Edge{wide({1, 1, 1, 1, 1, 3}), 0}}, {Tensor::ones({1})},
+                               ExecuteOptions{}, {});
+    BOOST_FAIL("a gradient of the wrong shape was accepted");
+  } catch (const EngineError& e) {
+    const std::string what = e.what();
+    BOOST_TEST_INFO(what);
+    BOOST_TEST(what.find("got [1, 1, 1, 1, 1, 3] but expected shape compatible with "
+                         "[1, 1, 1, 1, 1, 2]") != std::string::npos);
+  }
+  default_executor().execute({Edge{wide(six), 0}}, {Tensor::ones({1})}, ExecuteOptions{}, {});
+  BOOST_TEST(x.grad().data<double>()[0] == 4.0);
 }

@@ -1,7 +1,7 @@
 #define BOOST_TEST_MODULE node_deletion
 #include <boost/test/unit_test.hpp>
 
-// delete_node (libengine/autograd/node.h): dropping a long chain does not
+// ~Node (libengine/autograd/node.cpp): dropping a long chain does not
 // recurse (a recursive deletion of this chain overflows the 8 MiB stack),
 // every node is deleted exactly once, a node shared by two graphs lives
 // until both are gone, and two threads may drop the graphs that share it at
