@@ -137,17 +137,12 @@ HookHandle Node::add_retains_grad_hook(std::uint32_t input_nr, TensorHook hook) 
 // a node instead of twice, and a forward op allocates once less.
 Node::~Node() {
   thread_local std::vector<std::shared_ptr<Node>>* pending = nullptr; // this thread's loop
-  if (pending) {
-    for (Edge& e : next_edges_)
-      if (e.function)
-        pending->push_back(std::move(e.function));
-    return;
-  }
   std::vector<std::shared_ptr<Node>> mine;
+  std::vector<std::shared_ptr<Node>>& to = pending ? *pending : mine;
   for (Edge& e : next_edges_)
     if (e.function)
-      mine.push_back(std::move(e.function));
-  if (mine.empty())
+      to.push_back(std::move(e.function));
+  if (pending || mine.empty())
     return;
   pending = &mine;
   while (!mine.empty()) {

@@ -39,13 +39,7 @@ std::string at_index(const Node& fn, std::size_t i) {
 /// The common case, checked without a call: `g` already has the device,
 /// dtype and shape its consumer's input expects.
 bool matches(const TensorImpl& g, const InputMetadata& meta) {
-  if (g.storage->device != meta.device || g.dtype != meta.dtype ||
-      g.shape.size() != meta.shape.size())
-    return false;
-  for (std::size_t d = 0; d < g.shape.size(); ++d)
-    if (g.shape[d] != meta.shape[d])
-      return false;
-  return true;
+  return g.storage->device == meta.device && g.dtype == meta.dtype && meta.has_shape(g.shape);
 }
 
 /// Whether gradient `g`, bound for `edge`, needs nothing from
