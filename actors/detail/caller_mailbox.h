@@ -6,25 +6,42 @@
 #include <vector>
 
 #include <caf/actor_addr.hpp>
+#include <caf/actor_control_block.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/scoped_actor.hpp>
+#include <caf/scoped_execution_unit.hpp>
 
+#include "actorgrad/actors/detail/engine_actor.h"
 #include "actorgrad/actors/detail/task_context.h"
 
 namespace actorgrad::detail {
 
-/// A hidden CAF blocking actor that coordinates a caller's calls once they
-/// cross devices, and the workers it monitors (Note [Monitors per actor]).
-/// Parked in the EngineCore between calls (Note [Parked caller mailbox]).
-struct CallerMailbox {
-  explicit CallerMailbox(caf::actor_system& sys) : actor(sys, true) {}
+/// A hidden actor without a thread of its own, which coordinates a caller's
+/// calls once they cross devices, and the workers it monitors (Note
+/// [Monitors per actor]). Made as caf::scoped_actor makes its actor, but an
+/// EngineActor, so a caller waiting for its workers sleeps on a doorbell
+/// as they do (Note [Waking an actor without a lock]). Parked in the
+/// EngineCore between calls (Note [Parked caller mailbox]).
+class CallerMailbox {
+public:
+  /// Call inside ForeignThreadSpawn (Note [CAF's thread-local logger]).
+  explicit CallerMailbox(caf::actor_system& sys);
+  /// Terminates the actor, as ~scoped_actor does.
+  ~CallerMailbox();
+  CallerMailbox(const CallerMailbox&) = delete;
+  CallerMailbox& operator=(const CallerMailbox&) = delete;
 
-  caf::scoped_actor actor;
-  /// The workers `actor` monitors, while it is parked.
+  EngineActor* actor() const;
+
+private:
+  caf::scoped_execution_unit context_;
+  caf::strong_actor_ptr self_;
+
+public:
+  /// The workers the actor monitors, while it is parked.
   std::vector<caf::actor_addr> monitored;
-  /// The last context `actor` coordinated a task with, while it is parked
-  /// (Note [Reused task contexts]). Declared after `actor`, so destroyed
-  /// first: it holds a handle to `actor`.
+  /// The last context the actor coordinated a task with, while it is parked
+  /// (Note [Reused task contexts]). Declared after `self_`, so destroyed
+  /// first: it holds a handle to the actor.
   std::shared_ptr<TaskContext> last_context;
 };
 

@@ -6,7 +6,7 @@
 namespace actorgrad::detail {
 
 DeviceWorker::DeviceWorker(caf::actor_config& cfg, std::shared_ptr<EngineCore> core, Device device)
-  : caf::blocking_actor(cfg), core_(std::move(core)), device_(device) {}
+  : EngineActor(cfg), core_(std::move(core)), device_(device) {}
 
 void DeviceWorker::act() {
   // The worker's device stays current on its thread (PyTorch's thread_init

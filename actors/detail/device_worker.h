@@ -4,8 +4,7 @@
 
 #include <memory>
 
-#include <caf/blocking_actor.hpp>
-
+#include "actorgrad/actors/detail/engine_actor.h"
 #include "actorgrad/actors/detail/engine_core.h"
 
 namespace actorgrad::detail {
@@ -13,7 +12,7 @@ namespace actorgrad::detail {
 /// One per non-CPU device, shared by every GraphTask: a detached actor (its
 /// own thread) whose heap holds the ready nodes of that device for all
 /// tasks. Runs Runner::serve until it gets msg::Shutdown.
-class DeviceWorker final : public caf::blocking_actor {
+class DeviceWorker final : public EngineActor {
 public:
   DeviceWorker(caf::actor_config& cfg, std::shared_ptr<EngineCore> core, Device device);
   void act() override;

@@ -10,7 +10,7 @@
 namespace actorgrad::detail {
 
 ReentrantPool::ReentrantPool(caf::actor_config& cfg, std::shared_ptr<EngineCore> core)
-  : caf::blocking_actor(cfg), core_(std::move(core)) {}
+  : EngineActor(cfg), core_(std::move(core)) {}
 
 void ReentrantPool::act() {
   using Role = ObservedActor::Role;
@@ -52,7 +52,7 @@ void ReentrantPool::act() {
 
 PoolWorker::PoolWorker(caf::actor_config& cfg, std::shared_ptr<EngineCore> core,
                        ObservedActor::Role role)
-  : caf::blocking_actor(cfg), core_(std::move(core)), role_(role) {}
+  : EngineActor(cfg), core_(std::move(core)), role_(role) {}
 
 void PoolWorker::act() {
   Runner runner(*core_, this, role_, ReadyQueue{});

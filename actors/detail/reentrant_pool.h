@@ -5,8 +5,7 @@
 
 #include <memory>
 
-#include <caf/blocking_actor.hpp>
-
+#include "actorgrad/actors/detail/engine_actor.h"
 #include "actorgrad/actors/detail/engine_core.h"
 
 namespace actorgrad::detail {
@@ -16,7 +15,7 @@ namespace actorgrad::detail {
 /// coordinators] in async_call.h) to an idle async coordinator, spawning a
 /// PoolWorker of that role when none is idle (each kind grows on demand
 /// and is reused). Stops them all on msg::Shutdown.
-class ReentrantPool final : public caf::blocking_actor {
+class ReentrantPool final : public EngineActor {
 public:
   ReentrantPool(caf::actor_config& cfg, std::shared_ptr<EngineCore> core);
   void act() override;
@@ -31,7 +30,7 @@ private:
 /// the thread that reached the depth limit grows no further; as an async
 /// coordinator it runs one asynchronous call at a time (run_call in
 /// async_call.h).
-class PoolWorker final : public caf::blocking_actor {
+class PoolWorker final : public EngineActor {
 public:
   /// `role`: ObservedActor::Role::pool_worker or async_coordinator.
   PoolWorker(caf::actor_config& cfg, std::shared_ptr<EngineCore> core, ObservedActor::Role role);

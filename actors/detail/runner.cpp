@@ -116,7 +116,7 @@ caf::blocking_actor& Runner::mailbox() {
       ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
       own_mailbox_ = std::make_unique<CallerMailbox>(core_.system);
     }
-    self_ = own_mailbox_->actor.ptr();
+    self_ = own_mailbox_->actor();
   }
   return *self_;
 }
@@ -427,14 +427,15 @@ inline void cpu_relax() {
 
 // Note [Spinning before blocking]
 // A hop between devices, and the end of a call whose nodes ran on a
-// worker, each wake a thread blocked in its mailbox (CAF's condition
-// variable). On the lent GPU machines (Firecracker VMs, bench/RESULTS.md,
-// "First run on a GPU") such a wake-up took 10-60 µs, far more than the
-// node it waited for. With EngineConfig::spin_before_block set, a thread
-// that runs out of work first polls its own mailbox for that long: a
-// message that comes meanwhile is taken without the sleep and the wake-up
-// (and its sender skips the notify, since the mailbox never blocked).
-// Only the mailbox's owner reads it here, as drain_mailbox does.
+// worker, each wake a thread asleep on its mailbox's doorbell (Note
+// [Waking an actor without a lock] in engine_actor.h). On the lent GPU
+// machines (Firecracker VMs, bench/RESULTS.md, "First run on a GPU") such
+// a wake-up took 10-60 µs, far more than the node it waited for. With
+// EngineConfig::spin_before_block set, a thread that runs out of work
+// first polls its own mailbox for that long: a message that comes
+// meanwhile is taken without the sleep and the wake-up (and its sender
+// finds the doorbell awake, so it skips the futex call). Only the
+// mailbox's owner reads it here, as drain_mailbox does.
 void Runner::await_message() {
   if (!self_)
     throw EngineError("internal: a coordinator without a mailbox waits for messages");

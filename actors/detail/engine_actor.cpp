@@ -1,0 +1,15 @@
+#include "actorgrad/actors/detail/engine_actor.h"
+
+namespace actorgrad::detail {
+
+void EngineActor::enqueue(caf::mailbox_element_ptr ptr, caf::execution_unit* host) {
+  caf::blocking_actor::enqueue(std::move(ptr), host);
+  doorbell_.ring();
+}
+
+void EngineActor::await_data() {
+  while (mailbox().empty())
+    doorbell_.sleep_unless([this] { return !mailbox().empty(); });
+}
+
+} // namespace actorgrad::detail

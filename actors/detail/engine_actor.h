@@ -1,0 +1,43 @@
+#pragma once
+/// @file engine_actor.h
+/// The CAF blocking actor every engine thread of its own is: one that
+/// sleeps on a doorbell, not on CAF's mutex and condition variable. Internal.
+
+#include <caf/blocking_actor.hpp>
+
+#include "actorgrad/actors/detail/doorbell.h"
+
+namespace actorgrad::detail {
+
+/// A caf::blocking_actor (a thread of its own, receiving with `dequeue` and
+/// `receive` as any blocking actor does) whose wait for mail is a Doorbell.
+///
+/// Note [Waking an actor without a lock]
+/// A CAF 0.17 blocking actor that finds its mailbox empty marks it blocked
+/// and waits on a condition variable under a mutex; every message that
+/// then arrives takes that mutex to notify it. Device workers and pool
+/// actors run out of work after nearly every node of a cross-device graph,
+/// so this was most of a device hop's cost (about 550 of its 1,700
+/// instructions: bench/RESULTS.md, "Device hop"). Here `await_data`, which
+/// `dequeue` and `receive` call when the mailbox is empty, sleeps on a
+/// Doorbell instead and never marks the mailbox blocked, so CAF's push
+/// stays a lone compare-exchange and `enqueue` rings the doorbell after it
+/// (Note [Doorbell]). A timed wait (a `receive` with a timeout) still takes
+/// CAF's own path, which stays correct: a blocked mailbox is notified by
+/// CAF's push itself.
+class EngineActor : public caf::blocking_actor {
+public:
+  explicit EngineActor(caf::actor_config& cfg) : caf::blocking_actor(cfg) {}
+
+  /// CAF's push, then the doorbell.
+  void enqueue(caf::mailbox_element_ptr ptr, caf::execution_unit* host) override;
+
+  using caf::blocking_actor::await_data;
+  /// Returns once the mailbox holds a message.
+  void await_data() override;
+
+private:
+  Doorbell doorbell_;
+};
+
+} // namespace actorgrad::detail
