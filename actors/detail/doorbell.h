@@ -23,7 +23,12 @@ namespace actorgrad::detail {
 /// A ringer that finds the owner awake writes nothing, so a busy actor's
 /// senders do not contend for the flag's cache line. The sleep itself is
 /// std::atomic::wait (a futex on Linux), which returns only once the flag
-/// changed, so a spurious wake-up just sleeps again.
+/// changed, so a spurious wake-up just sleeps again. libstdc++'s wait first
+/// polls the flag a few rounds (pause, then sched_yield) before the futex.
+/// A raw futex call without that poll counted about 150 instructions fewer
+/// a hop under callgrind; its wall time was within this 2-core VM's noise
+/// (bench/RESULTS.md, "Engine actors sleep on a doorbell"), so the portable
+/// call stays.
 class Doorbell {
 public:
   /// Any thread, after its message is in the owner's mailbox: wakes the

@@ -17,8 +17,9 @@ namespace actorgrad::detail {
 /// and waits on a condition variable under a mutex; every message that
 /// then arrives takes that mutex to notify it. Device workers and pool
 /// actors run out of work after nearly every node of a cross-device graph,
-/// so this was most of a device hop's cost (about 550 of its 1,700
-/// instructions: bench/RESULTS.md, "Device hop"). Here `await_data`, which
+/// so the mutex and the condition variable were a fifth of a device hop
+/// (about 340 of its 1,700 instructions: bench/RESULTS.md, "Device hop").
+/// Here `await_data`, which
 /// `dequeue` and `receive` call when the mailbox is empty, sleeps on a
 /// Doorbell instead and never marks the mailbox blocked, so CAF's push
 /// stays a lone compare-exchange and `enqueue` rings the doorbell after it

@@ -6,10 +6,10 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/delegated.hpp>
-#include <caf/blocking_actor.hpp>
 #include <caf/sec.hpp>
 
 #include "actorgrad/actors/detail/async_call.h"
+#include "actorgrad/actors/detail/engine_actor.h"
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/detail/foreign_thread.h"
 #include "actorgrad/actors/detail/post.h"
@@ -112,11 +112,25 @@ void request_server(caf::blocking_actor* self, Executor* engine,
     [&](msg::Shutdown) { running = false; });
 }
 
+/// The request actor: an EngineActor (Note [Waking an actor without a
+/// lock]) running request_server.
+class RequestServer final : public EngineActor {
+public:
+  RequestServer(caf::actor_config& cfg, Executor* engine, std::shared_ptr<EngineCore> core)
+    : EngineActor(cfg), engine_(engine), core_(std::move(core)) {}
+  void act() override { request_server(this, engine_, core_); }
+  const char* name() const override { return "actorgrad.request_server"; }
+
+private:
+  Executor* engine_;
+  std::shared_ptr<EngineCore> core_;
+};
+
 } // namespace
 
 caf::actor spawn_request_server(Executor* engine, const std::shared_ptr<EngineCore>& core) {
   ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
-  return core->system.spawn(request_server, engine, core);
+  return core->system.spawn<RequestServer>(engine, core);
 }
 
 } // namespace actorgrad::detail
