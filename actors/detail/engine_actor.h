@@ -19,13 +19,14 @@ namespace actorgrad::detail {
 /// actors run out of work after nearly every node of a cross-device graph,
 /// so the mutex and the condition variable were a fifth of a device hop
 /// (about 340 of its 1,700 instructions: bench/RESULTS.md, "Device hop").
-/// Here `await_data`, which
-/// `dequeue` and `receive` call when the mailbox is empty, sleeps on a
-/// Doorbell instead and never marks the mailbox blocked, so CAF's push
-/// stays a lone compare-exchange and `enqueue` rings the doorbell after it
-/// (Note [Doorbell]). A timed wait (a `receive` with a timeout) still takes
-/// CAF's own path, which stays correct: a blocked mailbox is notified by
-/// CAF's push itself.
+/// Here `await_data`, which `dequeue` and `receive` call when the mailbox
+/// is empty, sleeps on a Doorbell instead and never marks the mailbox
+/// blocked, so CAF's push stays a lone compare-exchange, and `enqueue`
+/// rings the doorbell after it (Note [Doorbell]). A timed wait (a `receive`
+/// with a timeout) still takes CAF's own path, which stays correct: a
+/// blocked mailbox is notified by CAF's push itself. A ring needs the actor
+/// alive, which it is: CAF's senders call `enqueue` through a strong
+/// reference.
 class EngineActor : public caf::blocking_actor {
 public:
   explicit EngineActor(caf::actor_config& cfg) : caf::blocking_actor(cfg) {}
