@@ -23,7 +23,8 @@ namespace actorgrad::detail {
 /// EngineCore between calls (Note [Parked caller mailbox]).
 class CallerMailbox {
 public:
-  /// Call inside ForeignThreadSpawn (Note [CAF's thread-local logger]).
+  /// Unlike caf::scoped_actor's constructor, sets no thread-local logger
+  /// reference (Note [CAF's thread-local logger]): any thread may make one.
   explicit CallerMailbox(caf::actor_system& sys);
   /// Terminates the actor, as ~scoped_actor does.
   ~CallerMailbox();

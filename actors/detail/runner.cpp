@@ -9,7 +9,6 @@
 
 #include <caf/system_messages.hpp>
 
-#include "actorgrad/actors/detail/foreign_thread.h"
 #include "actorgrad/actors/detail/handoff.h"
 #include "actorgrad/actors/detail/message_type.h"
 #include "actorgrad/actors/detail/post.h"
@@ -113,7 +112,6 @@ caf::blocking_actor& Runner::mailbox() {
       monitored_ = std::move(own_mailbox_->monitored);
       last_context_ = std::move(own_mailbox_->last_context);
     } else {
-      ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
       own_mailbox_ = std::make_unique<CallerMailbox>(core_.system);
     }
     self_ = own_mailbox_->actor();

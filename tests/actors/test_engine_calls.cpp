@@ -18,6 +18,8 @@
 #include <memory>
 #include <vector>
 
+#include <caf/logger.hpp>
+
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/engine/errors.h"
@@ -69,6 +71,27 @@ BOOST_AUTO_TEST_CASE(backward_with_options_and_torch_defaults) {
                            .inputs = {x}});
   BOOST_TEST(x.grad().to_vector() == v({6.0 + 3.0, -2.0 + 5.0}),
              boost::test_tools::per_element());
+}
+
+// Note [CAF's thread-local logger]: a thread whose call crossed devices (so
+// it made a caller mailbox) keeps no reference to the engine's logger,
+// which would make ~Engine wait for that thread to exit.
+BOOST_AUTO_TEST_CASE(a_cross_device_call_leaves_no_logger_reference_on_its_thread) {
+  auto engine = std::make_unique<Engine>(EngineConfig{.devices = {sim0}});
+  bool had_before = true, had_after = true;
+  std::vector<double> grad;
+  std::thread caller([&] {
+    had_before = caf::logger::current_logger() != nullptr;
+    Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
+    engine->backward({sum(mul(x.to(sim0), x.to(sim0))).to(Device::cpu())});
+    grad = x.grad().to_vector();
+    had_after = caf::logger::current_logger() != nullptr;
+  });
+  caller.join();
+  BOOST_TEST(!had_before);
+  BOOST_TEST(grad == v({2.0, -4.0}), boost::test_tools::per_element());
+  BOOST_TEST(!had_after);
+  engine.reset(); // would hang with a reference left on a live thread; the thread is gone here
 }
 
 BOOST_AUTO_TEST_CASE(grad_with_options_and_torch_defaults) {
