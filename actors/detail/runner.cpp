@@ -156,7 +156,7 @@ std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
     return ctx; // CPU only, on a caller: every node runs here, no message is sent
   }
   auto coordinator = caf::actor_cast<caf::actor>(&mailbox());
-  const std::vector<Device>& devices = task.devices();
+  const DeviceList& devices = task.devices();
   const TaskContext* last = last_context_.get();
   const bool comparable = !observer && last && last->coordinator == coordinator &&
                           last->workers.size() == devices.size();

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
 #include <caf/blocking_actor.hpp>
 #include <caf/mailbox_element.hpp>
 
@@ -133,7 +134,9 @@ private:
   bool mailbox_reusable_ = true;
   ObservedActor actor_;
   ReadyQueue queue_;
-  std::vector<Frame> frames_;
+  /// Open frames, innermost last; a caller's runner rarely holds more than
+  /// one, so they are kept inline.
+  boost::container::small_vector<Frame, 2> frames_;
   /// The workers this actor monitors (Note [Monitors per actor]).
   std::vector<caf::actor_addr> monitored_;
   /// The context of the last task this actor coordinated across devices

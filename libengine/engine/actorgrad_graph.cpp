@@ -106,7 +106,7 @@ void ActorgradGraph::task_streams::note_leaf(const Node& fn) {
     leaf_streams_.push_back(*s);
 }
 
-void ActorgradGraph::task_streams::stash(const std::vector<Device>& devices,
+void ActorgradGraph::task_streams::stash(const DeviceList& devices,
                                          const variable_list& root_grads) {
   auto stash_one = [this](Device d) {
     if (!has_streams(d))

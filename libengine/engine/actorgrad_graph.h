@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "actorgrad/device/event.h"
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
@@ -43,6 +45,8 @@ struct ActorgradGraph {
     Event ready{};
   };
 
+  /// Streams of one call, one per device (the first two inline).
+  using StreamList = boost::container::small_vector<Stream, 2>;
   /// Per-call stream bookkeeping (PyTorch's leaf_streams and
   /// caller_current_streams_).
   class task_streams {
@@ -52,14 +56,13 @@ struct ActorgradGraph {
     void note_leaf(const Node& fn);
     /// Remembers the caller's current stream of every device the call
     /// touches, when it starts.
-    void stash(const std::vector<Device>& devices, const variable_list& root_grads);
+    void stash(const DeviceList& devices, const variable_list& root_grads);
     /// Makes the caller's streams wait for the leaf streams.
     void sync() const;
-    const std::vector<Stream>& leaf_streams() const { return leaf_streams_; }
 
   private:
-    std::vector<Stream> leaf_streams_;
-    std::vector<Stream> caller_streams_;
+    StreamList leaf_streams_;
+    StreamList caller_streams_;
   };
 
   /// The guards around running a node: current task, grad mode (on under

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "actorgrad/device/device.h"
 #include "actorgrad/libengine/engine/dispatch.h"
 #include "actorgrad/libengine/engine/ready_task.h"
@@ -18,6 +20,10 @@
 namespace actorgrad {
 
 /// How a backward call runs (from the public API's arguments).
+/// The devices of one task: nearly always none or a few, so kept inline (a
+/// call rooted on a device allocates nothing for them).
+using DeviceList = boost::container::small_vector<Device, 2>;
+
 struct ExecuteOptions {
   /// retain_graph: keep saved tensors so the graph can run again.
   bool keep_graph = false;
@@ -81,7 +87,7 @@ public:
   virtual NodeInfo describe(const void* node) const = 0;
 
   /// The distinct non-CPU devices whose actors run nodes of this task.
-  const std::vector<Device>& devices() const { return devices_; }
+  const DeviceList& devices() const { return devices_; }
 
   // -- where the task runs (set by the executor before the first node runs,
   // read-only afterwards) ------------------------------------------------------
@@ -119,7 +125,7 @@ public:
   void run_final_callbacks();
 
 protected:
-  std::vector<Device> devices_;
+  DeviceList devices_;
 
 private:
   // Note [Outstanding work memory order]

@@ -35,7 +35,7 @@ struct TorchGraph {
   /// No streams on the CPU.
   struct task_streams {
     void note_leaf(const node&) {}
-    void stash(const std::vector<Device>&, const value_list&) {}
+    void stash(const DeviceList&, const value_list&) {}
     void sync() const {}
   };
   /// The state a node of a call runs in (see Note [Per-thread call

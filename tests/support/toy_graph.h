@@ -62,7 +62,7 @@ struct ToyGraph {
   };
   struct task_streams {
     void note_leaf(const ToyNode&) {}
-    void stash(const std::vector<Device>&, const Values&) {}
+    void stash(const DeviceList&, const Values&) {}
     void sync() const {}
   };
   struct run_scope {
