@@ -22,6 +22,8 @@
 /// longest path), makespan_over_cp, makespan_over_bound and
 /// median_over_bound (bound = max(cp, total work / cores)),
 /// makespan_over_threads (min over ParallelPlan's best repetition).
+/// single/sim_root/2/threads runs the same plan on the call rooted on sim:0:
+/// the floor of any call whose nodes run on another thread.
 /// Concurrent cases: nodes_per_s over all threads.
 ///
 /// Benchmarks are registered so that the bounds run before the engines that
@@ -177,6 +179,9 @@ void register_all() {
     register_single({"sim_root", 2}, eng);
     register_single({"reentrant", 1}, eng);
   }
+  // The floor of a call whose nodes run on another thread: sim_root's nodes
+  // handed to one plain thread, and the caller woken when they are done.
+  register_single({"sim_root", 2}, "threads");
   register_single({"async_chain_passthrough", 1}, "actor");
 
   for (std::string pattern : {"pipeline", "branches"})

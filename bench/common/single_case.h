@@ -11,6 +11,7 @@
 #include <string>
 
 #include "actorgrad/actors/engine.h"
+#include "bench/common/parallel_plan.h"
 #include "bench/common/reentrant.h"
 #include "bench/common/workloads.h"
 #if ACTORGRAD_BENCH_HAVE_TORCH
@@ -39,8 +40,9 @@ inline Graph build_case(const std::string& kind, int n) {
   throw std::invalid_argument("unknown case '" + kind + "'");
 }
 
-/// A case on an engine: sequential (the lower bound), reference, baseline,
-/// actor, or (with libtorch) torch_seq, torch and torch_actor (libtorch's
+/// A case on an engine: sequential (the lower bound), threads (the bound of
+/// a graph with device nodes: one plain thread per device, ParallelPlan),
+/// reference, baseline, actor, or (with libtorch) torch_seq, torch and torch_actor (libtorch's
 /// nodes on the actor engine through the bridge, installed for the rest of
 /// the process). Kind "reentrant" (n = the
 /// depth, see ReentrantCase) has no torch variant; kind "async_K" runs case
@@ -95,6 +97,9 @@ public:
     } else if (engine_name == "sequential") {
       plan_ = std::make_unique<SequentialPlan>(graph_);
       run_ = [this] { plan_->run(); };
+    } else if (engine_name == "threads") {
+      threads_ = std::make_unique<ParallelPlan>(graph_);
+      run_ = [this] { threads_->run(); };
     } else {
       Executor& e = engine(engine_name);
       run_ = [this, &e] { run_backward(e, graph_); };
@@ -110,6 +115,7 @@ public:
 private:
   Graph graph_;
   std::unique_ptr<SequentialPlan> plan_;
+  std::unique_ptr<ParallelPlan> threads_;
   std::unique_ptr<ReentrantCase> reentrant_;
 #if ACTORGRAD_BENCH_HAVE_TORCH
   std::shared_ptr<torchb::TorchGraph> torch_;
