@@ -19,11 +19,11 @@
 
 namespace actorgrad {
 
-/// How a backward call runs (from the public API's arguments).
 /// The devices of one task: nearly always none or a few, so kept inline (a
 /// call rooted on a device allocates nothing for them).
 using DeviceList = boost::container::small_vector<Device, 2>;
 
+/// How a backward call runs (from the public API's arguments).
 struct ExecuteOptions {
   /// retain_graph: keep saved tensors so the graph can run again.
   bool keep_graph = false;
