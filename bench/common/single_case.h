@@ -42,9 +42,9 @@ inline Graph build_case(const std::string& kind, int n) {
 
 /// A case on an engine: sequential (the lower bound), threads (the bound of
 /// a graph with device nodes: one plain thread per device, ParallelPlan),
-/// reference, baseline, actor, or (with libtorch) torch_seq, torch and torch_actor (libtorch's
-/// nodes on the actor engine through the bridge, installed for the rest of
-/// the process). Kind "reentrant" (n = the
+/// reference, baseline, actor, or (with libtorch) torch_seq, torch and
+/// torch_actor (libtorch's nodes on the actor engine through the bridge,
+/// installed for the rest of the process). Kind "reentrant" (n = the
 /// depth, see ReentrantCase) has no torch variant; kind "async_K" runs case
 /// K with the actor engine's execute_async and waits for it (actor only);
 /// kind "grad_K" runs case K as a grad call with respect to its first leaf

@@ -271,16 +271,17 @@ def targets(res):
         v, s = per_node(case, n, e), per_node(case, n, "sequential")
         return v - s if v is not None and s is not None else None
 
-    def check(name, value, limit, nd=0, unit="", floor=None):
-        """floor: (what, figure) that no engine, or PyTorch's design, gets
-        below on this machine, shown with the figure so that a target below
-        it reads as such."""
+    def check(name, value, limit, nd=0, unit="", next_to=None):
+        """next_to: (label, figure) shown with the figure: the floor no engine
+        gets below on this machine (the nodes alone, plain threads), or
+        PyTorch's design's figure (the baseline), so that a target below
+        what the machine or that design allows reads as such."""
         if value is None:
             rows.append((name, "–", None))
             return
         fig = f"{fmt(value, nd)}{unit}"
-        if floor and floor[1] is not None:
-            fig += f" ({floor[0]}: {fmt(floor[1], nd)}{unit})"
+        if next_to and next_to[1] is not None:
+            fig += f" ({next_to[0]}: {fmt(next_to[1], nd)}{unit})"
         rows.append((name, fig, value <= limit))
 
     def ratio(a, b):
@@ -299,6 +300,7 @@ def targets(res):
     for case, n in (("chain_mul", 1000), ("mlp", 4)):
         check(f"{case} {n}: actor ≤ 1.5× the sequential bound",
               ratio(per_node(case, n, "actor"), per_node(case, n, "sequential")), 1.5, 3, "×")
+
     def scaling(e):
         lo = singles.get(("chain_passthrough", 1000), {}).get(e, {}).get("ns_per_node")
         hi = singles.get(("chain_passthrough", 1000000), {}).get(e, {}).get("ns_per_node")
@@ -308,9 +310,9 @@ def targets(res):
         check(f"{e}: wall ns/node at 10^6 ≤ 1.5× at 10^3 (pass-through chain)", scaling(e), 1.5, 2, "×",
               ("the sequential bound", scaling("sequential")))
     check("sync CPU call, 2 nodes: ≤ 1,500 instructions", per_call("chain_passthrough", 1, "actor"), 1500,
-          floor=("no engine", per_call("chain_passthrough", 1, "sequential")))
+          next_to=("no engine", per_call("chain_passthrough", 1, "sequential")))
     check("root on sim:0, 2 nodes: ≤ 5,000 instructions", per_call("sim_root", 2, "actor"), 5000,
-          floor=("baseline", per_call("sim_root", 2, "baseline")))
+          next_to=("baseline", per_call("sim_root", 2, "baseline")))
     # A call whose nodes run on another thread cannot return before that
     # thread wakes: `threads` hands sim_root's nodes to one plain thread
     # (bench/common/parallel_plan.h) and waits, with no engine at all.
@@ -324,7 +326,7 @@ def targets(res):
     nested = {e: overhead("reentrant", 100, e) for e in ("actor", "baseline")}
     check("one nested call (reentrant 100: overhead per call of 3 nodes) ≤ 5,000 instructions",
           nested["actor"] * 3 if nested["actor"] is not None else None, 5000,
-          floor=("baseline", nested["baseline"] * 3 if nested["baseline"] is not None else None))
+          next_to=("baseline", nested["baseline"] * 3 if nested["baseline"] is not None else None))
     hop = {e: per_node("hops", 2, e) - per_node("pipeline", 4, e)
            for e in ("actor", "baseline") if per_node("hops", 2, e) and per_node("pipeline", 4, e)}
     if "baseline" in hop:
