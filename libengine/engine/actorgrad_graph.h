@@ -45,8 +45,6 @@ struct ActorgradGraph {
     Event ready{};
   };
 
-  /// Streams of one call, one per device (the first two inline).
-  using StreamList = boost::container::small_vector<Stream, 2>;
   /// Per-call stream bookkeeping (PyTorch's leaf_streams and
   /// caller_current_streams_).
   class task_streams {
@@ -61,6 +59,8 @@ struct ActorgradGraph {
     void sync() const;
 
   private:
+    /// Streams of one call, one per device (the first two inline).
+    using StreamList = boost::container::small_vector<Stream, 2>;
     StreamList leaf_streams_;
     StreamList caller_streams_;
   };
