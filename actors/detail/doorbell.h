@@ -8,7 +8,9 @@
 namespace actorgrad::detail {
 
 /// One sleeper (the thread of the actor that owns it), any number of
-/// ringers (the threads that put something in that actor's mailbox).
+/// ringers (the threads that put something in that actor's mailbox, or
+/// that made true what its owner waits for: Note [Wake-up without a
+/// message] in actors/detail/runner.cpp).
 ///
 /// Note [Doorbell]
 /// The sleeper announces its sleep, then looks at its mailbox once more,

@@ -7,9 +7,4 @@ void EngineActor::enqueue(caf::mailbox_element_ptr ptr, caf::execution_unit* hos
   doorbell_.ring();
 }
 
-void EngineActor::await_data() {
-  while (mailbox().empty())
-    doorbell_.sleep_unless([this] { return !mailbox().empty(); });
-}
-
 } // namespace actorgrad::detail

@@ -36,7 +36,20 @@ public:
 
   using caf::blocking_actor::await_data;
   /// Returns once the mailbox holds a message.
-  void await_data() override;
+  void await_data() override { await_mail_or([] { return false; }); }
+
+  /// The owner: returns once the mailbox holds a message or `stop()` is
+  /// true, checked before each sleep; wake() makes it check again (Note
+  /// [Wake-up without a message] in actors/detail/runner.cpp).
+  template <class Stop>
+  void await_mail_or(Stop stop) {
+    while (mailbox().empty() && !stop())
+      doorbell_.sleep_unless([&] { return !mailbox().empty() || stop(); });
+  }
+
+  /// Any thread that holds a strong reference to this actor, after it made
+  /// the owner's `stop()` true: wakes the owner if it sleeps.
+  void wake() noexcept { doorbell_.ring(); }
 
 private:
   Doorbell doorbell_;

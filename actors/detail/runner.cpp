@@ -24,9 +24,32 @@ namespace actorgrad::detail {
 // message and releases only *after* it finished the task or handled the
 // message, having first held whatever that produced. So the count can only
 // reach zero when no work of the task is left anywhere. The actor whose
-// release reaches zero tells the coordinator with a msg::WakeUp, unless it
-// serves the coordinator's queue, whose loop checks the count after every
-// message and task. A WakeUp that arrives after its task was done is harmless.
+// release reaches zero wakes the coordinator (Note [Wake-up without a
+// message]), unless it serves the coordinator's queue, whose loop checks
+// the count after every message and task.
+//
+// Note [Wake-up without a message]
+// A coordinator whose task's last work ran on another actor sleeps until
+// that actor's release takes the count to zero. A msg::WakeUp told it, and
+// that cost what any message costs: a mailbox element allocated on one
+// thread and freed on the other, CAF's enqueue and dequeue, a handler that
+// does nothing (about 500 instructions of a 2-node call rooted on a device:
+// bench/RESULTS.md, "A coordinator woken without a message"). Now the
+// releasing actor rings the coordinator's doorbell (EngineActor::wake), and
+// the coordinator's wait for mail (EngineActor::await_mail_or in
+// await_message) also ends once its frame is done. The race is the
+// doorbell's (Note [Doorbell]), with the count in place of the mailbox: the
+// ringer's decrement and the sleeper's read of the count after announcing
+// its sleep are sequentially consistent (Note [Outstanding work memory
+// order]), so either the sleeper sees zero or the ringer sees it asleep and
+// wakes it. The ringer holds the task, whose context holds a strong handle
+// to the coordinator, so the actor is alive. A ring that finds the
+// coordinator busy costs a load; one that reaches it while it waits for
+// something else (a handoff's HandBack, a later call: its mailbox is
+// parked and reused) only makes it check its condition and sleep again.
+// With an observer the WakeUp is still sent, so that a trace shows who
+// woke the coordinator; one that arrives after its task was done is
+// harmless.
 //
 // Note [Errors]
 // The first error wins (GraphTaskBase::set_error). Afterwards every actor
@@ -55,8 +78,7 @@ namespace {
 thread_local Runner* current_runner = nullptr;
 } // namespace
 
-Runner::Runner(EngineCore& core, caf::blocking_actor* self, ObservedActor::Role role,
-               ReadyQueue&& queue)
+Runner::Runner(EngineCore& core, EngineActor* self, ObservedActor::Role role, ReadyQueue&& queue)
   : core_(core),
     self_(self),
     actor_(role, queue.device, self ? self->id() : 0),
@@ -105,7 +127,7 @@ void Runner::release_mailbox() {
 
 Runner* Runner::current() { return current_runner; }
 
-caf::blocking_actor& Runner::mailbox() {
+EngineActor& Runner::mailbox() {
   if (!self_) {
     own_mailbox_ = core_.take_caller_mailbox(); // Note [Parked caller mailbox]
     if (own_mailbox_) {
@@ -184,6 +206,7 @@ std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
   if (!ctx)
     ctx = std::make_shared<TaskContext>();
   ctx->coordinator = std::move(coordinator);
+  ctx->coordinator_self = self_;
   if (observer)
     ctx->observer = std::move(observer);
   else
@@ -290,7 +313,7 @@ void Runner::dispatch_until(Done done) {
       return; // an exit message: not one more node
     if (queue_.heap.empty()) {
       if (!done())
-        await_message(); // the rest of the work is on other actors
+        await_message(done); // the rest of the work is on other actors
       continue;
     }
     ReadyTask t = queue_.heap.pop();
@@ -394,9 +417,13 @@ void Runner::finish_one(const std::shared_ptr<GraphTaskBase>& task) {
   if (task->cpu_queue == queue_.id)
     return; // the coordinator's own loop sees the count
   const TaskContext& ctx = context_of(*task);
+  if (!ctx.observer) [[likely]] {
+    if (ctx.coordinator_self) // none: a CPU-only call whose nodes all run on its queue
+      ctx.coordinator_self->wake(); // Note [Wake-up without a message]
+    return;
+  }
   msg::WakeUp m{task->id};
-  if (ctx.observer) [[unlikely]]
-    m.trace = ctx.observer->message_sent(actor_, *task, trace::MessageKind::wake_up, {}, 0);
+  m.trace = ctx.observer->message_sent(actor_, *task, trace::MessageKind::wake_up, {}, 0);
   post(ctx.coordinator, std::move(m));
 }
 
@@ -434,14 +461,18 @@ inline void cpu_relax() {
 // meanwhile is taken without the sleep and the wake-up (and its sender
 // finds the doorbell awake, so it skips the futex call). Only the
 // mailbox's owner reads it here, as drain_mailbox does.
-void Runner::await_message() {
+template <class Done>
+void Runner::await_message(Done done) {
   if (!self_)
     throw EngineError("internal: a coordinator without a mailbox waits for messages");
   if (const auto spin = core_.config.spin_before_block; spin.count() > 0) {
     const auto until = std::chrono::steady_clock::now() + spin;
-    while (self_->mailbox().empty() && std::chrono::steady_clock::now() < until)
+    while (self_->mailbox().empty() && !done() && std::chrono::steady_clock::now() < until)
       cpu_relax();
   }
+  self_->await_mail_or(done); // Note [Wake-up without a message]
+  if (self_->mailbox().empty())
+    return; // done, woken without a message
   auto element = self_->dequeue();
   handle(*element);
 }
@@ -456,6 +487,9 @@ void Runner::forward(const TaskContext& ctx, Device owner, const GraphTaskBase& 
 
 void Runner::handle(caf::mailbox_element& element) {
   auto& content = element.content();
+  // The types are tried in the order of their frequency: one a node (Grad),
+  // one a call that crosses threads (Task, WakeUp), then the rare ones; a
+  // type that does not match costs a name compare (MessageType).
   const MessageType type(content);
   if (type.is<msg::Grad>()) {
     auto& m = content.get_mutable_as<msg::Grad>(0);
@@ -494,8 +528,6 @@ void Runner::handle(caf::mailbox_element& element) {
         ctx.observer->node_ready(actor_, task, task.describe(node));
       queue_.heap.push(std::move(m.task)); // already counted by its sender
     }
-  } else if (type.is<msg::Job>()) {
-    content.get_mutable_as<msg::Job>(0).fn(); // exceptions are the job's to report
   } else if (type.is<msg::WakeUp>()) {
     // Nothing to do: the waiting loop re-checks its task's count. Observed
     // only while the task is still coordinated here (see Note [Recording]
@@ -506,6 +538,8 @@ void Runner::handle(caf::mailbox_element& element) {
         if (frame.task->id == m.task_id)
           if (const auto& obs = context_of(*frame.task).observer)
             obs->message_received(actor_, *frame.task, trace::MessageKind::wake_up, {}, m.trace, 0);
+  } else if (type.is<msg::Job>()) {
+    content.get_mutable_as<msg::Job>(0).fn(); // exceptions are the job's to report
   } else if (type.is<msg::Shutdown>()) {
     queue_.heap.push(ReadyTask::make_shutdown());
   } else if (type.is<caf::down_msg>()) {

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include <boost/container/small_vector.hpp>
-#include <caf/blocking_actor.hpp>
 #include <caf/mailbox_element.hpp>
 
 #include "actorgrad/actors/detail/caller_mailbox.h"
+#include "actorgrad/actors/detail/engine_actor.h"
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/detail/ready_queue.h"
 #include "actorgrad/actors/detail/task_context.h"
@@ -36,8 +36,7 @@ class Runner final : public Dispatch {
 public:
   /// `self` is the actor served; null for a caller thread that has no
   /// mailbox yet (one is created when a task crosses devices).
-  Runner(EngineCore& core, caf::blocking_actor* self, ObservedActor::Role role,
-         ReadyQueue&& queue);
+  Runner(EngineCore& core, EngineActor* self, ObservedActor::Role role, ReadyQueue&& queue);
   ~Runner() override;
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
@@ -73,7 +72,7 @@ public:
   ReadyQueue take_queue();
   void adopt_queue(ReadyQueue&& q);
   /// The actor's mailbox (created for a caller on first need).
-  caf::blocking_actor& mailbox();
+  EngineActor& mailbox();
   /// Reentrant coordinate calls now nested on this thread.
   int& reentrant_frames() { return reentrant_frames_; }
   /// A Shutdown arrived while this actor coordinated a call (Note
@@ -112,7 +111,9 @@ private:
   }
   std::shared_ptr<TaskContext> make_context(const GraphTaskBase& task,
                                             std::shared_ptr<EngineObserver> observer);
-  void await_message();
+  /// Handles the next message, or returns without one once `done()` holds.
+  template <class Done>
+  void await_message(Done done);
   void on_worker_down(const caf::actor_addr& source, const caf::error& reason);
   /// Note [Monitors per actor]: one CAF monitor per worker per actor,
   /// kept until the worker or the actor goes.
@@ -125,7 +126,7 @@ private:
                trace::MessageKind kind, const void* node, std::uint32_t input_nr);
 
   EngineCore& core_;
-  caf::blocking_actor* self_;
+  EngineActor* self_;
   /// A caller's mailbox, taken from or parked in the core (Note [Parked
   /// caller mailbox] in runner.cpp); null for an actor's own runner.
   std::unique_ptr<CallerMailbox> own_mailbox_;

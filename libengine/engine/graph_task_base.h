@@ -109,9 +109,9 @@ public:
   void hold(std::int64_t n = 1) { outstanding_.fetch_add(n, std::memory_order_relaxed); }
   /// Ends one unit, after it was handled and what it produced was held.
   /// Returns true for the call that took the count to zero.
-  bool release() { return outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+  bool release() { return outstanding_.fetch_sub(1) == 1; }
   /// Whether work of this task is left anywhere.
-  bool outstanding() const { return outstanding_.load(std::memory_order_acquire) != 0; }
+  bool outstanding() const { return outstanding_.load() != 0; }
 
   /// Records `e` if it is the first error (first error wins). Returns true if it was.
   bool set_error(std::exception_ptr e);
@@ -133,10 +133,15 @@ private:
   // messages; read by its coordinator. An increment happens before the task
   // or message it counts is published (its push or send, which synchronize
   // through the heap's owner or CAF's mailbox), so relaxed suffices. The
-  // decrement is acq_rel: its release publishes what the finished work
-  // wrote (gradients, captures, the error) and the acquire of the decrement
-  // (or of outstanding()) that sees zero makes it visible to the
-  // coordinator, which then reads the results.
+  // decrement's release publishes what the finished work wrote (gradients,
+  // captures, the error) and the acquire of the decrement (or of
+  // outstanding()) that sees zero makes it visible to the coordinator,
+  // which then reads the results. Both are sequentially consistent, not
+  // just acq_rel: the actor engine's coordinator sleeps on a doorbell until
+  // the count is zero, and the ringer's decrement and the sleeper's read
+  // must take part in the doorbell's single total order (Note [Wake-up
+  // without a message] in actors/detail/runner.cpp). On x86 they are the
+  // same instructions.
   std::atomic<std::int64_t> outstanding_{0};
   /// Claimed once by the first set_error (any actor); error_ is written only
   /// by the claimer, then has_error_ is released for readers.

@@ -185,3 +185,34 @@ BOOST_AUTO_TEST_CASE(heap_keeps_the_order_when_pushes_and_pops_interleave) {
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(a_heap_holds_one_reference_per_waiting_task_and_none_after) {
+  // The few tasks live in places constructed only while they hold a task
+  // (Note [Few ready tasks]): a push, pop, copy, move or destruction must
+  // neither leak a task nor destroy one twice.
+  auto nodes = make_nodes(1);
+  const std::shared_ptr<Node>& n = nodes[0];
+  for (long count : {1L, 4L, 9L}) { // inline, all places inline, keyed
+    {
+      ReadyHeap heap;
+      for (long i = 0; i < count; ++i)
+        heap.push(task(n, static_cast<int>(i % 3)));
+      BOOST_TEST(n.use_count() == 1 + count);
+      ReadyHeap copy = heap;
+      BOOST_TEST(n.use_count() == 1 + 2 * count);
+      ReadyHeap moved = std::move(heap);
+      BOOST_TEST(n.use_count() == 1 + 2 * count);
+      moved = copy; // replaces what `moved` held
+      BOOST_TEST(n.use_count() == 1 + 2 * count);
+      {
+        ReadyTask t = moved.pop();
+        BOOST_TEST(n.use_count() == 1 + 2 * count);
+      }
+      BOOST_TEST(n.use_count() == 2 * count);
+      heap = std::move(moved); // into the heap moved from before
+      BOOST_TEST(moved.empty());
+      BOOST_TEST(n.use_count() == 2 * count);
+    }
+    BOOST_TEST(n.use_count() == 1, "count " << count);
+  }
+}
