@@ -8,7 +8,7 @@
 /// |-----------|-------------------------------------------------------|--------------|---------------------------------------------|
 /// | Grad      | runner.cpp: Runner::send, Runner::handle (forwarding) | owner of the consumer node (coordinator or DeviceWorker; pool worker serving a handed-off queue) | runner.cpp: Runner::handle |
 /// | Task      | runner.cpp: Runner::coordinate, Runner::handle (fwd)  | DeviceWorker of the root's device | runner.cpp: Runner::handle |
-/// | WakeUp    | runner.cpp: Runner::finish_one                        | the task's coordinator | runner.cpp: Runner::handle (a no-op: the loop re-checks) |
+/// | WakeUp    | runner.cpp: Runner::finish_one (only for a task with an observer; else a doorbell ring: Note [Wake-up without a message]) | the task's coordinator | runner.cpp: Runner::handle (a no-op: the loop re-checks) |
 /// | Job       | engine.cpp: Engine::post                              | a DeviceWorker | runner.cpp: Runner::handle |
 /// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; reentrant_pool.cpp: ReentrantPool::act | DeviceWorker, ReentrantPool, PoolWorker, the request actor | runner.cpp: Runner::handle; reentrant_pool.cpp: ReentrantPool::act, PoolWorker::act; request_server.cpp: request_server |
 /// | Handoff   | handoff.cpp: hand_off; reentrant_pool.cpp: ReentrantPool::act (to an idle worker) | ReentrantPool, then a PoolWorker | reentrant_pool.cpp: ReentrantPool::act; handoff.cpp: serve_handoff |
@@ -93,8 +93,10 @@ struct Task {
 static_assert(sizeof(Task) == detail::per_node_message_size, "Note [Per-node messages share a heap size class]");
 
 /// Tells a coordinator that one of its GraphTasks reached zero outstanding
-/// work on another actor (PyTorch's wake-up NodeTask). Handling it is a
-/// no-op: the waiting loop re-checks its exit condition after every message.
+/// work on another actor (PyTorch's wake-up NodeTask), when the task has an
+/// observer; without one the coordinator is woken without a message (Note
+/// [Wake-up without a message] in actors/detail/runner.cpp). Handling it is
+/// a no-op: the waiting loop re-checks its exit condition after every message.
 struct WakeUp {
   std::uint64_t task_id;
   /// Pairs the send and receive of this message for an observer (0: none).
