@@ -33,7 +33,7 @@ namespace actorgrad::detail {
 // that actor's release takes the count to zero. A msg::WakeUp told it, and
 // that cost what any message costs: a mailbox element allocated on one
 // thread and freed on the other, CAF's enqueue and dequeue, a handler that
-// does nothing (about 500 instructions of a 2-node call rooted on a device:
+// does nothing (about 450 instructions of a 2-node call rooted on a device:
 // bench/RESULTS.md, "A coordinator woken without a message"). Now the
 // releasing actor rings the coordinator's doorbell (EngineActor::wake), and
 // the coordinator's wait for mail (EngineActor::await_mail_or in
