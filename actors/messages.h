@@ -80,7 +80,8 @@ struct Grad {
   /// Pairs the send and receive of this message for an observer (0: none).
   std::uint64_t trace = 0;
 };
-static_assert(sizeof(Grad) == detail::per_node_message_size, "Note [Per-node messages share a heap size class]");
+static_assert(sizeof(Grad) == detail::per_node_message_size,
+              "Note [Per-node messages share a heap size class]");
 
 /// A ready task handed to its owner (the first task of a GraphTask whose
 /// root node lives on a device). Counted like a ready task.
@@ -90,7 +91,8 @@ struct Task {
   std::uint64_t trace = 0;
   detail::SizeFill<sizeof(ReadyTask) + sizeof(std::uint64_t)> fill{};
 };
-static_assert(sizeof(Task) == detail::per_node_message_size, "Note [Per-node messages share a heap size class]");
+static_assert(sizeof(Task) == detail::per_node_message_size,
+              "Note [Per-node messages share a heap size class]");
 
 /// Tells a coordinator that one of its GraphTasks reached zero outstanding
 /// work on another actor (PyTorch's wake-up NodeTask), when the task has an
@@ -103,7 +105,8 @@ struct WakeUp {
   std::uint64_t trace = 0;
   detail::SizeFill<2 * sizeof(std::uint64_t)> fill{};
 };
-static_assert(sizeof(WakeUp) == detail::per_node_message_size, "Note [Per-node messages share a heap size class]");
+static_assert(sizeof(WakeUp) == detail::per_node_message_size,
+              "Note [Per-node messages share a heap size class]");
 
 /// Work to run on a device's actor between node tasks (used for forward
 /// passes scheduled on the device that owns their tensors). Runs when the
