@@ -488,8 +488,9 @@ void Runner::forward(const TaskContext& ctx, Device owner, const GraphTaskBase& 
 void Runner::handle(caf::mailbox_element& element) {
   auto& content = element.content();
   // The types are tried in the order of their frequency: one a node (Grad),
-  // one a call that crosses threads (Task, WakeUp), then the rare ones; a
-  // type that does not match costs a name compare (MessageType).
+  // one a call that crosses threads (Task), then the rare ones (a WakeUp
+  // only for an observed task); a type that does not match costs a name
+  // compare (MessageType).
   const MessageType type(content);
   if (type.is<msg::Grad>()) {
     auto& m = content.get_mutable_as<msg::Grad>(0);
