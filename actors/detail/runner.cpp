@@ -206,7 +206,6 @@ std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
   if (!ctx)
     ctx = std::make_shared<TaskContext>();
   ctx->coordinator = std::move(coordinator);
-  ctx->coordinator_self = self_;
   if (observer)
     ctx->observer = std::move(observer);
   else
@@ -418,8 +417,10 @@ void Runner::finish_one(const std::shared_ptr<GraphTaskBase>& task) {
     return; // the coordinator's own loop sees the count
   const TaskContext& ctx = context_of(*task);
   if (!ctx.observer) [[likely]] {
-    if (ctx.coordinator_self) // none: a CPU-only call whose nodes all run on its queue
-      ctx.coordinator_self->wake(); // Note [Wake-up without a message]
+    // A coordinator is a Runner's own actor, an EngineActor; there is none
+    // for a CPU-only call whose nodes all run on its queue.
+    if (auto* coordinator = caf::actor_cast<caf::abstract_actor*>(ctx.coordinator))
+      static_cast<EngineActor*>(coordinator)->wake(); // Note [Wake-up without a message]
     return;
   }
   msg::WakeUp m{task->id};

@@ -14,17 +14,12 @@
 
 namespace actorgrad::detail {
 
-class EngineActor;
-
 /// Stored in GraphTaskBase::executor_data before the first task runs;
 /// read-only after.
 struct TaskContext {
   /// The actor that coordinates the task and runs its CPU nodes (empty
   /// handle for a caller that needs no mailbox: a CPU-only task).
   caf::actor coordinator;
-  /// The coordinator's actor, to wake it (alive while `coordinator` is);
-  /// null with `coordinator`.
-  EngineActor* coordinator_self = nullptr;
   /// Snapshot of the workers of the task's devices.
   std::vector<std::pair<Device, caf::actor>> workers;
   /// The engine's observer when the task started, or null (the switch:
