@@ -61,6 +61,7 @@
 #include <caf/error.hpp>
 #include <caf/message.hpp>
 
+#include "actorgrad/actors/detail/call_done.h"
 #include "actorgrad/actors/detail/caller_state.h"
 #include "actorgrad/actors/detail/message_size.h"
 #include "actorgrad/actors/detail/ready_queue.h"
@@ -154,7 +155,7 @@ struct AsyncCall {
   BackwardCall call;
   detail::CallerState caller;
   Executor* engine = nullptr;
-  std::function<void(std::exception_ptr, variable_list)> done;
+  std::shared_ptr<detail::CallDone> done;
 };
 
 /// A pool worker or a pooled async coordinator is free again (sent to the

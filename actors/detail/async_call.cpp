@@ -8,7 +8,7 @@
 namespace actorgrad::detail {
 
 void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
-                std::function<void(std::exception_ptr, variable_list)> done) {
+                std::shared_ptr<CallDone> done) {
   msg::AsyncCall m{std::move(call), CallerState::of_this_thread(), engine, std::move(done)};
   if (caf::actor coordinator = core->take_coordinator()) // Note [Idle coordinator slot]
     post(coordinator, std::move(m));
@@ -38,7 +38,7 @@ void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
   EngineCore& core = runner.core();
   if (!core.park_coordinator(self)) // Note [Idle coordinator slot]
     post(core.pool, msg::Idle{self, true});
-  call.done(error, std::move(grads));
+  (*call.done)(error, std::move(grads));
 }
 
 } // namespace actorgrad::detail

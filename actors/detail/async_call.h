@@ -3,13 +3,11 @@
 /// Asynchronous calls: a pooled coordinator actor runs the backward call and
 /// reports its outcome (to a future, or as a reply to a request). Internal.
 
-#include <exception>
-#include <functional>
 #include <future>
 #include <memory>
-#include <type_traits>
 #include <utility>
 
+#include "actorgrad/actors/detail/call_done.h"
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/detail/runner.h"
 #include "actorgrad/actors/messages.h"
@@ -46,12 +44,10 @@ namespace actorgrad::detail {
 // above. The slot holds a strong reference, which the pool drops after
 // every coordinator stopped (none can park again then).
 
-/// Runs `call` on a pooled async coordinator and calls `done(error,
-/// gradients)` once, on the coordinator: with a null error and the captured
-/// gradients when the call completed, else with the error (of making its
-/// task, or of its nodes). `done` must not throw.
+/// Runs `call` on a pooled async coordinator, which calls `done` once
+/// (CallDone).
 void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
-                std::function<void(std::exception_ptr, variable_list)> done);
+                std::shared_ptr<CallDone> done);
 
 /// A pooled async coordinator's handling of `call` (Note [Pooled async
 /// coordinators]): makes its task and coordinates it with `runner`, parks
@@ -65,23 +61,9 @@ void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self);
 template <class R, class Finish>
 std::future<R> run_async(Executor* engine, const std::shared_ptr<EngineCore>& core,
                          BackwardCall call, Finish finish) {
-  auto promise = std::make_shared<std::promise<R>>();
-  auto result = promise->get_future();
-  spawn_call(engine, core, std::move(call),
-             [promise, finish](std::exception_ptr error, variable_list grads) {
-               try {
-                 if (error)
-                   std::rethrow_exception(error);
-                 if constexpr (std::is_void_v<R>) {
-                   finish(std::move(grads));
-                   promise->set_value();
-                 } else {
-                   promise->set_value(finish(std::move(grads)));
-                 }
-               } catch (...) {
-                 promise->set_exception(std::current_exception());
-               }
-             });
+  auto done = std::make_shared<PromiseDone<R, Finish>>(std::move(finish));
+  std::future<R> result = done->future();
+  spawn_call(engine, core, std::move(call), std::move(done));
   return result;
 }
 

@@ -63,7 +63,8 @@ void serve(caf::local_actor* self, Executor* engine, const std::shared_ptr<Engin
     return;
   }
   spawn_call(engine, core, std::move(call),
-             [who = std::move(who), respond](std::exception_ptr error, variable_list grads) {
+             make_call_done([who = std::move(who), respond](std::exception_ptr error,
+                                                            variable_list grads) {
                if (!error) {
                  try {
                    who.answer(respond(std::move(grads)));
@@ -73,7 +74,7 @@ void serve(caf::local_actor* self, Executor* engine, const std::shared_ptr<Engin
                  }
                }
                who.answer(to_error(error, caf::sec::runtime_error));
-             });
+             }));
 }
 
 void request_server(caf::blocking_actor* self, Executor* engine,
