@@ -97,13 +97,9 @@ WorkerSlot* EngineCore::slot(Device d) const {
   return nullptr;
 }
 
-namespace {
-
 bool is_dead(const caf::actor& a) {
   return caf::actor_cast<caf::abstract_actor*>(a)->getf(caf::abstract_actor::is_terminated_flag);
 }
-
-} // namespace
 
 caf::actor EngineCore::worker(Device d) {
   WorkerSlot* s = slot(d);

@@ -104,4 +104,9 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   std::string served_devices() const;
 };
 
+/// Whether `worker` terminated. Only a terminated worker is ever replaced
+/// (EngineCore::worker, replace_worker), so a live handle is its slot's
+/// current one.
+bool is_dead(const caf::actor& worker);
+
 } // namespace actorgrad::detail

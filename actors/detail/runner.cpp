@@ -163,12 +163,14 @@ void Runner::adopt_queue(ReadyQueue&& q) {
 // the last context it made and hands it to the next task whose context
 // would equal it, instead of allocating one (and its workers list) per
 // call: about 400 instructions of a 2-node call rooted on a device. Equal
-// is checked against the engine's current workers on every call, so a
-// worker that died and was replaced gives a new context, never a dead
-// handle. Unobserved calls only: a kept context must not keep an observer
-// alive after the engine dropped it. A caller's context names its mailbox
-// as the coordinator, so it travels with the mailbox when that is parked
-// (CallerMailbox).
+// is checked on every call: the same coordinator and devices, each of
+// their workers alive. Only a terminated worker is ever replaced (is_dead
+// in engine_core.h), so a live handle is still its slot's current one,
+// known without loading the slot (an atomic shared_ptr); a worker that
+// died gives a new context, never a dead handle. Unobserved calls only: a
+// kept context must not keep an observer alive after the engine dropped
+// it. A caller's context names its mailbox as the coordinator, so it
+// travels with the mailbox when that is parked (CallerMailbox).
 
 std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
                                                   std::shared_ptr<EngineObserver> observer) {
@@ -177,11 +179,19 @@ std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
     ctx->observer = std::move(observer);
     return ctx; // CPU only, on a caller: every node runs here, no message is sent
   }
-  auto coordinator = caf::actor_cast<caf::actor>(&mailbox());
+  EngineActor& self = mailbox();
   const DeviceList& devices = task.devices();
   const TaskContext* last = last_context_.get();
-  const bool comparable = !observer && last && last->coordinator == coordinator &&
-                          last->workers.size() == devices.size();
+  const bool comparable =
+    !observer && last && caf::actor_cast<caf::abstract_actor*>(last->coordinator) == &self &&
+    last->workers.size() == devices.size();
+  auto same_and_alive = [](Device d, const std::pair<Device, caf::actor>& w) {
+    return w.first == d && !is_dead(w.second);
+  };
+  if (comparable &&
+      std::equal(devices.begin(), devices.end(), last->workers.begin(), same_and_alive))
+    return last_context_;
+  auto coordinator = caf::actor_cast<caf::actor>(&self);
   // Each worker handle is read once: the one monitored is the one kept. A
   // worker `last` holds was monitored when `last` was made, by this actor
   // (`last` names it as the coordinator), and a monitor is only dropped
