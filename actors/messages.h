@@ -14,7 +14,7 @@
 /// | Handoff   | handoff.cpp: hand_off; reentrant_pool.cpp: ReentrantPool::act (to an idle worker) | ReentrantPool, then a PoolWorker | reentrant_pool.cpp: ReentrantPool::act; handoff.cpp: serve_handoff |
 /// | Serving   | handoff.cpp: serve_handoff                            | the requester | handoff.cpp: hand_off |
 /// | HandBack  | handoff.cpp: serve_handoff                            | the requester | handoff.cpp: hand_off |
-/// | AsyncCall | async_call.h: spawn_call; reentrant_pool.cpp: ReentrantPool::act (to an idle coordinator) | the parked async coordinator, else ReentrantPool, then a pooled one | reentrant_pool.cpp: ReentrantPool::act, PoolWorker::act (run_call in async_call.cpp) |
+/// | AsyncCall | async_call.h: spawn_call (when no coordinator is parked; a parked one is handed the call without a message: Note [A call handed to a parked coordinator]); reentrant_pool.cpp: ReentrantPool::act (to an idle coordinator) | ReentrantPool, then a pooled async coordinator | reentrant_pool.cpp: ReentrantPool::act, PoolWorker::act (run_call in async_call.cpp) |
 /// | Idle      | reentrant_pool.cpp: PoolWorker::act; async_call.cpp: run_call (when it cannot park) | ReentrantPool | reentrant_pool.cpp: ReentrantPool::act |
 /// | BackwardRequest | the application: any actor, `request(engine.request_actor(), timeout, msg::BackwardRequest{...})` | the request actor | request_server.cpp: request_server |
 /// | GradRequest | the application, as BackwardRequest                     | the request actor | request_server.cpp: request_server |

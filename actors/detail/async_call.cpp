@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "actorgrad/actors/detail/post.h"
+#include "actorgrad/actors/detail/reentrant_pool.h"
 #include "actorgrad/libengine/engine/graph_task.h"
 
 namespace actorgrad::detail {
@@ -10,10 +11,12 @@ namespace actorgrad::detail {
 void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
                 std::shared_ptr<CallDone> done) {
   msg::AsyncCall m{std::move(call), CallerState::of_this_thread(), engine, std::move(done)};
-  if (caf::actor coordinator = core->take_coordinator()) // Note [Idle coordinator slot]
-    post(coordinator, std::move(m));
-  else
+  if (caf::actor coordinator = core->take_coordinator()) { // Note [Idle coordinator slot]
+    auto* parked = static_cast<PoolWorker*>(caf::actor_cast<caf::abstract_actor*>(coordinator));
+    parked->hand(std::move(m));
+  } else {
     post(core->pool, std::move(m));
+  }
 }
 
 void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {

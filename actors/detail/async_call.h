@@ -36,13 +36,29 @@ namespace actorgrad::detail {
 // coordinator's) and costs a third message (Idle) after. So a coordinator
 // that finished a call first tries to park itself in
 // EngineCore::idle_coordinator (compare-exchange from null), and a call
-// takes the parked one (exchange with null) and posts straight to it. Only
+// takes the parked one (exchange with null) and hands itself to it (below). Only
 // when the slot is empty does a call go through the pool, and only when it
 // was taken does a coordinator report Idle. A coordinator is therefore
 // parked, in the pool's idle list or busy, never two of these at once, so
 // two calls never share one. It parks before calling `done`, for the reason
 // above. The slot holds a strong reference, which the pool drops after
 // every coordinator stopped (none can park again then).
+//
+// Note [A call handed to a parked coordinator]
+// A call that takes the parked coordinator owns it until it parks again,
+// so it needs no mailbox to reach it: PoolWorker::hand writes the call into
+// the coordinator's hand-over place, sets a flag and rings its doorbell.
+// That saves the message's element, allocated on the caller's thread and
+// freed on the coordinator's, and CAF's enqueue and dequeue. Between calls
+// the coordinator waits for its mailbox or the flag (Note [Doorbell] covers
+// the flag as it covers a wake-up: set before the ring, checked after the
+// sleep is announced), then moves the call out and clears the flag before
+// running it, so both are empty again before it parks; the park (release)
+// and the next take (acquire) order the next caller's write after that. A
+// handed call comes before a message that waits beside it, as a Shutdown
+// waits for a call in progress (Note [Shutdown during a frame]). A call
+// handed to a coordinator that stopped meanwhile is destroyed with it, as
+// a message to it would be: its future reports a broken promise.
 
 /// Runs `call` on a pooled async coordinator, which calls `done` once
 /// (CallDone).

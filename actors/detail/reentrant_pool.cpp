@@ -54,10 +54,32 @@ PoolWorker::PoolWorker(caf::actor_config& cfg, std::shared_ptr<EngineCore> core,
                        ObservedActor::Role role)
   : EngineActor(cfg), core_(std::move(core)), role_(role) {}
 
+void PoolWorker::hand(msg::AsyncCall&& call) {
+  handed_.emplace(std::move(call));
+  call_handed_.store(true);
+  wake();
+}
+
+bool PoolWorker::run_handed_call(Runner& runner, const caf::actor& self) {
+  await_mail_or([this] { return call_handed_.load(); });
+  if (!call_handed_.load(std::memory_order_acquire))
+    return false;
+  msg::AsyncCall call = std::move(*handed_);
+  handed_.reset();
+  call_handed_.store(false, std::memory_order_relaxed); // only hand() sets it, after a take
+  run_call(runner, std::move(call), self);
+  return true;
+}
+
 void PoolWorker::act() {
   Runner runner(*core_, this, role_, ReadyQueue{});
   const auto self = caf::actor_cast<caf::actor>(this);
   for (;;) {
+    if (run_handed_call(runner, self)) {
+      if (runner.shutdown_pending())
+        return; // a Shutdown that arrived during the call (Note [Shutdown during a frame])
+      continue;
+    }
     auto element = dequeue();
     auto& content = element->content();
     const MessageType type(content);

@@ -3,12 +3,17 @@
 /// The actors that serve reentrant calls past max_recursion_depth and
 /// asynchronous calls. Internal.
 
+#include <atomic>
 #include <memory>
+#include <optional>
 
 #include "actorgrad/actors/detail/engine_actor.h"
 #include "actorgrad/actors/detail/engine_core.h"
+#include "actorgrad/actors/messages.h"
 
 namespace actorgrad::detail {
+
+class Runner;
 
 /// Receives msg::Handoff from an actor at its depth limit and forwards it
 /// to an idle pool worker, and msg::AsyncCall (Note [Pooled async
@@ -37,9 +42,23 @@ public:
   void act() override;
   const char* name() const override { return "actorgrad.pool_worker"; }
 
+  /// The caller that took this async coordinator from
+  /// EngineCore::idle_coordinator: gives it `call` without a message (Note
+  /// [A call handed to a parked coordinator] in async_call.h).
+  void hand(msg::AsyncCall&& call);
+
 private:
+  /// Waits for a handed call or a message; runs the call if one was handed.
+  bool run_handed_call(Runner& runner, const caf::actor& self);
+
   std::shared_ptr<EngineCore> core_;
   const ObservedActor::Role role_;
+  /// The handed call. Written by hand() while this actor is not running a
+  /// call, moved out by this actor once call_handed_ is set.
+  std::optional<msg::AsyncCall> handed_;
+  /// Whether handed_ holds a call. Set by hand() after writing it, cleared
+  /// by this actor after moving it out; read by this actor's wait.
+  std::atomic<bool> call_handed_{false};
 };
 
 } // namespace actorgrad::detail
