@@ -1,5 +1,7 @@
 #include "actorgrad/actors/engine.h"
 
+#include <optional>
+
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
@@ -35,6 +37,50 @@ int reentrant_depth_here() {
 /// scratch reuse]).
 thread_local ReadyHeap spare_caller_heap;
 
+class CallerRunner;
+/// The call without a Runner that runs on this thread, or null.
+thread_local CallerRunner* runner_less_call = nullptr;
+
+/// A caller thread's Runner for one call, made when first needed: at once
+/// for a call that needs one, or by the first call that a node of a call
+/// without one makes (Note [A top-level CPU call needs no Runner]), then
+/// kept for that call's other nested calls. Its ready heap comes from
+/// spare_caller_heap and goes back there (Note [Caller scratch reuse]).
+class CallerRunner {
+public:
+  explicit CallerRunner(detail::EngineCore& core) : core_(core) {}
+  CallerRunner(const CallerRunner&) = delete;
+  CallerRunner& operator=(const CallerRunner&) = delete;
+  ~CallerRunner() {
+    if (runner_less_call == this)
+      runner_less_call = nullptr;
+    if (runner_)
+      if (detail::ReadyQueue q = runner_->take_queue(); q.heap.empty())
+        spare_caller_heap = std::move(q.heap);
+  }
+
+  const detail::EngineCore& core() const { return core_; }
+
+  detail::Runner& get() {
+    if (!runner_)
+      runner_.emplace(
+        core_, nullptr, ObservedActor::Role::caller,
+        detail::ReadyQueue{std::move(spare_caller_heap), new_queue_id(), Device::cpu()});
+    return *runner_;
+  }
+
+  /// Runs `task` straight through on this thread; a call that one of its
+  /// nodes makes gets the Runner from get().
+  void run_without_runner(GraphTaskBase& task, ReadyTask&& first) {
+    runner_less_call = this;
+    task.run_all_here(std::move(first));
+  }
+
+private:
+  detail::EngineCore& core_;
+  std::optional<detail::Runner> runner_;
+};
+
 } // namespace
 
 // Note [Caller scratch reuse]
@@ -45,6 +91,19 @@ thread_local ReadyHeap spare_caller_heap;
 // thread left behind (empty, with its capacity), as PyTorch's thread-local
 // local_ready_queue keeps its heap between calls. Only this thread touches
 // it: no synchronization.
+//
+// Note [A top-level CPU call needs no Runner]
+// A call made while no GraphTask runs on this thread, whose every node is a
+// CPU node and which no observer watches, would get a caller Runner only to
+// run its task straight through run_all_here (Note [CPU calls on a caller]
+// in runner.cpp), never using its queue, frames or mailbox. So Engine::run
+// runs such a task itself: about 400 instructions less of a 2-node call.
+// The first call that one of its nodes makes creates the Runner that the
+// outer call would have had (CallerRunner), and the later ones use it, so
+// nested calls cost what they did and the depth limit counts the same
+// frames. Only when no Runner is current: the Runner made then is destroyed
+// when the outer call ends, and the Runners of a thread must end in the
+// reverse order of their making (each restores the one current before it).
 
 Engine::Engine(EngineConfig config)
   : own_config_(make_system_config(config)),
@@ -105,11 +164,18 @@ void Engine::run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) 
     runner->coordinate(task, std::move(first));
     return;
   }
-  detail::Runner caller(*core_, nullptr, ObservedActor::Role::caller,
-                        {std::move(spare_caller_heap), new_queue_id(), Device::cpu()});
-  caller.coordinate(task, std::move(first));
-  if (detail::ReadyQueue q = caller.take_queue(); q.heap.empty())
-    spare_caller_heap = std::move(q.heap);
+  if (!runner && runner_less_call && &runner_less_call->core() == core_.get()) {
+    runner_less_call->get().coordinate(task, std::move(first));
+    return;
+  }
+  CallerRunner caller(*core_);
+  if (!current_graph_task() && task->devices().empty() &&
+      !core_->observer.load(std::memory_order_acquire)) {
+    // Note [A top-level CPU call needs no Runner]
+    caller.run_without_runner(*task, std::move(first));
+    return;
+  }
+  caller.get().coordinate(task, std::move(first));
 }
 
 variable_list Engine::execute(const edge_list& roots, variable_list root_grads,

@@ -277,7 +277,8 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   // could have run them while it waited for a worker: an order the ready
   // order leaves open, since a nested call never waits for its parent's
   // nodes. Such a task gets no TaskContext either: nothing on this path
-  // reads one.
+  // reads one. A caller's top-level call of this kind does not even make a
+  // Runner (Note [A top-level CPU call needs no Runner] in engine.cpp).
   if (serves_nothing_else() && task->devices().empty() && !observer) {
     task->run_all_here(std::move(first));
     return;

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "actorgrad/actors/detail/runner.h"
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/autograd/custom_function.h"
@@ -252,3 +254,43 @@ BOOST_AUTO_TEST_CASE(final_callbacks_belong_to_their_own_graph_task) {
              boost::test_tools::per_element());
 }
 
+
+// A CPU call of engine A whose node calls engine B, whose node calls A
+// again, then A once more from A's node after B returned: every gradient
+// right, and both engines usable after. The Runners made for the nested
+// calls must end in the reverse order of their making (Note [A top-level
+// CPU call needs no Runner]); sim nodes in the innermost calls make them
+// wait for messages with two Runners current in turn.
+BOOST_AUTO_TEST_CASE(engines_nested_in_each_other) {
+  Engine a(sim_config());
+  Engine b(sim_config());
+  std::vector<std::string> log;
+  // d/dz sum(k * z) on `device`, checked, by `engine`.
+  auto nested_grad = [&log](Engine& engine, Device device, double k, const char* who) {
+    AutoGradMode enable(true);
+    Tensor z = Tensor::ones({2}, DType::f64, device).set_requires_grad();
+    Tensor dz = grad({sum(z * k)}, {z}, {}, engine)[0];
+    const bool ok = dz.to_vector() == std::vector<double>{k, k};
+    log.push_back(std::string(who) + (ok ? " ok" : " wrong"));
+  };
+  Tensor x = Tensor::ones({2}, DType::f64).set_requires_grad();
+  Tensor y = with_nested_backward(x, [&] {
+    AutoGradMode enable(true);
+    Tensor u = Tensor::ones({2}, DType::f64).set_requires_grad();
+    Tensor v = with_nested_backward(u, [&] { nested_grad(a, Device::sim(0), 3.0, "A in B"); },
+                                    "InB");
+    Tensor du = grad({sum(v * 2.0)}, {u}, {}, b)[0];
+    log.push_back(du.to_vector() == std::vector<double>{2, 2} ? "B ok" : "B wrong");
+    nested_grad(a, Device::sim(1), 5.0, "A after B");
+  }, "InA");
+  Tensor dx = grad({sum(y * 7.0)}, {x}, {}, a)[0];
+  BOOST_TEST(dx.to_vector() == std::vector<double>({7.0, 7.0}), boost::test_tools::per_element());
+  BOOST_TEST(log == std::vector<std::string>({"A in B ok", "B ok", "A after B ok"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(detail::Runner::current() == nullptr, "no Runner stays current after the call");
+  for (Engine* e : {&a, &b}) {
+    Tensor w = Tensor::ones({2}, DType::f64, Device::sim(0)).set_requires_grad();
+    BOOST_TEST(grad({sum(w * 4.0)}, {w}, {}, *e)[0].to_vector() == std::vector<double>({4.0, 4.0}),
+               boost::test_tools::per_element());
+  }
+}
