@@ -17,11 +17,11 @@ namespace actorgrad::detail {
 // The caller allocates what reports an asynchronous call's outcome, and the
 // coordinator frees it after reporting: on glibc such a cross-thread pair
 // takes malloc's slow paths on both threads (the caller's cache for that
-// size runs empty, the coordinator's overflows). A std::promise kept in a
-// shared_ptr and a std::function capturing it made two such objects; this
-// one holds the promise (or the requester) itself. msg::AsyncCall keeps it
-// by shared_ptr, because CAF 0.17 copies message types: if the message is
-// dropped unhandled, the last reference destroys the promise, and the
+// size runs empty, the coordinator's overflows). So it is one object that
+// holds the promise (or the requester) itself, not a shared_ptr to a
+// promise captured by a std::function, which are two. msg::AsyncCall keeps
+// it by shared_ptr, as CAF 0.17 wants message types copyable: if the call
+// is dropped unhandled, the last reference destroys the promise, and the
 // future reports a broken promise instead of waiting forever.
 
 /// Reports an asynchronous call's outcome: called once, on the coordinator,
