@@ -42,9 +42,9 @@ public:
   void act() override;
   const char* name() const override { return "actorgrad.pool_worker"; }
 
-  /// The caller that took this async coordinator from
-  /// EngineCore::idle_coordinator: gives it `call` without a message (Note
-  /// [A call handed to a parked coordinator] in async_call.h).
+  /// Gives this async coordinator `call` without a message. Called by the
+  /// caller that took it from EngineCore::idle_coordinator (Note [A call
+  /// handed to a parked coordinator] in async_call.h).
   void hand(msg::AsyncCall&& call);
 
 private:
