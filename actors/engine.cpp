@@ -84,11 +84,12 @@ private:
 } // namespace
 
 // Note [Caller scratch reuse]
-// A synchronous backward builds a Runner on the caller's thread for the call
-// only. Its ready heap would start empty every call and regrow (for a graph
-// whose heap holds w tasks: log2(w) reallocations moving every ReadyTask).
-// So a caller's runner takes the heap storage the previous one on this
-// thread left behind (empty, with its capacity), as PyTorch's thread-local
+// A synchronous backward that needs a Runner (not a top-level CPU call:
+// below) builds one on the caller's thread for the call only. Its ready
+// heap would start empty every call and regrow (for a graph whose heap
+// holds w tasks: log2(w) reallocations moving every ReadyTask). So a
+// caller's runner takes the heap storage the previous one on this thread
+// left behind (empty, with its capacity), as PyTorch's thread-local
 // local_ready_queue keeps its heap between calls. Only this thread touches
 // it: no synchronization.
 //

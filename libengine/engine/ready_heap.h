@@ -31,7 +31,7 @@ namespace actorgrad {
 /// which then takes every push until it is empty. So `few_` is only ever
 /// used while `keys_` is empty. Only the first `num_few_` places hold a
 /// task (a constructed object): an empty heap is made, moved and destroyed
-/// without touching the others. A call on a caller's thread hands its
+/// without touching the others. A call with a caller's Runner hands its
 /// heap over three times; a synchronous 2-node call spent about 330
 /// instructions making and destroying the four tasks of its heaps
 /// (bench/RESULTS.md, "A coordinator woken without a message").
