@@ -84,7 +84,8 @@ std::shared_ptr<Node> ActorgradGraph::make_graph_root(const edge_list& roots,
 
 InputBuffer ActorgradGraph::make_root_buffer(const Node& root, std::uint32_t input_nr,
                                              Tensor&& grad) {
-  InputBuffer buffer(root.num_inputs());
+  InputBuffer buffer;
+  buffer.make_slots(root.num_inputs()); // the list a node of this thread last spent
   std::optional<Stream> producer;
   if (grad.defined() && has_streams(grad.device()))
     producer = current_stream(grad.device());

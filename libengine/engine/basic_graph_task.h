@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "actorgrad/libengine/engine/exec_info.h"
 #include "actorgrad/libengine/engine/graph_interface.h"
 #include "actorgrad/libengine/engine/node_table.h"
@@ -139,8 +141,9 @@ private:
   std::span<const ExecInfo::Capture> captures_of(const NodeState& s) const {
     if (s.exec.first_capture() == 0)
       return {};
-    const auto begin = captures_.begin() + (s.exec.first_capture() - 1);
-    return {begin, std::find_if(begin, captures_.end(),
+    const ExecInfo::Capture* begin = captures_.data() + (s.exec.first_capture() - 1);
+    const ExecInfo::Capture* end = captures_.data() + captures_.size();
+    return {begin, std::find_if(begin, end,
                                 [&s](const ExecInfo::Capture& c) { return c.owner != &s; })};
   }
 
@@ -219,8 +222,9 @@ private:
   /// Set by capture_outputs (see selective()).
   bool selective_ = false;
   /// Every node's captures, grouped by node (see Note [Exec info in the
-  /// node table]).
-  std::vector<ExecInfo::Capture> captures_;
+  /// node table]). A grad call with up to 4 inputs keeps them in the task's
+  /// own block, with no allocation.
+  boost::container::small_vector<ExecInfo::Capture, 4> captures_;
   typename G::task_streams streams_;
   /// Set by compute_dependencies (see runs_user_code()).
   bool runs_user_code_ = false;

@@ -16,6 +16,7 @@
 #include "actorgrad/libengine/engine/basic_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/local_dispatch.h"
+#include "actorgrad/libengine/engine/recycling_allocator.h"
 #include "actorgrad/libengine/engine/scratch_vector.h"
 
 namespace actorgrad {
@@ -96,7 +97,10 @@ BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, Execute
   if (root_grads.size() != roots.size())
     throw EngineError("backward: " + std::to_string(roots.size()) + " roots but " +
                       std::to_string(root_grads.size()) + " root gradients");
-  auto task = std::make_shared<BasicGraphTask>(options, reentrant_depth);
+  // The task's block comes from this thread's kept ones when it has one
+  // (see RecyclingAllocator): a call then makes no malloc of its own.
+  auto task = std::allocate_shared<BasicGraphTask>(RecyclingAllocator<BasicGraphTask>{}, options,
+                                                   reentrant_depth);
   // With one root the root node itself is the first task (no graph root).
   const bool single = roots.size() == 1;
   std::shared_ptr<node> root =

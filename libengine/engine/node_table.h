@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -200,11 +201,15 @@ private:
   // consolidate its fast bins (thousands of instructions), and the next
   // call on the thread would allocate it again: so a table hands its blocks
   // to a cache of the thread that drops it, and the next table made on that
-  // thread takes them. The cache keeps two tables' blocks, a stack: a
-  // backward call and one call nested in it (a node that runs backward, as
-  // checkpointing does) then both find theirs. Only tables of up to
-  // max_cached nodes are kept, so a thread that once ran a huge graph does
-  // not hold its memory for good. The cache itself is on the heap, one
+  // thread takes them. The cache is a stack: a backward call and the calls
+  // nested in it (nodes that run backward, as checkpointing does), each
+  // find theirs again in the next pass. It keeps the blocks of two tables
+  // of up to max_cached nodes, so a thread that once ran a huge graph does
+  // not hold its memory for good, and of up to max_tables - 2 more of up to
+  // small_table nodes (a few KiB each): nested calls are small and go as
+  // deep as max_recursion_depth (60), and every call whose table missed
+  // here made three mallocs (values, keys, index), on a heap the nested
+  // calls' own tensors leave fragmented. The cache itself is on the heap, one
   // pointer in thread-local storage: a module with initial-exec
   // thread-locals (ours have them) gets its whole TLS block from glibc's
   // small static surplus when it is loaded with dlopen, next to
@@ -212,6 +217,9 @@ private:
   // import ("cannot allocate memory in static TLS block").
   static constexpr std::size_t min_capacity = 16;
   static constexpr std::size_t max_cached = std::size_t{1} << 15;
+  static constexpr std::size_t small_table = 64;
+  static constexpr std::size_t max_tables = 64;
+  static constexpr std::size_t max_large = 2;
   struct Cache {
     std::vector<V> values;
     std::vector<const void*> keys;
@@ -219,10 +227,13 @@ private:
     std::size_t index_memory = 0;
     std::uint32_t generation = 0;
   };
+  static bool large(const std::vector<V>& values) { return values.capacity() > small_table; }
   struct Caches {
-    std::array<Cache, 2> tables;
-    /// tables[0, count) hold blocks.
+    std::array<Cache, max_tables> tables;
+    /// tables[0, count) hold blocks, of which `large` hold more than
+    /// small_table values.
     std::size_t count = 0;
+    std::size_t large = 0;
   };
   /// Written and read only by its own thread.
   static inline thread_local std::unique_ptr<Caches> cache_;
@@ -238,6 +249,7 @@ private:
     if (caches.count == 0)
       return;
     Cache& c = caches.tables[--caches.count];
+    caches.large -= large(c.values);
     values_ = std::move(c.values);
     keys_ = std::move(c.keys);
     index_ = std::move(c.index);
@@ -248,16 +260,22 @@ private:
     if (values_.capacity() > max_cached)
       return;
     Caches& caches = thread_caches();
+    const bool is_large = large(values_);
     Cache* c = nullptr;
-    if (caches.count < caches.tables.size()) {
+    if (caches.count < max_tables && (!is_large || caches.large < max_large)) {
       c = &caches.tables[caches.count++];
-    } else { // full: replace the smaller, if this table's blocks are larger
-      c = &*std::min_element(caches.tables.begin(), caches.tables.end(),
-                             [](const Cache& a, const Cache& b) {
-                               return a.values.capacity() < b.values.capacity();
-                             });
-      if (c->values.capacity() >= values_.capacity() && c->index_memory >= index_memory_)
+      caches.large += is_large;
+    } else if (is_large) { // replace the smallest large one, if this one's blocks are larger
+      const auto kept = std::span(caches.tables).first(caches.count);
+      c = &*std::min_element(kept.begin(), kept.end(), [](const Cache& a, const Cache& b) {
+        return large(a.values) > large(b.values) ||
+               (large(a.values) == large(b.values) && a.values.capacity() < b.values.capacity());
+      });
+      if (!large(c->values) ||
+          (c->values.capacity() >= values_.capacity() && c->index_memory >= index_memory_))
         return;
+    } else {
+      return;
     }
     values_.clear();
     keys_.clear();

@@ -1,0 +1,168 @@
+/// @file test_call_storage.cpp
+/// The storage a backward call takes from its thread instead of malloc:
+/// the task's block (RecyclingAllocator) and the node table's blocks, also
+/// for calls nested as deep as max_recursion_depth (Note [Node table
+/// memory]). Counts this thread's calls of the global operator new, which
+/// this binary replaces.
+#define BOOST_TEST_MODULE call_storage
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "actorgrad/libengine/engine/node_table.h"
+#include "actorgrad/libengine/engine/recycling_allocator.h"
+
+namespace {
+/// operator new calls made by this thread.
+thread_local std::size_t news = 0;
+} // namespace
+
+void* operator new(std::size_t size) {
+  ++news;
+  if (void* p = std::malloc(size == 0 ? 1 : size))
+    return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+using actorgrad::NodeTable;
+using actorgrad::RecyclingAllocator;
+
+namespace {
+
+/// A block as big as a task's.
+struct Task {
+  char bytes[400];
+};
+/// A block of a type no other test case keeps.
+struct Other {
+  char bytes[64];
+};
+
+struct State {
+  int dependencies = 0;
+};
+
+/// Fills `table` with `n` states keyed by `keys`' first n addresses.
+void fill(NodeTable<State>& table, const std::vector<int>& keys, std::size_t n) {
+  table.reset(n, false);
+  for (std::size_t i = 0; i < n; ++i)
+    table.try_emplace(&keys[i]).first->dependencies = static_cast<int>(i) + 1;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_freed_block_is_the_next_one_allocated) {
+  RecyclingAllocator<Task> alloc;
+  Task* a = alloc.allocate(1);
+  alloc.deallocate(a, 1);
+  const std::size_t before = news;
+  Task* b = alloc.allocate(1);
+  BOOST_TEST(b == a);
+  BOOST_TEST(news == before, "a kept block needs no operator new");
+  alloc.deallocate(b, 1);
+}
+
+BOOST_AUTO_TEST_CASE(shared_tasks_nested_max_depth_deep_reuse_their_blocks) {
+  // 60 tasks alive at once (a call nested max_recursion_depth deep), then
+  // the same again: the second pass allocates nothing.
+  auto pass = [] {
+    std::vector<std::shared_ptr<Task>> nested;
+    nested.reserve(60);
+    const std::size_t before = news;
+    for (int i = 0; i < 60; ++i)
+      nested.push_back(std::allocate_shared<Task>(RecyclingAllocator<Task>{}));
+    const std::size_t made = news - before;
+    while (!nested.empty())
+      nested.pop_back(); // innermost first, as nested calls end
+    return made;
+  };
+  BOOST_TEST(pass() > 0u);
+  BOOST_TEST(pass() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_thread_keeps_at_most_max_kept_blocks) {
+  constexpr std::size_t max_kept = actorgrad::detail::KeptBlocks<Other>::max_kept;
+  RecyclingAllocator<Other> alloc;
+  std::vector<Other*> blocks;
+  for (std::size_t i = 0; i < max_kept + 10; ++i)
+    blocks.push_back(alloc.allocate(1));
+  for (Other* p : blocks)
+    alloc.deallocate(p, 1);
+  // The first max_kept freed are kept (and come back last kept first);
+  // the 10 past the bound went back to the heap.
+  std::vector<Other*> again;
+  again.reserve(max_kept);
+  const std::size_t before = news;
+  for (std::size_t i = 0; i < max_kept; ++i)
+    again.push_back(alloc.allocate(1));
+  BOOST_TEST(news == before);
+  BOOST_TEST(std::set<Other*>(again.begin(), again.end()) ==
+             std::set<Other*>(blocks.begin(), blocks.begin() + max_kept));
+  BOOST_TEST(again.front() == blocks[max_kept - 1]);
+  const std::size_t before_fresh = news;
+  Other* fresh = alloc.allocate(1);
+  BOOST_TEST(news == before_fresh + 1, "with none kept, the allocator allocates");
+  alloc.deallocate(fresh, 1);
+  for (Other* p : again)
+    alloc.deallocate(p, 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_block_freed_on_another_thread_is_kept_there) {
+  RecyclingAllocator<Task> alloc;
+  Task* p = alloc.allocate(1);
+  Task* kept_there = nullptr;
+  std::thread([&] {
+    alloc.deallocate(p, 1);
+    kept_there = alloc.allocate(1);
+    alloc.deallocate(kept_there, 1); // freed with the thread's kept blocks at its exit
+  }).join();
+  BOOST_TEST(kept_there == p);
+}
+
+BOOST_AUTO_TEST_CASE(tables_nested_max_depth_deep_find_their_blocks_again) {
+  const std::vector<int> keys(40);
+  auto pass = [&keys] {
+    std::vector<std::unique_ptr<NodeTable<State>>> nested;
+    nested.reserve(60);
+    const std::size_t before = news;
+    for (int depth = 0; depth < 60; ++depth) {
+      nested.push_back(std::make_unique<NodeTable<State>>());
+      fill(*nested.back(), keys, 3 + depth % 5);
+    }
+    const std::size_t made = news - before - 60; // less the tables themselves
+    for (std::size_t depth = 0; depth < nested.size(); ++depth)
+      for (std::size_t i = 0; i < 3 + depth % 5; ++i)
+        BOOST_TEST_REQUIRE(nested[depth]->find(&keys[i])->dependencies == static_cast<int>(i) + 1);
+    while (!nested.empty())
+      nested.pop_back();
+    return made;
+  };
+  BOOST_TEST(pass() > 0u);
+  BOOST_TEST(pass() == 0u, "each nested table took blocks a table of the last pass gave back");
+}
+
+BOOST_AUTO_TEST_CASE(only_two_large_tables_are_kept) {
+  const std::vector<int> keys(5000);
+  auto large_pass = [&keys](int tables) {
+    std::vector<std::unique_ptr<NodeTable<State>>> held;
+    held.reserve(tables);
+    const std::size_t before = news;
+    for (int t = 0; t < tables; ++t) {
+      held.push_back(std::make_unique<NodeTable<State>>());
+      fill(*held.back(), keys, keys.size());
+    }
+    return news - before - tables;
+  };
+  large_pass(3);
+  // Of three large tables freed, two were kept: a pass of two allocates
+  // nothing, a third table allocates its blocks again.
+  BOOST_TEST(large_pass(2) == 0u);
+  BOOST_TEST(large_pass(3) > 0u);
+}
