@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the actor-engine tests that stress concurrency, reentrancy, faults,
-# recording (stream tracks included), pooled async calls, sim streams and
-# the input buffers' per-thread recycled lists
+# recording (stream tracks included), pooled async calls, sim streams, the
+# input buffers' per-thread recycled lists and the storage a thread keeps
+# for its next calls (freed when it ends: LeakSanitizer checks)
 # with ASan + UBSan (build-asan/) and runs them: any leak (LeakSanitizer),
 # memory error or undefined behaviour fails. Part of the
 # README's test command (tools/test.sh). TSan needs a CAF built with it
@@ -15,7 +16,7 @@ targets=(actors_test_concurrency actors_test_reentrant actors_test_faults actors
          semantics_test_backward_semantics semantics_test_hook_results
          semantics_test_hook_handles streams_test_sim_streams
          streams_test_input_buffer_streams streams_test_engine_streams streams_test_pending_reads
-         unit_test_input_buffer_saved_variable)
+         unit_test_input_buffer_saved_variable unit_test_call_storage)
 
 # The CUDA backend is left out: without a GPU none of it runs here.
 cmake -S "$repo_root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DACTORGRAD_SANITIZE=ON \
