@@ -24,11 +24,12 @@ struct KeptBlocks {
   /// calls holds that many tasks at once, and each finds its block again
   /// in the next pass.
   static constexpr std::size_t max_kept = 64;
-  T** slots;
-  std::size_t count;
-  bool closed; ///< this thread is ending: keep nothing more
+  T** slots;          ///< max_kept slots, or null until the thread first keeps a block
+  std::size_t count;  ///< slots[0, count) hold kept blocks, the last kept at the top
+  bool closed;        ///< this thread is ending: keep nothing more
 };
 
+/// This thread's kept blocks for T.
 template <class T>
 [[gnu::tls_model("initial-exec")]] inline thread_local KeptBlocks<T> kept_blocks{};
 
@@ -68,9 +69,11 @@ public:
   using value_type = T;
 
   RecyclingAllocator() = default;
+  /// The rebinding std::allocate_shared makes (to its control block).
   template <class U>
   RecyclingAllocator(const RecyclingAllocator<U>&) noexcept {}
 
+  /// A block for `n` objects: for one, the block this thread kept last, if any.
   T* allocate(std::size_t n) {
     detail::KeptBlocks<T>& k = detail::kept_blocks<T>;
     if (n == 1 && k.count != 0)
@@ -78,6 +81,8 @@ public:
     return std::allocator<T>{}.allocate(n);
   }
 
+  /// Frees `p`, or keeps it for this thread's next allocate when it holds
+  /// one object and the thread keeps fewer than max_kept.
   void deallocate(T* p, std::size_t n) noexcept {
     detail::KeptBlocks<T>& k = detail::kept_blocks<T>;
     if (n == 1 && !k.closed && k.count < detail::KeptBlocks<T>::max_kept &&
@@ -88,6 +93,7 @@ public:
     std::allocator<T>{}.deallocate(p, n);
   }
 
+  /// Stateless: any two free each other's blocks.
   template <class U>
   bool operator==(const RecyclingAllocator<U>&) const noexcept {
     return true;
