@@ -38,7 +38,8 @@ struct ActorgradGraph {
     const Event* ready;
   };
   /// A gradient crossing actors: the receiver's accumulation stream waits
-  /// for `ready`, recorded on `producer` right after `grad` was produced.
+  /// for `ready`, recorded on `producer` right after `grad` was produced
+  /// when that wait is across streams (see make_in_flight).
   struct in_flight {
     Tensor grad;
     std::optional<Stream> producer;
@@ -114,7 +115,7 @@ struct ActorgradGraph {
       return {std::nullopt, nullptr};
     return {producer_stream(producer.stream(), grad), nullptr};
   }
-  static in_flight make_in_flight(const Node& producer, Tensor&& grad);
+  static in_flight make_in_flight(const Node& producer, const Node& consumer, Tensor&& grad);
   static Tensor& sent_value(in_flight& f) { return f.grad; }
   static source sent_source(const in_flight& f) { return {f.producer, &f.ready}; }
   /// Adds `grad` into slot `pos` of `buffer`, the inputs of `consumer`,

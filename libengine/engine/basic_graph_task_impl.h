@@ -350,7 +350,7 @@ void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const 
     return;
   }
   to.send(self, SentGrad{G::target_handle(next), input_nr, owner,
-                         SentValue(G::make_in_flight(from, std::move(grad)))});
+                         SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
 }
 
 template <GraphTraits G>

@@ -87,7 +87,7 @@ concept GraphTraits = requires(const typename G::node& n, typename G::node& m,
   // gradients
   { G::take_inputs(std::move(b)) } -> std::convertible_to<typename G::value_list>;
   { G::local_source(n, v) } -> std::convertible_to<typename G::source>;
-  { G::make_in_flight(n, std::move(v)) } -> std::convertible_to<typename G::in_flight>;
+  { G::make_in_flight(n, n, std::move(v)) } -> std::convertible_to<typename G::in_flight>;
   { G::sent_value(f) } -> std::convertible_to<typename G::value&>;
   { G::sent_source(f) } -> std::convertible_to<typename G::source>;
 };

@@ -152,7 +152,9 @@ struct TorchGraph {
 
   static value_list&& take_inputs(input_buffer&& b) { return std::move(b); }
   static source local_source(const node&, const at::Tensor&) { return {}; }
-  static in_flight make_in_flight(const node&, at::Tensor&& grad) { return {std::move(grad)}; }
+  static in_flight make_in_flight(const node&, const node&, at::Tensor&& grad) {
+    return {std::move(grad)};
+  }
   static at::Tensor& sent_value(in_flight& f) { return f.grad; }
   static source sent_source(const in_flight&) { return {}; }
   /// Adds `grad` into slot `pos` of `buffer` (libtorch's InputBuffer::add).

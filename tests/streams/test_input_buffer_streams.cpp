@@ -7,10 +7,12 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actorgrad/device/guards.h"
+#include "actorgrad/libengine/engine/actorgrad_graph.h"
 #include "actorgrad/libengine/engine/input_buffer.h"
 #include "actorgrad/libengine/engine/stream_sync.h"
 #include "actorgrad/libengine/tensor/kernels.h"
 #include "tests/streams/sim_test_util.h"
+#include "tests/support/lambda_node.h"
 
 using namespace actorgrad;
 using test::SimSettings;
@@ -139,4 +141,55 @@ BOOST_AUTO_TEST_CASE(the_producer_of_a_gradient_is_the_stream_that_made_it) {
   // The copy's consumer on its device now waits for the caller's stream: case (1).
   const auto plan = plan_accumulation(d1, producer_stream(std::nullopt, on_d1), Stream(d1, 1));
   BOOST_TEST((plan.wait_for == caller));
+}
+
+// A gradient sent to another actor carries an event recorded on its
+// producer's stream right after it was made (ActorgradGraph::make_in_flight),
+// but only when its receiver's accumulation stream will wait for that
+// stream from another one: the receiver makes the same plan.
+BOOST_AUTO_TEST_CASE(a_sent_gradient_carries_an_event_only_when_its_receiver_waits_across_streams) {
+  SimSettings sim;
+  const Stream p = stream_from_pool(d0);
+  const Stream c = stream_from_pool(d0);
+  auto node_on = [](Stream s) {
+    auto n = std::make_shared<testing::LambdaNode>("n", [](variable_list&& g) { return g; });
+    StreamGuard on(s);
+    n->add_input_metadata(Tensor::zeros({1}, DType::f64, s.device));
+    BOOST_TEST_REQUIRE((n->stream() == s));
+    return n;
+  };
+  struct Hop {
+    const char* name;
+    Stream producer, consumer;
+    bool event;
+  };
+  for (const Hop& h : {Hop{"case (1), two streams of the var's device", p, c, true},
+                       Hop{"case (1), one stream", p, p, false},
+                       Hop{"case (3), from a device's default stream to another device",
+                           default_stream(d0), default_stream(d1), false},
+                       Hop{"case (3), from a pool stream to another device", p,
+                           default_stream(d1), true}}) {
+    BOOST_TEST_CONTEXT(h.name) {
+      const auto from = node_on(h.producer);
+      const auto to = node_on(h.consumer);
+      Tensor g;
+      {
+        StreamGuard on(h.producer);
+        g = kernels::add_scalar(Tensor::zeros({8}, DType::f64, d0), 1.0);
+      }
+      auto f = ActorgradGraph::make_in_flight(*from, *to, std::move(g));
+      BOOST_TEST((f.producer == h.producer));
+      BOOST_TEST(f.ready.recorded() == h.event);
+      // The receiver's accumulation is safe either way.
+      InputBuffer buffer(1);
+      const auto source = ActorgradGraph::sent_source(f);
+      buffer.add(0, std::move(ActorgradGraph::sent_value(f)), source.producer, to->stream(),
+                 source.ready);
+      const Tensor sum = InputBuffer::variables(std::move(buffer))[0];
+      const auto plan = plan_accumulation(d0, h.producer, h.consumer);
+      StreamGuard on(*plan.accumulate);
+      BOOST_TEST(kernels::mul_scalar(sum, 2.0).to_vector() == std::vector<double>(8, 2.0));
+      BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+    }
+  }
 }

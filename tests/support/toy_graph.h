@@ -94,7 +94,7 @@ struct ToyGraph {
 
   static Values take_inputs(Values&& b) { return std::move(b); }
   static source local_source(const ToyNode&, const Value&) { return {}; }
-  static in_flight make_in_flight(const ToyNode&, Value&& v) { return {v}; }
+  static in_flight make_in_flight(const ToyNode&, const ToyNode&, Value&& v) { return {v}; }
   static Value& sent_value(in_flight& f) { return f.value; }
   static source sent_source(const in_flight&) { return {}; }
   /// Adds `v` into slot `pos` (undefined values are skipped).
