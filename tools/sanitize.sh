@@ -24,7 +24,9 @@ cmake -S "$repo_root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DACTORGRAD_SANITIZE=
 # The torch bridge's concurrent and reentrant callers, when libtorch is there
 # (libtorch itself is not instrumented; its calls into ours are checked).
 for t in torch_test_bridge_threads torch_test_bridge_reentrant; do
-  if cmake --build "$build" --target help | grep -q "\b$t\b"; then
+  # grep reads all the list: with -q, cmake could die of SIGPIPE first and
+  # pipefail would drop the target.
+  if cmake --build "$build" --target help | grep "\b$t\b" >/dev/null; then
     targets+=("$t")
   fi
 done

@@ -92,7 +92,7 @@ ensure_deb_src() {
     log "adding a deb-src entry: /etc/apt/sources.list.d/actorgrad-deb-src.sources"
     printf '%s\n' "$stanza" | as_root tee /etc/apt/sources.list.d/actorgrad-deb-src.sources >/dev/null
   fi
-  if ! apt-cache showsrc actor-framework 2>/dev/null | grep -q '^Package:'; then
+  if ! apt-cache showsrc actor-framework 2>/dev/null | grep '^Package:' >/dev/null; then
     log "apt-get update (source index)"
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   fi
@@ -190,7 +190,9 @@ fi
 export ACTORGRAD_BIN="$build/tools/actorgrad"
 # The stress tests' time budget per case (TSan runs them ~10x slower).
 export ACTORGRAD_STRESS_SECONDS="${ACTORGRAD_STRESS_SECONDS:-5}"
-if ! ldd "$ACTORGRAD_BIN" | grep -q "$prefix/lib/libcaf_core"; then
+# grep reads all of ldd's output: with -q it could exit first, and pipefail
+# would count ldd's SIGPIPE as a miss.
+if ! ldd "$ACTORGRAD_BIN" | grep "$prefix/lib/libcaf_core" >/dev/null; then
   echo "tsan.sh: $ACTORGRAD_BIN does not load the instrumented CAF:" >&2
   ldd "$ACTORGRAD_BIN" | grep caf >&2
   exit 1

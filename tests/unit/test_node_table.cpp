@@ -267,7 +267,9 @@ BOOST_AUTO_TEST_CASE(passes_numbering_one_graph_at_once_each_count_every_node_on
             table.try_emplace(ns[(k + 64 * t) % ns.size()]->hint).first->dependencies += 1;
         return table.finish_numbering(false);
       };
-      for (int round = 0; round < 2000; ++round) {
+      // 2000 rounds, and more until some pass ran again: on a loaded machine
+      // the threads may take turns for a while before they overlap.
+      for (int round = 0; round < 2000 || (again.load() == 0 && round < 200000); ++round) {
         if (!pass(true)) {
           again.fetch_add(1);
           if (!pass(false))
@@ -283,6 +285,6 @@ BOOST_AUTO_TEST_CASE(passes_numbering_one_graph_at_once_each_count_every_node_on
   for (auto& th : threads)
     th.join();
   BOOST_TEST(wrong.load() == 0);
-  BOOST_TEST_MESSAGE(again.load() << " of 8000 passes ran again through the index");
+  BOOST_TEST_MESSAGE(again.load() << " passes ran again through the index");
   BOOST_TEST(again.load() > 0, "the passes overlapped");
 }
