@@ -266,13 +266,10 @@ private:
       c = &caches.tables[caches.count++];
       caches.large += is_large;
     } else if (is_large) { // replace the smallest large one, if this one's blocks are larger
-      const auto kept = std::span(caches.tables).first(caches.count);
-      c = &*std::min_element(kept.begin(), kept.end(), [](const Cache& a, const Cache& b) {
-        return large(a.values) > large(b.values) ||
-               (large(a.values) == large(b.values) && a.values.capacity() < b.values.capacity());
-      });
-      if (!large(c->values) ||
-          (c->values.capacity() >= values_.capacity() && c->index_memory >= index_memory_))
+      for (Cache& kept : std::span(caches.tables).first(caches.count))
+        if (large(kept.values) && (!c || kept.values.capacity() < c->values.capacity()))
+          c = &kept;
+      if (!c || (c->values.capacity() >= values_.capacity() && c->index_memory >= index_memory_))
         return;
     } else {
       return;
