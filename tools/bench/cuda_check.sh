@@ -63,7 +63,7 @@ done 2>&1 | tee "$OUT/memcheck.log"
 [ -n "$sanitizer" ] && for tool in racecheck synccheck initcheck; do
   run_test "$tool cuda_test_cuda_ops" ops "$sanitizer" --tool "$tool" --error-exitcode 9
 done 2>&1 | tee "$OUT/checks.log"
-cat "$OUT"/memcheck.log "$OUT"/checks.log 2>/dev/null | grep -q "^rc=[1-9]" && failed=1
+grep -qs "^rc=[1-9]" "$OUT"/memcheck.log "$OUT"/checks.log && failed=1
 
 "$BUILD/bench/bench_cuda" --benchmark_repetitions=3 \
   --benchmark_out="$OUT/bench_cuda.json" --benchmark_out_format=json 2>&1 | tee "$OUT/bench_cuda.log"
