@@ -18,6 +18,11 @@
 /// idle engine).
 /// With --mem, one backward only (no warm-up), to read the peak memory of
 /// a backward from ru_maxrss.
+/// Built as bench_chain_memory (with ACTORGRAD_BENCH_HEAP_COUNTER, linking
+/// bench/common/heap_counter.cpp), the line ends with two more fields:
+/// heap_live_graph_bytes heap_peak_backward_bytes (the heap's live bytes
+/// before the backward passes and their peak during them: Note [Counting
+/// the heap, not the resident set]).
 
 #include <algorithm>
 #include <chrono>
@@ -35,6 +40,9 @@
 #endif
 
 #include "bench/common/single_case.h"
+#if ACTORGRAD_BENCH_HEAP_COUNTER
+#include "bench/common/heap_counter.h"
+#endif
 
 using namespace actorgrad;
 using namespace actorgrad::bench;
@@ -92,6 +100,10 @@ int main(int argc, char** argv) {
     iters = 1;
   else
     once(); // warm-up: first-use allocations, lazily started threads
+#if ACTORGRAD_BENCH_HEAP_COUNTER
+  const std::size_t heap_graph = heap_counter::live_bytes();
+  heap_counter::reset_peak();
+#endif
   const auto t0 = std::chrono::steady_clock::now();
   CALLGRIND_START_INSTRUMENTATION;
   for (int i = 0; i < iters; ++i)
@@ -99,8 +111,12 @@ int main(int argc, char** argv) {
   CALLGRIND_STOP_INSTRUMENTATION;
   const auto t1 = std::chrono::steady_clock::now();
   const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
-  std::printf("%s %s %d %zu %d %.1f %zu %zu %zu\n", eng.c_str(), kind.c_str(), n, nodes, iters,
+  std::printf("%s %s %d %zu %d %.1f %zu %zu %zu", eng.c_str(), kind.c_str(), n, nodes, iters,
               ns / iters / static_cast<double>(nodes), rss_graph, peak_rss_bytes(), rss_start);
+#if ACTORGRAD_BENCH_HEAP_COUNTER
+  std::printf(" %zu %zu", heap_graph, heap_counter::peak_bytes());
+#endif
+  std::printf("\n");
   std::fflush(stdout);
   std::_Exit(0); // skip static destruction of engines and graphs
 }

@@ -3,11 +3,13 @@
 #
 #   tools/bench/run_benchmarks.sh [BUILD_DIR]
 #
-# Steps: build bench_engines and bench_chain_driver (Release); callgrind
+# Steps: build bench_engines, bench_chain_driver and bench_chain_memory
+# (Release); callgrind
 # instruction counts of the chain cases and of reentrant backward to depth
 # 100 (tools/bench/callgrind_chain.sh; its EXTRA runs); with the torch
 # bridge built, its engine instructions per node (tools/bench/callgrind_torch.sh);
-# peak memory of one backward of the chains of 10^5 and 10^6 per engine; the Google
+# peak memory of one backward of the chains of 10^5 and 10^6 per engine (the
+# resident set and the heap's live bytes, bench_chain_memory); the Google
 # Benchmark suite (JSON); then tools/bench/make_results.py, which keeps the
 # hand-recorded "## Further measurements" tail of bench/RESULTS.md.
 # Env: SKIP_BUILD=1, SKIP_CALLGRIND=1, BENCH_FILTER (a --benchmark_filter
@@ -26,7 +28,7 @@ AFTER_LABEL=$(git -C "$ROOT" rev-parse --short HEAD) # the tree measured, before
 mkdir -p "$RES"
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD" -j"${JOBS:-2}" --target bench_engines bench_chain_driver
+  cmake --build "$BUILD" -j"${JOBS:-2}" --target bench_engines bench_chain_driver bench_chain_memory
 fi
 ENGINES="sequential reference baseline actor"
 if "$BUILD/bench/bench_chain_driver" torch_seq chain_passthrough 10 1 >/dev/null 2>&1; then
@@ -55,14 +57,16 @@ if [ "${SKIP_CALLGRIND:-0}" != 1 ]; then
 fi
 
 # Peak memory: one backward of the chains of 10^5 and 10^6 in a fresh process
-# per engine (about 1 GB for 10^6).
+# per engine (about 1 GB for 10^6): the resident set, and the heap's live
+# bytes (Note [Counting the heap, not the resident set] in
+# bench/common/heap_counter.h).
 for t in "${TREES[@]}"; do
   IFS='|' read -r b r e <<<"$t"
-  echo -e "engine\tcase\tn\tnodes\tpeak_rss_start_bytes\tpeak_rss_graph_bytes\tpeak_rss_after_backward_bytes" > "$r/memory.tsv"
+  echo -e "engine\tcase\tn\tnodes\tpeak_rss_start_bytes\tpeak_rss_graph_bytes\tpeak_rss_after_backward_bytes\theap_live_graph_bytes\theap_peak_backward_bytes" > "$r/memory.tsv"
   for n in 100000 1000000; do
     for eng in $e; do
-      "$b/bench/bench_chain_driver" "$eng" chain_passthrough $n --mem |
-        awk -v OFS='\t' '{print $1, $2, $3, $4, $9, $7, $8}' >> "$r/memory.tsv"
+      "$b/bench/bench_chain_memory" "$eng" chain_passthrough $n --mem |
+        awk -v OFS='\t' '{print $1, $2, $3, $4, $9, $7, $8, $10, $11}' >> "$r/memory.tsv"
     done
   done
 done
