@@ -93,10 +93,23 @@ std::shared_ptr<Node> ActorgradGraph::make_graph_root(const edge_list& roots,
   return make_node<GraphRoot>(roots, grads);
 }
 
+// Note [The root's slot list]
+// A call's list of root gradients is made for the call (make_grads, or the
+// caller's own copy) and would be freed as the call ends, while the root's
+// buffer needed a slot list of its own. With one root of one input, the
+// list has exactly the root's one slot, so the buffer takes it. That saves
+// a list where the thread has no spare one: a call nested deeper than the
+// spare lists go (Note [Recycled input lists]), and a root that runs on
+// another thread than the caller's, whose spare lists are the device's
+// (the caller's lists would all cross to that thread and never come back).
 InputBuffer ActorgradGraph::make_root_buffer(const Node& root, std::uint32_t input_nr,
-                                             Tensor&& grad) {
+                                             variable_list&& grads) {
+  Tensor grad = std::move(grads[0]);
   InputBuffer buffer;
-  buffer.make_slots(root.num_inputs()); // the list a node of this thread last spent
+  if (root.num_inputs() == grads.size())
+    buffer = InputBuffer(std::move(grads)); // its one slot is empty: grad moved out
+  else
+    buffer.make_slots(root.num_inputs()); // the list a node of this thread last spent
   std::optional<Stream> producer;
   if (grad.defined() && has_streams(grad.device()))
     producer = current_stream(grad.device());

@@ -126,9 +126,12 @@ struct ActorgradGraph {
 
   /// The GraphRoot of a call with several roots.
   static std::shared_ptr<Node> make_graph_root(const edge_list& roots, const variable_list& grads);
-  /// The input buffer of a single root: its gradient, made on the caller's
-  /// current stream (case (1) of InputBuffer::add).
-  static InputBuffer make_root_buffer(const Node& root, std::uint32_t input_nr, Tensor&& grad);
+  /// The input buffer of a single root: its gradient, `grads[0]` (the
+  /// call's one root gradient), made on the caller's current stream (case
+  /// (1) of InputBuffer::add). A root with one input takes `grads` itself as
+  /// its slot list (Note [The root's slot list]).
+  static InputBuffer make_root_buffer(const Node& root, std::uint32_t input_nr,
+                                      variable_list&& grads);
   /// A GraphRoot's outputs have no producer stream and are ordered after the
   /// default stream (case (2)), so the default stream waits for the caller's.
   static void order_root_grads(const variable_list& grads);

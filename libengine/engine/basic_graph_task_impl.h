@@ -127,7 +127,7 @@ BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, Execute
       throw EngineError("backward: root edge points at input " + std::to_string(input_nr) + " of " +
                         detail::node_label<G>(*root) + ", which has " +
                         std::to_string(G::num_inputs(*root)) + " inputs");
-    root_state.buffer = G::make_root_buffer(*root, input_nr, std::move(root_grads[0]));
+    root_state.buffer = G::make_root_buffer(*root, input_nr, std::move(root_grads));
   } else {
     G::order_root_grads(root_grads);
   }

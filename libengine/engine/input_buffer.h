@@ -41,6 +41,9 @@ class InputBuffer {
 public:
   InputBuffer() = default;
   explicit InputBuffer(std::size_t size) : buffer_(size) {}
+  /// A buffer whose slots are `slots` (each empty or a gradient already
+  /// accumulated there).
+  explicit InputBuffer(variable_list&& slots) : buffer_(std::move(slots)) {}
 
   /// Gives this buffer, which has no slots, `size` empty ones, in a slot
   /// list this thread recycled when it kept one (Note [Recycled input

@@ -292,9 +292,11 @@ std::shared_ptr<TorchGraph::node> TorchGraph::make_graph_root(const std::vector<
 }
 
 TorchGraph::input_buffer TorchGraph::make_root_buffer(const node& root, std::uint32_t input_nr,
-                                                      at::Tensor&& grad) {
+                                                      value_list&& grads) {
+  if (root.num_inputs() == grads.size())
+    return input_buffer(std::move(grads));
   input_buffer buffer(root.num_inputs());
-  buffer[input_nr] = std::move(grad);
+  buffer[input_nr] = std::move(grads[0]);
   return buffer;
 }
 

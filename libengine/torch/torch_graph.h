@@ -164,7 +164,10 @@ struct TorchGraph {
   /// libtorch's GraphRoot for a call with several roots.
   static std::shared_ptr<node> make_graph_root(const std::vector<edge>& roots,
                                                const value_list& grads);
-  static input_buffer make_root_buffer(const node& root, std::uint32_t input_nr, at::Tensor&& grad);
+  /// A single root's buffer holding `grads[0]`; a root of one input takes
+  /// `grads` itself as its slots (Note [The root's slot list]).
+  static input_buffer make_root_buffer(const node& root, std::uint32_t input_nr,
+                                       value_list&& grads);
   static void order_root_grads(const value_list&) {}
 };
 

@@ -107,9 +107,9 @@ struct ToyGraph {
   }
   static std::shared_ptr<ToyNode> make_graph_root(const std::vector<ToyEdge>& roots,
                                                   const Values& grads);
-  static Values make_root_buffer(const ToyNode& root, std::uint32_t input_nr, Value&& v) {
+  static Values make_root_buffer(const ToyNode& root, std::uint32_t input_nr, Values&& grads) {
     Values b(root.num_inputs);
-    b[input_nr] = v;
+    b[input_nr] = grads[0];
     return b;
   }
   static void order_root_grads(const Values&) {}

@@ -8,6 +8,7 @@
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/node.h"
 #include "actorgrad/libengine/autograd/saved_variable.h"
+#include "actorgrad/libengine/engine/actorgrad_graph.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/input_buffer.h"
 #include "actorgrad/libengine/ops.h"
@@ -90,6 +91,31 @@ BOOST_AUTO_TEST_CASE(a_recycled_list_comes_back_empty_as_the_next_buffer) {
   auto vars = InputBuffer::variables(std::move(buf));
   BOOST_TEST(vars.data() == storage); // the same allocation, no new one
   BOOST_TEST(vars[0].to_vector() == (std::vector<double>{3}), boost::test_tools::per_element());
+}
+
+// Note [The root's slot list]: a single root of one input takes the call's
+// list of root gradients as its slots; a root of more inputs gets its own.
+BOOST_AUTO_TEST_CASE(a_root_of_one_input_takes_the_calls_gradient_list) {
+  NoGradGuard no_grad;
+  NamedNode one;
+  one.add_input_metadata(vec({0, 0}));
+  variable_list grads{vec({1, 2})};
+  const Tensor* storage = grads.data();
+  auto vars = InputBuffer::variables(ActorgradGraph::make_root_buffer(one, 0, std::move(grads)));
+  BOOST_TEST(vars.data() == storage);
+  BOOST_REQUIRE(vars.size() == 1u);
+  BOOST_TEST(vars[0].to_vector() == (std::vector<double>{1, 2}), boost::test_tools::per_element());
+
+  NamedNode two;
+  two.add_input_metadata(vec({0}));
+  two.add_input_metadata(vec({0, 0}));
+  variable_list grad{vec({3, 4})};
+  storage = grad.data();
+  vars = InputBuffer::variables(ActorgradGraph::make_root_buffer(two, 1, std::move(grad)));
+  BOOST_TEST(vars.data() != storage);
+  BOOST_REQUIRE(vars.size() == 2u);
+  BOOST_TEST(!vars[0].defined());
+  BOOST_TEST(vars[1].to_vector() == (std::vector<double>{3, 4}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(a_kept_list_grows_for_a_node_with_more_inputs) {
