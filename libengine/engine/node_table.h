@@ -262,7 +262,10 @@ private:
     Caches& caches = thread_caches();
     const bool is_large = large(values_);
     Cache* c = nullptr;
-    if (caches.count < max_tables && (!is_large || caches.large < max_large)) {
+    // Small tables leave max_large slots free, so a large one always finds
+    // a place while fewer than max_large are kept.
+    if (is_large ? caches.large < max_large
+                 : caches.count - caches.large < max_tables - max_large) {
       c = &caches.tables[caches.count++];
       caches.large += is_large;
     } else if (is_large) { // replace the smallest large one, if this one's blocks are larger
