@@ -76,6 +76,7 @@ BackwardCall make_backward_call(const variable_list& tensors, const variable_lis
                                 const variable_list& inputs) {
   BackwardCall call{root_edges(tensors, "backward"), make_grads(tensors, grad_tensors),
                     {retain_graph.value_or(create_graph), create_graph, true}, {}};
+  call.outputs.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     Tensor t = inputs[i];
     check_input(t, i, "backward");
@@ -94,6 +95,7 @@ BackwardCall make_grad_call(const variable_list& outputs, const variable_list& i
     throw EngineError("grad() called with an empty list of inputs");
   BackwardCall call{std::move(roots), make_grads(outputs, grad_outputs),
                     {retain_graph.value_or(create_graph), create_graph, false}, {}};
+  call.outputs.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     check_input(inputs[i], i, "grad");
     if (auto fn = inputs[i].grad_fn())
