@@ -14,7 +14,7 @@
 /// the same allocations read apart by a level or not. The live bytes of the
 /// heap (malloc_usable_size of every block not yet freed) do not depend on
 /// which pages glibc reused, so their peak during a backward, less their
-/// value before it, is the same on every run of a deterministic engine.
+/// value before it, moves only with what the engine itself allocates.
 
 #include <cstddef>
 

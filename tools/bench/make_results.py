@@ -183,20 +183,22 @@ def median_of(runs, key):
     return statistics.median(vals) if vals else None
 
 
+def extra_per_node(mem, peak, before):
+    """memory.tsv by (engine, nodes): bytes per node the backward adds, column
+    `peak` less column `before`, over the rows that have both."""
+    return {(r["engine"], int(r["nodes"])): (float(r[peak]) - float(r[before])) / float(r["nodes"])
+            for r in mem if r.get(peak) and r.get(before)}
+
+
 def extra_peak_per_node(mem):
-    """memory.tsv by (engine, nodes): bytes per node the backward adds to the
-    peak resident set."""
-    return {(r["engine"], int(r["nodes"])): (float(r["peak_rss_after_backward_bytes"]) -
-                                             float(r["peak_rss_graph_bytes"])) / float(r["nodes"])
-            for r in mem}
+    """Bytes per node the backward adds to the peak resident set."""
+    return extra_per_node(mem, "peak_rss_after_backward_bytes", "peak_rss_graph_bytes")
 
 
 def extra_heap_per_node(mem):
-    """memory.tsv by (engine, nodes): bytes per node the backward adds to the
-    heap's live bytes at its peak (rows measured by bench_chain_memory)."""
-    return {(r["engine"], int(r["nodes"])): (float(r["heap_peak_backward_bytes"]) -
-                                             float(r["heap_live_graph_bytes"])) / float(r["nodes"])
-            for r in mem if r.get("heap_peak_backward_bytes")}
+    """Bytes per node the backward adds to the heap's live bytes at their peak
+    (rows measured by bench_chain_memory)."""
+    return extra_per_node(mem, "heap_peak_backward_bytes", "heap_live_graph_bytes")
 
 
 def arrow(before, after, nd=0):
@@ -517,8 +519,8 @@ def main():
                   "Peak resident set (`ru_maxrss`) at start (libraries, idle engines), after building the "
                   "graph, and after one backward; and the heap's live bytes (every block malloc handed out "
                   "and not yet freed, counted by `bench_chain_memory`) before the backward and at their "
-                  "peak during it. The heap's figure repeats exactly from run to run; the resident set's "
-                  "moves in the heap's growth steps (Note [Counting the heap, not the resident set] in "
+                  "peak during it. The heap's figure moves only with what the engine allocates; the resident "
+                  "set's moves in the heap's growth steps (Note [Counting the heap, not the resident set] in "
                   "`bench/common/heap_counter.h`).", "",
                   "| engine | nodes | RSS at start MiB | graph bytes/node (RSS) | extra peak during backward "
                   "bytes/node (RSS) | extra peak during backward bytes/node (heap) |",
