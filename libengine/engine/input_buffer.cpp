@@ -3,6 +3,7 @@
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/engine/stream_sync.h"
+#include "actorgrad/libengine/engine/thread_exit.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/libengine/tensor/kernels.h"
 #include "actorgrad/libengine/tensor/pending_reads.h"
@@ -15,6 +16,14 @@ namespace {
 // Only the engine holds this tensor and its storage: safe to add in place.
 bool sole_owner(const Tensor& t) {
   return t.use_count() == 1 && t.impl()->storage.use_count() == 1;
+}
+
+// Frees this thread's kept input lists, and keeps none more: it is ending.
+void close_spare_lists() noexcept {
+  detail::SpareLists& s = detail::spare_lists;
+  s.closed = true;
+  while (s.count != 0)
+    s.list(--s.count)->~variable_list();
 }
 
 } // namespace
@@ -36,16 +45,7 @@ bool sole_owner(const Tensor& t) {
 // call), so they are freed by a destructor each thread registers once,
 // when it first keeps a list.
 void detail::free_spare_lists_at_exit() {
-  struct Freer {
-    ~Freer() {
-      SpareLists& s = spare_lists;
-      s.closed = true;
-      while (s.count != 0)
-        s.list(--s.count)->~variable_list();
-    }
-  };
-  thread_local Freer freer; // constructed here, destroyed at this thread's exit
-  static_cast<void>(freer);
+  close_at_thread_exit<&close_spare_lists>();
   spare_lists.freed_at_exit = true;
 }
 

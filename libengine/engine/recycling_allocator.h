@@ -8,6 +8,8 @@
 #include <memory>
 #include <new>
 
+#include "actorgrad/libengine/engine/thread_exit.h"
+
 namespace actorgrad {
 
 namespace detail {
@@ -33,26 +35,27 @@ struct KeptBlocks {
 template <class T>
 [[gnu::tls_model("initial-exec")]] inline thread_local KeptBlocks<T> kept_blocks{};
 
+/// Frees this thread's kept blocks for T and their slots, and keeps
+/// nothing more: the thread is ending.
+template <class T>
+void close_kept_blocks() noexcept {
+  KeptBlocks<T>& k = kept_blocks<T>;
+  k.closed = true;
+  while (k.count != 0)
+    std::allocator<T>{}.deallocate(k.slots[--k.count], 1);
+  delete[] k.slots;
+  k.slots = nullptr;
+}
+
 /// Gives this thread's KeptBlocks<T> its slots, and has the thread's exit
-/// free them with the blocks in them (called once a thread). False when
-/// there was no memory for the slots.
+/// close them (called once a thread). False when there was no memory for
+/// the slots.
 template <class T>
 [[gnu::noinline]] bool open_kept_blocks() noexcept {
-  struct Freer {
-    ~Freer() {
-      KeptBlocks<T>& k = kept_blocks<T>;
-      k.closed = true;
-      while (k.count != 0)
-        std::allocator<T>{}.deallocate(k.slots[--k.count], 1);
-      delete[] k.slots;
-      k.slots = nullptr;
-    }
-  };
   kept_blocks<T>.slots = new (std::nothrow) T*[KeptBlocks<T>::max_kept];
   if (!kept_blocks<T>.slots)
     return false;
-  thread_local Freer freer; // constructed here, destroyed at this thread's exit
-  static_cast<void>(freer);
+  close_at_thread_exit<&close_kept_blocks<T>>();
   return true;
 }
 
