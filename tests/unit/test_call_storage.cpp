@@ -2,11 +2,13 @@
 /// The storage a backward call takes from its thread instead of malloc:
 /// the task's block (RecyclingAllocator) and the node table's blocks, also
 /// for calls nested as deep as max_recursion_depth (Note [Node table
-/// memory]). Counts this thread's calls of the global operator new, which
+/// memory]), and the clean-up that frees what a thread kept when it ends
+/// (detail::close_at_thread_exit). Counts this thread's calls of the global operator new, which
 /// this binary replaces.
 #define BOOST_TEST_MODULE call_storage
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -16,6 +18,7 @@
 
 #include "actorgrad/libengine/engine/node_table.h"
 #include "actorgrad/libengine/engine/recycling_allocator.h"
+#include "actorgrad/libengine/engine/thread_exit.h"
 
 namespace {
 /// operator new calls made by this thread.
@@ -127,6 +130,22 @@ BOOST_AUTO_TEST_CASE(a_block_freed_on_another_thread_is_kept_there) {
     alloc.deallocate(kept_there, 1); // freed with the thread's kept blocks at its exit
   }).join();
   BOOST_TEST(kept_there == p);
+}
+
+namespace {
+std::atomic<int> closes{0}; ///< calls of count_close, from any thread
+void count_close() noexcept { closes.fetch_add(1); }
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_thread_runs_its_exit_clean_up_once_and_only_at_its_exit) {
+  int before_exit = -1;
+  std::thread([&] {
+    actorgrad::detail::close_at_thread_exit<&count_close>();
+    actorgrad::detail::close_at_thread_exit<&count_close>(); // registers nothing more
+    before_exit = closes.load();
+  }).join();
+  BOOST_TEST(before_exit == 0);
+  BOOST_TEST(closes.load() == 1);
 }
 
 BOOST_AUTO_TEST_CASE(tables_nested_max_depth_deep_find_their_blocks_again) {
