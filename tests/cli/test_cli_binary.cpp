@@ -216,6 +216,16 @@ BOOST_AUTO_TEST_CASE(train_prints_plain_lines_and_a_final_line_off_a_terminal) {
   BOOST_TEST(fs::exists(dir.path / "t.html"));
 }
 
+BOOST_AUTO_TEST_CASE(a_loss_fitted_to_zero_prints_as_zero_not_minus_zero) {
+  // Ten points a spiral fit exactly long before 20,000 steps: nll_loss is
+  // then -0.0 (a sum of 0 * -1/N), which printf writes "-0.0000".
+  const RunResult r = run_actorgrad({"train", "--steps", "20000", "--hidden", "16", "--points",
+                                     "10", "--lr", "0.1", "--log-every", "10000"});
+  BOOST_TEST(r.status == 0, r.err);
+  BOOST_TEST(contains(r.out, "(loss 0.0000,"), r.out);
+  BOOST_TEST(!contains(r.out, "loss -"), r.out);
+}
+
 BOOST_AUTO_TEST_CASE(train_redraws_a_status_line_on_a_terminal) {
   std::vector<std::string> args = {actorgrad_binary()};
   args.insert(args.end(), kSmallTrain.begin(), kSmallTrain.end());

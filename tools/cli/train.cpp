@@ -100,6 +100,12 @@ std::string where_traced(const TrainOptions& o, std::int64_t step) {
          (o.html.empty() ? "" : " and " + name(o.html));
 }
 
+/// A loss as printed: -0.0, which nll_loss gives (as PyTorch's does) when
+/// every target's log-probability is exactly 0, reads 0.
+double shown(double loss) {
+  return loss + 0.0; // -0.0 + 0.0 is +0.0; any other value is unchanged
+}
+
 struct Eval {
   double loss;
   double accuracy;
@@ -109,7 +115,7 @@ struct Eval {
 Eval evaluate(const Mlp& model, const Tensor& x, const std::vector<std::int64_t>& y) {
   NoGradGuard no_grad;
   const Tensor logits = model.forward(x);
-  const double loss = cross_entropy(logits, y).item();
+  const double loss = shown(cross_entropy(logits, y).item());
   const std::vector<double> v = logits.to_vector();
   const std::int64_t classes = logits.size(1);
   std::int64_t correct = 0;
@@ -236,7 +242,7 @@ int run_train(const TrainOptions& o) {
 
     window_backward_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
     ++window_steps;
-    progress.step_done(step, [&] { return loss.item(); });
+    progress.step_done(step, [&] { return shown(loss.item()); });
     if (step % o.log_every == 0 || step == o.steps) {
       last = evaluate(model, x_all, data.y);
       progress.print(format("step %6lld/%lld  loss %.4f  accuracy %5.1f%%  backward %.3f ms  "
