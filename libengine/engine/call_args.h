@@ -2,6 +2,7 @@
 /// @file call_args.h
 /// Turning the public API's tensors into an executor's edges and gradients.
 
+#include <cstddef>
 #include <optional>
 
 #include "actorgrad/libengine/engine/graph_task.h"
@@ -14,7 +15,30 @@ struct BackwardCall {
   variable_list root_grads;
   ExecuteOptions options;
   edge_list outputs;
+
+  /// Keeps the storage of `roots` and `outputs` (emptied) for this thread's
+  /// next calls, once the executor returned (Note [The API's edge lists] in
+  /// autograd.cpp); make_backward_call and make_grad_call take it.
+  void keep_edge_lists();
 };
+
+namespace detail {
+
+/// This thread's kept edge lists (Note [The API's edge lists] in
+/// autograd.cpp). Trivial, so that a call made while the thread ends (from
+/// another thread_local's destructor) finds them closed, not destroyed.
+/// Written and read only by its own thread.
+struct KeptEdgeLists {
+  /// Lists kept at most: two a call, for 64 calls nested on one thread.
+  static constexpr std::size_t max_lists = 128;
+  static constexpr std::size_t max_edges = 8; ///< a longer list is freed
+  edge_list* lists;  ///< max_lists of them, or null until the thread first keeps one
+  std::size_t count; ///< lists[0, count) hold kept storage, the last kept at the top
+  bool closed;       ///< the thread is ending: keep nothing more
+};
+inline thread_local KeptEdgeLists kept_edge_lists{};
+
+} // namespace detail
 
 /// Checks the arguments of backward() (clear errors naming the bad tensor)
 /// and builds the call.

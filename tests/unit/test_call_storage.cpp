@@ -2,7 +2,8 @@
 /// The storage a backward call takes from its thread instead of malloc:
 /// the task's block (RecyclingAllocator) and the node table's blocks, also
 /// for calls nested as deep as max_recursion_depth (Note [Node table
-/// memory]), and the clean-up that frees what a thread kept when it ends
+/// memory]), the edge lists of backward() and grad() (Note [The API's edge
+/// lists]), and the clean-up that frees what a thread kept when it ends
 /// (detail::close_at_thread_exit). Counts this thread's calls of the global operator new, which
 /// this binary replaces.
 #define BOOST_TEST_MODULE call_storage
@@ -16,9 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "actorgrad/libengine/engine/call_args.h"
 #include "actorgrad/libengine/engine/node_table.h"
 #include "actorgrad/libengine/engine/recycling_allocator.h"
 #include "actorgrad/libengine/engine/thread_exit.h"
+#include "actorgrad/libengine/ops.h"
 
 namespace {
 /// operator new calls made by this thread.
@@ -207,4 +210,96 @@ BOOST_AUTO_TEST_CASE(only_two_large_tables_are_kept) {
   // nothing, a third table allocates its blocks again.
   BOOST_TEST(large_pass(2) == 0u);
   BOOST_TEST(large_pass(3) > 0u);
+}
+
+namespace {
+
+using actorgrad::BackwardCall;
+using actorgrad::Edge;
+using actorgrad::Tensor;
+using actorgrad::detail::KeptEdgeLists;
+using actorgrad::detail::kept_edge_lists;
+
+/// A grad() call of y = x * 2 for `inputs` inputs (x each time).
+BackwardCall grad_call(std::size_t inputs = 1) {
+  static const Tensor x = Tensor::ones({1}).set_requires_grad();
+  static const Tensor y = actorgrad::mul(x, 2.0);
+  return actorgrad::make_grad_call({y}, actorgrad::variable_list(inputs, x), {}, std::nullopt,
+                                   false);
+}
+
+/// The storage of a call's two edge lists.
+std::set<const Edge*> storage_of(const BackwardCall& call) {
+  return {call.roots.data(), call.outputs.data()};
+}
+
+/// Takes every list this thread keeps (held by the calls returned).
+std::vector<BackwardCall> take_all_kept() {
+  std::vector<BackwardCall> calls;
+  while (kept_edge_lists.count != 0)
+    calls.push_back(grad_call());
+  return calls;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_call_s_edge_lists_are_the_next_call_s) {
+  BackwardCall first = grad_call();
+  const std::set<const Edge*> storage = storage_of(first);
+  first.keep_edge_lists();
+  BOOST_TEST(first.roots.capacity() == 0u);
+  const BackwardCall next = grad_call();
+  BOOST_TEST((storage_of(next) == storage));
+  BOOST_TEST(next.roots.size() == 1u);
+  BOOST_TEST(next.outputs.size() == 1u);
+  BOOST_TEST(next.roots[0].function.get() != nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(calls_nested_max_depth_deep_find_their_edge_lists_again) {
+  // 60 calls alive at once (nested max_recursion_depth deep), kept
+  // innermost first as nested calls end; then the same again.
+  auto pass = [] {
+    std::vector<BackwardCall> nested;
+    std::set<const Edge*> storage;
+    for (int i = 0; i < 60; ++i) {
+      nested.push_back(grad_call());
+      storage.merge(storage_of(nested.back()));
+    }
+    while (!nested.empty()) {
+      nested.back().keep_edge_lists();
+      nested.pop_back();
+    }
+    return storage;
+  };
+  const std::set<const Edge*> first = pass();
+  BOOST_TEST(first.size() == 120u);
+  BOOST_TEST((pass() == first));
+}
+
+BOOST_AUTO_TEST_CASE(a_thread_keeps_at_most_max_lists_edge_lists_of_at_most_max_edges) {
+  std::vector<BackwardCall> held = take_all_kept();
+  BackwardCall wide = grad_call(KeptEdgeLists::max_edges + 1);
+  wide.keep_edge_lists();
+  BOOST_TEST(kept_edge_lists.count == 1u, "the root list only");
+  for (std::size_t i = 0; i < KeptEdgeLists::max_lists; ++i)
+    held.push_back(grad_call());
+  for (BackwardCall& call : held)
+    call.keep_edge_lists();
+  BOOST_TEST(kept_edge_lists.count == KeptEdgeLists::max_lists);
+}
+
+BOOST_AUTO_TEST_CASE(edge_lists_kept_by_one_thread_are_not_another_s) {
+  BackwardCall here = grad_call();
+  here.keep_edge_lists();
+  const std::size_t kept_here = kept_edge_lists.count;
+  std::size_t kept_there_before = 1, kept_there_after = 0;
+  std::thread([&] {
+    kept_there_before = kept_edge_lists.count;
+    BackwardCall there = grad_call();
+    there.keep_edge_lists();
+    kept_there_after = kept_edge_lists.count;
+  }).join();
+  BOOST_TEST(kept_there_before == 0u);
+  BOOST_TEST(kept_there_after == 2u);
+  BOOST_TEST(kept_edge_lists.count == kept_here);
 }
