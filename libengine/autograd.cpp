@@ -40,12 +40,12 @@ void close_kept_edge_lists() noexcept {
   k.count = 0;
 }
 
-/// An empty edge list with room for `size` edges, in the storage this
-/// thread kept last when it has some (and `size` is not 0).
+/// An empty edge list with room for `size` edges: when that fits a kept
+/// list, in the storage this thread kept last, if it has some.
 edge_list take_edge_list(std::size_t size) {
   edge_list edges;
   KeptEdgeLists& k = kept_edge_lists;
-  if (size != 0 && k.count != 0)
+  if (size != 0 && size <= KeptEdgeLists::max_edges && k.count != 0)
     edges.swap(k.lists[--k.count]);
   edges.reserve(size);
   return edges;

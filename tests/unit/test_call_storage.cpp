@@ -286,6 +286,9 @@ BOOST_AUTO_TEST_CASE(a_thread_keeps_at_most_max_lists_edge_lists_of_at_most_max_
   for (BackwardCall& call : held)
     call.keep_edge_lists();
   BOOST_TEST(kept_edge_lists.count == KeptEdgeLists::max_lists);
+  const BackwardCall wide_again = grad_call(KeptEdgeLists::max_edges + 1);
+  BOOST_TEST(kept_edge_lists.count == KeptEdgeLists::max_lists - 1,
+             "only the root list takes a kept one: the inputs' would not fit");
 }
 
 BOOST_AUTO_TEST_CASE(edge_lists_kept_by_one_thread_are_not_another_s) {
