@@ -101,13 +101,18 @@ private:
   /// run() with the observer told (cold: kept off the unobserved path).
   [[gnu::cold]] void run_observed(ReadyTask& t, EngineObserver& observer);
   void finish_one(const std::shared_ptr<GraphTaskBase>& task);
-  /// No frame is open, nothing is queued, and no other task's node can be
-  /// queued here meanwhile: a caller (always, without a mailbox) or an async
-  /// coordinator (Note [CPU calls on a caller]).
+  /// No frame is open, nothing is queued, and no other caller's node can be
+  /// queued here meanwhile: a caller (always, without a mailbox), an async
+  /// coordinator, or a pool worker serving a CPU queue (Note [CPU calls on a
+  /// caller]).
   bool serves_nothing_else() const {
     using Role = ObservedActor::Role;
-    return !self_ || (frames_.empty() && queue_.heap.empty() &&
-                      (actor_.role == Role::caller || actor_.role == Role::async_coordinator));
+    if (!self_)
+      return true;
+    if (!frames_.empty() || !queue_.heap.empty())
+      return false;
+    return actor_.role == Role::caller || actor_.role == Role::async_coordinator ||
+           (actor_.role == Role::pool_worker && queue_.device.is_cpu());
   }
   std::shared_ptr<TaskContext> make_context(const GraphTaskBase& task,
                                             std::shared_ptr<EngineObserver> observer);

@@ -100,7 +100,7 @@ void HookSnapshot::take(const Node& fn) {
   tensor = TensorHookSnapshot(fn);
   pre = fn.pre_hooks().snapshot();
   post = fn.post_hooks().snapshot();
-  any = true;
+  any = tensor || pre || post;
 }
 
 void call_tensor_pre_hooks(const Node& fn, const TensorHookSnapshot& hooks, variable_list& inputs) {
@@ -110,8 +110,11 @@ void call_tensor_pre_hooks(const Node& fn, const TensorHookSnapshot& hooks, vari
 }
 
 void call_tensor_pre_hooks(Node& fn, variable_list& inputs) {
-  if (fn.may_have_hooks())
-    call_tensor_pre_hooks(fn, TensorHookSnapshot(fn), inputs);
+  if (!fn.may_have_hooks())
+    return;
+  // Most AccumulateGrads that only capture (grad()) have no hook at all.
+  if (const TensorHookSnapshot hooks(fn); hooks)
+    call_tensor_pre_hooks(fn, hooks, inputs);
 }
 
 void call_pre_hooks(const Node& fn, const HookSnapshot& hooks, variable_list& inputs) {

@@ -13,14 +13,17 @@ struct TensorHookSnapshot {
   TensorHookSnapshot() = default;
   explicit TensorHookSnapshot(const Node& fn);
 
+  /// Whether any of the three lists holds a hook.
+  explicit operator bool() const { return tensor_pre || leaf || retains_grad; }
+
   HookList<TensorHook>::Snapshot tensor_pre;
   HookList<TensorHook>::Snapshot leaf;
   HookList<TensorHook>::Snapshot retains_grad;
 };
 
 /// Every hook of a node, read once when the engine starts running it; for a
-/// node without hooks (Node::may_have_hooks) that is one load, and the
-/// snapshot is false.
+/// node without hooks (Node::may_have_hooks) that is one load. The snapshot
+/// is false when it holds no hook (an AccumulateGrad whose leaf has none).
 struct HookSnapshot {
   explicit HookSnapshot(const Node& fn) {
     if (fn.may_have_hooks())

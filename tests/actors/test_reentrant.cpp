@@ -294,3 +294,53 @@ BOOST_AUTO_TEST_CASE(engines_nested_in_each_other) {
                boost::test_tools::per_element());
   }
 }
+
+// Note [CPU calls on a caller]: past the depth limit, a CPU-only nested
+// call runs straight through on the pool worker that serves the caller's
+// queue, and so do the calls nested in it, down to the next handoff (a
+// pool worker handing off to another). Here the parent call's gradient
+// comes back from sim:0 while the innermost call runs: the caller forwards
+// it to the first pool worker, which forwards it to the second, where it
+// waits until the handed queues go back. Every gradient right, the nested
+// calls' too, pass after pass.
+BOOST_AUTO_TEST_CASE(cpu_calls_past_the_depth_limit_while_the_parent_waits_on_a_device) {
+  EngineConfig cfg = sim_config();
+  cfg.max_recursion_depth = 2;
+  Engine engine(cfg);
+  constexpr int passes = 10, depth = 6;
+  for (int pass = 0; pass < passes; ++pass) {
+    BOOST_TEST_CONTEXT("pass " << pass) {
+      std::atomic<bool> innermost_runs{false};
+      int right = 0; // nested calls that gave the right gradient
+      // Level `level` nests `level` more calls, each checked.
+      std::function<void(int)> nest = [&](int level) {
+        AutoGradMode enable(true);
+        Tensor z = Tensor::ones({2}, DType::f64).set_requires_grad();
+        Tensor w = level == 0 ? z : with_nested_backward(z, [&, level] { nest(level - 1); }, "Nest");
+        if (level == 0) { // on the second pool worker: let sim:0's gradient come meanwhile
+          innermost_runs = true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        right += grad({sum(w * 3.0)}, {z})[0].to_vector() == std::vector<double>{3.0, 3.0};
+      };
+      Tensor x = Tensor::from_vector({1, 2}, {2}, DType::f64).set_requires_grad();
+      Tensor nested = with_nested_backward(x, [&] { nest(depth - 1); }, "Outer") * 2.0;
+      // Made after `nested`, so its first node runs first; its sim:0 node
+      // waits for the innermost nested call (bounded: no hang if it never comes).
+      auto wait_for_innermost = [&](variable_list&& g) {
+        for (int i = 0; i < 10000 && !innermost_runs; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return std::move(g);
+      };
+      Tensor on_sim = actors_test::lambda_op(mul(x.to(Device::sim(0)), 5.0), "WaitsOnSim",
+                                             wait_for_innermost)
+                        .first.to(Device::cpu());
+      Tensor g = grad({sum(nested + on_sim)}, {x}, {}, engine)[0];
+      BOOST_TEST(g.to_vector() == std::vector<double>({7.0, 7.0}), boost::test_tools::per_element());
+      BOOST_TEST(right == depth, "nested backward calls that gave the right gradient");
+      BOOST_TEST(innermost_runs.load());
+    }
+  }
+  BOOST_TEST(engine.stats().handoffs >= 2 * passes, "two handoffs a pass: caller, then pool worker");
+  BOOST_TEST(engine.stats().max_reentrant_frames_per_thread <= 2);
+}
