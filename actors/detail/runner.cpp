@@ -275,7 +275,10 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   // handoff]): what else reaches that queue meanwhile are the nodes of the
   // requester's own calls, the parents of this one, forwarded here by the
   // requester; they wait in the mailbox until the queue goes back
-  // (drain_mailbox, then HandBack), as they would wait on a caller. Past
+  // (drain_mailbox, then HandBack), as they would wait on a caller. The
+  // loop would not have run them sooner: they rank below every node of
+  // this deeper task (ReadyOrder), and a CPU-only task has a node ready
+  // until it completes. Past
   // the depth limit every nested call of a CPU-only chain took the loop
   // before, about 800 instructions a call more (bench/RESULTS.md, "Nested
   // calls past the depth limit"). Unobserved only: an observer sees every

@@ -89,6 +89,14 @@ void run_tensor_hooks(const char* kind, const Node& fn, const HookList<TensorHoo
   }
 }
 
+/// Whether `fn` holds a tensor pre-hook, a leaf hook or a retain_grad hook
+/// now: one load a list, no snapshot.
+bool holds_tensor_hooks(const Node& fn) {
+  const HookList<TensorHook>* leaf = fn.leaf_hooks();
+  return !fn.tensor_pre_hooks().empty() || (leaf && !leaf->empty()) ||
+         !fn.retains_grad_hooks().empty();
+}
+
 } // namespace
 
 TensorHookSnapshot::TensorHookSnapshot(const Node& fn)
@@ -97,6 +105,10 @@ TensorHookSnapshot::TensorHookSnapshot(const Node& fn)
     retains_grad(fn.retains_grad_hooks().snapshot()) {}
 
 void HookSnapshot::take(const Node& fn) {
+  // A hook added or removed meanwhile is seen by the snapshots, or runs
+  // from the next call on, as in any race with a running backward.
+  if (!holds_tensor_hooks(fn) && fn.pre_hooks().empty() && fn.post_hooks().empty())
+    return;
   tensor = TensorHookSnapshot(fn);
   pre = fn.pre_hooks().snapshot();
   post = fn.post_hooks().snapshot();
@@ -110,11 +122,9 @@ void call_tensor_pre_hooks(const Node& fn, const TensorHookSnapshot& hooks, vari
 }
 
 void call_tensor_pre_hooks(Node& fn, variable_list& inputs) {
-  if (!fn.may_have_hooks())
-    return;
   // Most AccumulateGrads that only capture (grad()) have no hook at all.
-  if (const TensorHookSnapshot hooks(fn); hooks)
-    call_tensor_pre_hooks(fn, hooks, inputs);
+  if (fn.may_have_hooks() && holds_tensor_hooks(fn))
+    call_tensor_pre_hooks(fn, TensorHookSnapshot(fn), inputs);
 }
 
 void call_pre_hooks(const Node& fn, const HookSnapshot& hooks, variable_list& inputs) {

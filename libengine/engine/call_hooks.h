@@ -21,9 +21,10 @@ struct TensorHookSnapshot {
   HookList<TensorHook>::Snapshot retains_grad;
 };
 
-/// Every hook of a node, read once when the engine starts running it; for a
-/// node without hooks (Node::may_have_hooks) that is one load. The snapshot
-/// is false when it holds no hook (an AccumulateGrad whose leaf has none).
+/// Every hook of a node, read once when the engine starts running it. For a
+/// node that never had a hook (Node::may_have_hooks) that is one load, for
+/// one whose lists are all empty (mostly an AccumulateGrad whose leaf has
+/// no hook) one load a list, and the snapshot is false.
 struct HookSnapshot {
   explicit HookSnapshot(const Node& fn) {
     if (fn.may_have_hooks())
