@@ -26,7 +26,9 @@ namespace actorgrad::detail {
 /// with a timeout) still takes CAF's own path, which stays correct: a
 /// blocked mailbox is notified by CAF's push itself. A ring needs the actor
 /// alive, which it is: CAF's senders call `enqueue` through a strong
-/// reference.
+/// reference, which the sender must hold until `enqueue` returns, not
+/// reach through the message it sends (Note [A forward holds its own
+/// handle] in runner.cpp).
 class EngineActor : public caf::blocking_actor {
 public:
   explicit EngineActor(caf::actor_config& cfg) : caf::blocking_actor(cfg) {}

@@ -502,12 +502,26 @@ void Runner::await_message(Done done) {
   handle(*element);
 }
 
+// Note [A forward holds its own handle]
+// A forwarded message carries the only reference to its task that the
+// forwarding actor holds, and the task holds its TaskContext, which holds
+// the destination's handle. Once the message is in the destination's
+// mailbox, the destination may finish the task and drop it, and with it
+// the last handle to a caller's mailbox (destroyed, not parked, after a
+// handoff: Note [Parked caller mailbox]), while this thread is still in
+// EngineActor::enqueue ringing that actor's doorbell (Note [Waking an actor
+// without a lock]). ThreadSanitizer saw that use after free with a pool
+// worker forwarding a straggler to its requester (tests/actors/
+// test_reentrant.cpp). So the send goes through a handle of its own. The
+// other sends are made while their sender holds the task (a running
+// ReadyTask, or the coordinator's own call).
 template <class M>
 void Runner::forward(const TaskContext& ctx, Device owner, const GraphTaskBase& task, M&& m,
                      trace::MessageKind kind, const void* node, std::uint32_t input_nr) {
   if (ctx.observer) [[unlikely]]
     m.trace = ctx.observer->message_sent(actor_, task, kind, task.describe(node), input_nr);
-  post(ctx.owner_of(owner), std::forward<M>(m));
+  const caf::actor to = ctx.owner_of(owner); // `ctx` may die once `m` is sent
+  post(to, std::forward<M>(m));
 }
 
 void Runner::handle(caf::mailbox_element& element) {
