@@ -254,44 +254,41 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   task->cpu_queue = queue_.id;
   auto observer = core_.observer.load(std::memory_order_acquire);
   // Note [CPU calls on a caller]
-  // A task whose every node is a CPU node, coordinated by an actor that
-  // serves nothing else meanwhile, sends no message and needs none: no
-  // worker takes part, so none can die. Such an actor is a caller thread
-  // (with or without a mailbox), an async coordinator, or a pool worker
-  // serving a CPU queue (below), with no frame open (nested in nothing that
-  // waits for messages) and nothing queued (a straggler routed here between
-  // calls may have queued a node of an aborted task; then the call takes
-  // the loop, which serves it). The dispatch loop would only count, heap
-  // and re-check work that never leaves this thread, so the task runs
-  // straight through run_all_here (the one-thread executors' loop, same
-  // ready order and error rule). Whatever reaches the mailbox meanwhile
-  // waits for the next loop or the coordinator's own receive: a straggler
-  // of an earlier call, which no later call needs, or a Shutdown, which
-  // stops its owner only after the call anyway (Note [Shutdown during a
-  // frame]). Not a device worker: its queue holds the nodes of other
-  // callers' tasks, which must not wait for this one. A pool worker only
-  // while it serves a CPU queue, handed off at the depth limit by a caller,
-  // an async coordinator or another such pool worker (Note [Depth
+  // A task whose every node is a CPU node, coordinated by an actor that serves
+  // nothing else meanwhile, sends no message and needs none: no worker takes
+  // part, so none can die. Such an actor is a caller thread (with or without a
+  // mailbox), an async coordinator, or a pool worker serving a CPU queue
+  // (below), with no frame open (nested in nothing that waits for messages)
+  // and nothing queued (a straggler routed here between calls may have queued
+  // a node of an aborted task; then the call takes the loop, which serves it).
+  // The dispatch loop would only count, heap and re-check work that never
+  // leaves this thread, so the task runs straight through run_all_here (the
+  // one-thread executors' loop, same ready order and error rule). Whatever
+  // reaches the mailbox meanwhile waits for the next loop or the coordinator's
+  // own receive: a straggler of an earlier call, which no later call needs, or
+  // a Shutdown, which stops its owner only after the call anyway (Note
+  // [Shutdown during a frame]). Not a device worker: its queue holds the nodes
+  // of other callers' tasks, which must not wait for this one. A pool worker
+  // only while it serves a CPU queue, handed off at the depth limit by a
+  // caller, an async coordinator or another such pool worker (Note [Depth
   // handoff]): what else reaches that queue meanwhile are the nodes of the
   // requester's own calls, the parents of this one, forwarded here by the
   // requester; they wait in the mailbox until the queue goes back
-  // (drain_mailbox, then HandBack), as they would wait on a caller. The
-  // loop would not have run them sooner: they rank below every node of
-  // this deeper task (ReadyOrder), and a CPU-only task has a node ready
-  // until it completes. Past
-  // the depth limit every nested call of a CPU-only chain took the loop
-  // before, about 800 instructions a call more (bench/RESULTS.md, "Nested
-  // calls past the depth limit"). Unobserved only: an observer sees every
-  // node through the loop. A reentrant call made by one of its nodes still
-  // comes back here (coordinate), and one that crosses devices takes the
+  // (drain_mailbox, then HandBack), as they would wait on a caller. The loop
+  // would not have run them sooner: they rank below every node of this deeper
+  // task (ReadyOrder), and a CPU-only task has a node ready until it
+  // completes. Past the depth limit every nested call of a CPU-only chain took
+  // the loop before, about 800 instructions a call more (bench/RESULTS.md,
+  // "Nested calls past the depth limit"). Unobserved only: an observer sees
+  // every node through the loop. A reentrant call made by one of its nodes
+  // still comes back here (coordinate), and one that crosses devices takes the
   // loop (creating a caller's mailbox first). Meanwhile this task's ready
   // nodes wait in run_all_here's heap, not in the thread's queue, where the
-  // nested loop could have run them while it waited for a worker: an order
-  // the ready order leaves open, since a nested call never waits for its
-  // parent's nodes. Such a task gets no TaskContext either: nothing on this
-  // path reads one. A caller's top-level call of this kind does not even
-  // make a Runner (Note [A top-level CPU call needs no Runner] in
-  // engine.cpp).
+  // nested loop could have run them while it waited for a worker: an order the
+  // ready order leaves open, since a nested call never waits for its parent's
+  // nodes. Such a task gets no TaskContext either: nothing on this path reads
+  // one. A caller's top-level call of this kind does not even make a Runner
+  // (Note [A top-level CPU call needs no Runner] in engine.cpp).
   if (serves_nothing_else() && task->devices().empty() && !observer) {
     task->run_all_here(std::move(first));
     return;

@@ -316,7 +316,8 @@ BOOST_AUTO_TEST_CASE(cpu_calls_past_the_depth_limit_while_the_parent_waits_on_a_
       std::function<void(int)> nest = [&](int level) {
         AutoGradMode enable(true);
         Tensor z = Tensor::ones({2}, DType::f64).set_requires_grad();
-        Tensor w = level == 0 ? z : with_nested_backward(z, [&, level] { nest(level - 1); }, "Nest");
+        Tensor w =
+          level == 0 ? z : with_nested_backward(z, [&, level] { nest(level - 1); }, "Nest");
         if (level == 0) { // on the second pool worker: let sim:0's gradient come meanwhile
           innermost_runs = true;
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -336,11 +337,13 @@ BOOST_AUTO_TEST_CASE(cpu_calls_past_the_depth_limit_while_the_parent_waits_on_a_
                                              wait_for_innermost)
                         .first.to(Device::cpu());
       Tensor g = grad({sum(nested + on_sim)}, {x}, {}, engine)[0];
-      BOOST_TEST(g.to_vector() == std::vector<double>({7.0, 7.0}), boost::test_tools::per_element());
+      BOOST_TEST(g.to_vector() == std::vector<double>({7.0, 7.0}),
+                 boost::test_tools::per_element());
       BOOST_TEST(right == depth, "nested backward calls that gave the right gradient");
       BOOST_TEST(innermost_runs.load());
     }
   }
-  BOOST_TEST(engine.stats().handoffs >= 2 * passes, "two handoffs a pass: caller, then pool worker");
+  BOOST_TEST(engine.stats().handoffs >= 2 * passes,
+             "two handoffs a pass: caller, then pool worker");
   BOOST_TEST(engine.stats().max_reentrant_frames_per_thread <= 2);
 }
