@@ -36,8 +36,26 @@ namespace actorgrad {
 /// instructions making and destroying the four tasks of its heaps
 /// (bench/RESULTS.md, "A coordinator woken without a message").
 class ReadyHeap {
+  struct Slot {
+    ReadyKey key;
+    std::uint32_t slot;
+  };
+
 public:
+  /// The vectors of a heap, with their capacity: what an empty heap leaves
+  /// for the next heap of its thread (Note [Caller scratch reuse] in
+  /// actors/engine.cpp), a quarter of a whole heap's size.
+  struct Storage {
+    std::vector<Slot> keys;
+    std::vector<ReadyTask> slots;
+    std::vector<std::uint32_t> free;
+  };
+
   ReadyHeap() = default;
+  /// An empty heap on `storage`'s vectors (emptied, capacity kept).
+  explicit ReadyHeap(Storage&& storage) noexcept
+    : keys_(std::move(storage.keys)), slots_(std::move(storage.slots)),
+      free_(std::move(storage.free)) {}
   ReadyHeap(const ReadyHeap& other)
     : keys_(other.keys_), slots_(other.slots_), free_(other.free_) {
     for (; num_few_ < other.num_few_; ++num_few_)
@@ -105,12 +123,12 @@ public:
   bool empty() const { return num_few_ == 0 && keys_.empty(); }
   std::size_t size() const { return keys_.size() + num_few_; }
 
-private:
-  struct Slot {
-    ReadyKey key;
-    std::uint32_t slot;
-  };
+  /// Moves this empty heap's vectors out, with their capacity.
+  Storage take_storage() noexcept {
+    return {std::move(keys_), std::move(slots_), std::move(free_)};
+  }
 
+private:
   void push_keyed(ReadyTask&& t) {
     Slot k{t.key, 0};
     if (free_.empty()) {
