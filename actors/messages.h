@@ -208,6 +208,12 @@ inline std::string error_text(const caf::error& error) {
   return {};
 }
 
+/// Whether `M` is one of the messages a pass sends for its nodes, all of
+/// one size (Note [Per-node messages share a heap size class]).
+template <class M>
+inline constexpr bool is_per_node_message =
+  std::is_same_v<M, Grad> || std::is_same_v<M, Task> || std::is_same_v<M, WakeUp>;
+
 /// Whether `M` is one of the engine's messages above.
 template <class M>
 inline constexpr bool is_engine_message =

@@ -22,6 +22,11 @@ namespace actorgrad::detail {
 // coordinator woken without a message"). Task and WakeUp are filled
 // up to Grad's size; the static_asserts keep the three equal, so a field
 // added to one of them shrinks its fill (or raises this size for all).
+// Their mailbox elements still differed (CAF's element of a Task took 232
+// bytes, a Grad's 240: malloc chunks of 240 and 256 bytes), until they
+// became KeptElements, which take one block size from one per-thread stack
+// (Note [Mailbox elements kept by the thread that frees them] in
+// kept_element.h).
 
 /// The size of Grad, Task and WakeUp.
 inline constexpr std::size_t per_node_message_size = 144;

@@ -2,6 +2,7 @@
 /// @file post.h
 /// The one way the engine's actors send each other messages. Internal.
 
+#include <type_traits>
 #include <utility>
 
 #include <caf/actor_control_block.hpp>
@@ -10,18 +11,29 @@
 #include <caf/message_id.hpp>
 #include <caf/send.hpp>
 
+#include "actorgrad/actors/detail/kept_element.h"
 #include "actorgrad/actors/messages.h"
 
 namespace actorgrad::detail {
 
 /// Sends `m` to `to` without a sender (the engine's own actors never reply).
 /// Accepts only the messages of actors/messages.h, so the map there stays
-/// complete; `high` messages (Shutdown) overtake normal ones.
+/// complete; `high` messages (Shutdown) overtake normal ones. A per-node
+/// message goes in a KeptElement (Note [Mailbox elements kept by the thread
+/// that frees them] in kept_element.h).
 template <caf::message_priority P = caf::message_priority::normal, class M>
 void post(const caf::actor& to, M&& m) {
-  static_assert(msg::is_engine_message<std::decay_t<M>>,
+  using message = std::decay_t<M>;
+  static_assert(msg::is_engine_message<message>,
                 "an engine message must be declared in actors/messages.h");
-  caf::anon_send<P>(to, std::forward<M>(m));
+  if constexpr (msg::is_per_node_message<message>) {
+    if (to)
+      to->enqueue(caf::mailbox_element_ptr{new KeptElement<message>(caf::make_message_id(P),
+                                                                    std::forward<M>(m))},
+                  nullptr);
+  } else {
+    caf::anon_send<P>(to, std::forward<M>(m));
+  }
 }
 
 /// Answers the request `mid` of `to` with `m` (a response of
