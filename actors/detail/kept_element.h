@@ -31,10 +31,10 @@ namespace actorgrad::detail {
 // WakeUp) take their blocks from a RecyclingAllocator of one block size that
 // fits each of them: the freeing thread keeps up to 64 of them, and its next
 // send takes the last one kept, a few instructions each way: a device hop
-// went from about 1,240 to 1,100-1,160 instructions (bench/RESULTS.md,
-// "Mailbox elements kept by the thread that frees them"). A thread that only
-// sends (a caller that makes a root Task) still allocates, and one that only
-// receives frees past its 64, as before.
+// went from 1,254 to 1,145 instructions in the regenerated table
+// (bench/RESULTS.md, "Mailbox elements kept by the thread that frees
+// them"). A thread that only sends (a caller that makes a root Task) still
+// allocates, and one that only receives frees past its 64, as before.
 //
 // CAF 0.17 allocates every element with `new mailbox_element_vals<T>`, a
 // final class, and frees it with `delete this` through its virtual
