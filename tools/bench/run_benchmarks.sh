@@ -6,7 +6,8 @@
 # Steps: build bench_engines, bench_chain_driver and bench_chain_memory
 # (Release); callgrind
 # instruction counts of the chain cases and of reentrant backward to depth
-# 100 (tools/bench/callgrind_chain.sh; its EXTRA runs); with the torch
+# 100 (tools/bench/callgrind_chain.sh; its EXTRA runs), and where the
+# per-call and hop instructions go (tools/bench/callgrind_breakdown.py); with the torch
 # bridge built, its engine instructions per node (tools/bench/callgrind_torch.sh);
 # peak memory of one backward of the chains of 10^5 and 10^6 per engine (the
 # resident set and the heap's live bytes, bench_chain_memory); the Google
@@ -51,6 +52,8 @@ if [ "${SKIP_CALLGRIND:-0}" != 1 ]; then
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done # a failed count stops the run (set -e)
+  # Where the per-call and hop targets' instructions go, by component.
+  python3 "$ROOT/tools/bench/callgrind_breakdown.py" "$BUILD" "$RES/callgrind_breakdown.tsv"
   if "$BUILD/bench/bench_chain_driver" torch_actor chain_passthrough 10 1 >/dev/null 2>&1; then
     "$ROOT/tools/bench/callgrind_torch.sh" "$BUILD" "$RES/callgrind_torch.tsv" > "$RES/callgrind_torch.log"
   fi

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Where the instructions of the issue-20 targets that are counted per call
+or per hop go: each such case under callgrind for the actor engine and for
+what it is measured against, every function's exclusive count sorted into
+components, and the functions that differ most.
+
+    tools/bench/callgrind_breakdown.py BUILD_DIR OUT_TSV
+
+BUILD_DIR holds bench/bench_chain_driver (a build with -g names source files
+too; without, functions are sorted by their names alone). Output columns:
+    case  kind  name  actor  other
+kind "component" (instructions a unit, every component) or "function" (the
+12 functions whose counts differ most); kind "unit" rows name the unit and
+the engine compared ("other"). Standard library only; needs valgrind.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+# (case label, unit, [(sign, engine, case, n, iters)] for the actor, the
+# same for what it is compared with, its label, units per run).
+# Units: a call (ITERS calls a run), a nested call (ITERS x (depth + 1)),
+# a hop (hops 2 minus pipeline 4: 64 nodes a pass, each a hop).
+CASES = [
+    ("sync CPU call, 2 nodes", "call", [(1, "actor", "chain_passthrough", 1, 200)],
+     [(1, "sequential", "chain_passthrough", 1, 200)], "no engine", 200),
+    ("root on sim:0, 2 nodes", "call", [(1, "actor", "sim_root", 2, 200)],
+     [(1, "sequential", "sim_root", 2, 200)], "no engine", 200),
+    ("backward_async, 2 nodes", "call", [(1, "actor", "async_chain_passthrough", 1, 200)],
+     [(1, "sequential", "chain_passthrough", 1, 200)], "no engine", 200),
+    ("nested call, depth 100", "call", [(1, "actor", "reentrant", 100, 20)],
+     [(1, "sequential", "reentrant", 100, 20)], "no engine", 20 * 101),
+    ("device hop", "hop", [(1, "actor", "hops", 2, 100), (-1, "actor", "pipeline", 4, 100)],
+     [(1, "baseline", "hops", 2, 100), (-1, "baseline", "pipeline", 4, 100)],
+     "baseline", 100 * 64),
+]
+
+# First match wins; each rule reads the function's name, then its file.
+COMPONENTS = [
+    ("malloc and free", r"^(malloc|free|cfree|calloc|realloc|_int_\w+|malloc_consolidate|unlink_chunk|"
+                        r"tcache\w*|arena_get2|operator new|operator delete)\b", r"/malloc/"),
+    ("sleeping and waking (futex, polls, yields)",
+     r"__atomic_wait|__atomic_notify|futex|syscall|sched_yield|nanosleep|__waiter_pool|__platform_wait",
+     r"atomic_wait\.h|atomic_timed_wait\.h|gthr-default\.h|/syscall"),
+    ("mutexes", r"pthread_mutex|__lll_lock|__lll_unlock|pthread_cond", None),
+    ("CAF: mailbox, elements, scheduler", r"^caf::|[^\w]caf::\w+::~|\bcaf::intrusive", r"/include/caf/"),
+    ("device streams and events", r"current_stream|has_streams|StreamGuard|stream_backend|plan_accumulation|"
+                                  r"producer_stream|make_in_flight|record_stream|wait_for_stream|PendingReads|"
+                                  r"record_async_read|\bEvent\b|actorgrad::sim::|task_streams|SentValue",
+     r"/device/|stream_sync|pending_reads"),
+    ("engine: actors (runner, messages, mailboxes)",
+     r"actorgrad::detail::(Runner|EngineActor|KeptElement|post|hand_off|serve_handoff|PoolWorker|ReentrantPool|"
+     r"run_call|spawn_call|DeviceWorker|CallerMailbox|Doorbell|TaskContext|Caller)|CallerRunner|actorgrad::Engine::",
+     r"/actors/"),
+    ("engine: graph task (dependencies, ready heap, buffers, hooks)",
+     r"BasicGraphTask|GraphTaskBase|ReadyHeap|ReadyTask|NodeTable|InputBuffer|evaluate|validate_outputs|call_node|"
+     r"ActorgradGraph|HookSnapshot|CurrentGraphTask|scratch|Executor|make_grad|KeptEdge|RecyclingAllocator|"
+     r"collect_|capture_outputs|run_final_callbacks|accumulate\b",
+     r"/libengine/engine/"),
+    ("the graph's nodes and tensors", r"actorgrad::(kernels|Tensor|TensorImpl|AccumulateGrad|Node|detail::Function|"
+                                      r"prepare_host|autograd|ops)|FunctionBackward|\bmake_node",
+     r"/libengine/(tensor|ops|autograd)/"),
+    ("benchmark harness", r"actorgrad::bench::", r"/bench/"),
+]
+
+
+def component(file, function):
+    for name, fn_re, file_re in COMPONENTS:
+        if re.search(fn_re, function) or (file_re and re.search(file_re, file)):
+            return name
+    return "other (libc, libstdc++)"
+
+
+def exclusive(out_file):
+    """{(file, function): instructions} from callgrind_annotate, exclusive."""
+    text = subprocess.run(["callgrind_annotate", "--threshold=100", "--inclusive=no", "--auto=no", out_file],
+                          check=True, capture_output=True, text=True).stdout
+    counts = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s*([0-9,]+)\s+(?:\(\s*[0-9.]+%\)\s+)?(?!=>)(.*?)(\s+\[.*\])?$", line)
+        if not m or "PROGRAM TOTALS" in line or ":" not in m.group(2):
+            continue
+        file, function = m.group(2).split(":", 1)
+        function = re.sub(r"'\d+$", "", function)  # callgrind's recursion level
+        key = (file, function)
+        counts[key] = counts.get(key, 0) + int(m.group(1).replace(",", ""))
+    return counts
+
+
+def measure(driver, runs, workdir, cache):
+    """Signed sum of the runs' exclusive counts."""
+    total = {}
+    for sign, engine, case, n, iters in runs:
+        key = (engine, case, n, iters)
+        if key not in cache:
+            out = os.path.join(workdir, f"callgrind.{engine}.{case}.{n}.out")
+            subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+                            driver, engine, case, str(n), str(iters)],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            cache[key] = exclusive(out)
+        for k, v in cache[key].items():
+            total[k] = total.get(k, 0) + sign * v
+    return total
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    driver = os.path.join(sys.argv[1], "bench", "bench_chain_driver")
+    rows = [("case", "kind", "name", "actor", "other")]
+    cache = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        for label, unit, actor_runs, other_runs, other_label, units in CASES:
+            a = measure(driver, actor_runs, workdir, cache)
+            o = measure(driver, other_runs, workdir, cache)
+            rows.append((label, "unit", unit, "actor", other_label))
+            comp_a, comp_o = {}, {}
+            for counts, comp in ((a, comp_a), (o, comp_o)):
+                for (file, function), v in counts.items():
+                    c = component(file, function)
+                    comp[c] = comp.get(c, 0) + v
+            for c in sorted(set(comp_a) | set(comp_o), key=lambda c: -(comp_a.get(c, 0) - comp_o.get(c, 0))):
+                rows.append((label, "component", c, f"{comp_a.get(c, 0) / units:.1f}", f"{comp_o.get(c, 0) / units:.1f}"))
+            # Functions by name (a function's lines in several files summed).
+            fa, fo = {}, {}
+            for counts, by in ((a, fa), (o, fo)):
+                for (_, function), v in counts.items():
+                    by[function] = by.get(function, 0) + v
+            top = sorted(set(fa) | set(fo), key=lambda f: -abs(fa.get(f, 0) - fo.get(f, 0)))[:12]
+            for f in top:
+                rows.append((label, "function", f, f"{fa.get(f, 0) / units:.1f}", f"{fo.get(f, 0) / units:.1f}"))
+    with open(sys.argv[2], "w") as out:
+        for r in rows:
+            out.write("\t".join(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()
