@@ -37,40 +37,66 @@ CASES = [
      "baseline", 100 * 64),
 ]
 
-# First match wins; each rule reads the function's name, then its file.
-COMPONENTS = [
+# Each component: a pattern for the function's name (its argument list cut
+# off), and one for its file. Library code inlined into the engine's
+# functions (CAF's inbox, malloc, the waits) goes to the library by its file;
+# the engine's own headers (device.h, ...) are inlined everywhere, so for the
+# engine's components the name decides and the file only names functions
+# that match no name.
+LIBRARIES = [
     ("malloc and free", r"^(malloc|free|cfree|calloc|realloc|_int_\w+|malloc_consolidate|unlink_chunk|"
-                        r"tcache\w*|arena_get2|operator new|operator delete)\b", r"/malloc/"),
+                        r"tcache\w*|arena_get2|operator new|operator delete)$", r"/malloc/"),
     ("sleeping and waking (futex, polls, yields)",
-     r"__atomic_wait|__atomic_notify|futex|syscall|sched_yield|nanosleep|__waiter_pool|__platform_wait",
+     r"__atomic_wait|__atomic_notify|futex|syscall|sched_yield|nanosleep|__waiter_pool|__platform_wait|asynccancel",
      r"atomic_wait\.h|atomic_timed_wait\.h|gthr-default\.h|/syscall"),
-    ("mutexes", r"pthread_mutex|__lll_lock|__lll_unlock|pthread_cond", None),
-    ("CAF: mailbox, elements, scheduler", r"^caf::|[^\w]caf::\w+::~|\bcaf::intrusive", r"/include/caf/"),
+    ("mutexes", r"pthread_mutex|__lll_lock|__lll_unlock|pthread_cond", r"/nptl/pthread_(mutex|cond)"),
+    ("CAF: mailbox, elements, scheduler", r"(^|\s)caf::", r"/include/caf/"),
+]
+ENGINE = [
     ("device streams and events", r"current_stream|has_streams|StreamGuard|stream_backend|plan_accumulation|"
                                   r"producer_stream|make_in_flight|record_stream|wait_for_stream|PendingReads|"
-                                  r"record_async_read|\bEvent\b|actorgrad::sim::|task_streams|SentValue",
-     r"/device/|stream_sync|pending_reads"),
+                                  r"record_async_read|actorgrad::Event::|actorgrad::sim::|task_streams|SentValue",
+     r"/device/(sim|cuda)/|/device/stream|stream_sync|pending_reads"),
     ("engine: actors (runner, messages, mailboxes)",
      r"actorgrad::detail::(Runner|EngineActor|KeptElement|post|hand_off|serve_handoff|PoolWorker|ReentrantPool|"
      r"run_call|spawn_call|DeviceWorker|CallerMailbox|Doorbell|TaskContext|Caller)|CallerRunner|actorgrad::Engine::",
      r"/actors/"),
-    ("engine: graph task (dependencies, ready heap, buffers, hooks)",
+    ("engine: the call and its graph task (arguments, dependencies, ready heap, buffers, hooks)",
      r"BasicGraphTask|GraphTaskBase|ReadyHeap|ReadyTask|NodeTable|InputBuffer|evaluate|validate_outputs|call_node|"
      r"ActorgradGraph|HookSnapshot|CurrentGraphTask|scratch|Executor|make_grad|KeptEdge|RecyclingAllocator|"
-     r"collect_|capture_outputs|run_final_callbacks|accumulate\b",
-     r"/libengine/engine/"),
-    ("the graph's nodes and tensors", r"actorgrad::(kernels|Tensor|TensorImpl|AccumulateGrad|Node|detail::Function|"
-                                      r"prepare_host|autograd|ops)|FunctionBackward|\bmake_node",
-     r"/libengine/(tensor|ops|autograd)/"),
+     r"collect_|capture_outputs|run_final_callbacks|BackwardCall|\w+_edge_list|actorgrad::(grad|backward)$",
+     r"/libengine/engine/|/libengine/autograd\.cpp"),
     ("benchmark harness", r"actorgrad::bench::", r"/bench/"),
+    # The rest of actorgrad: its tensors, ops and the nodes they record.
+    ("the graph's nodes and tensors", r"actorgrad::", r"/libengine/"),
 ]
+OTHER = "other (libc, libstdc++)"
+
+
+def bare_name(function):
+    """`function` without its argument list and qualifiers: `ns::f<(x)1>`."""
+    name = re.sub(r"(\s+const)?(\s*\[clone [^]]*\])*$", "", function.strip())
+    if name.endswith(")"):
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(name[i], 0)
+            if depth == 0:
+                return name[:i]
+    return name
 
 
 def component(file, function):
-    for name, fn_re, file_re in COMPONENTS:
-        if re.search(fn_re, function) or (file_re and re.search(file_re, file)):
-            return name
-    return "other (libc, libstdc++)"
+    name = bare_name(function)
+    for label, name_re, file_re in LIBRARIES:
+        if re.search(name_re, name) or re.search(file_re, file):
+            return label
+    for label, name_re, _ in ENGINE:
+        if re.search(name_re, name):
+            return label
+    for label, _, file_re in ENGINE:
+        if re.search(file_re, file):
+            return label
+    return OTHER
 
 
 def exclusive(out_file):
