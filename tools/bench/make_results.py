@@ -514,7 +514,7 @@ def main():
                   "tools/bench/make_results.py.", ""] + targets_table(before, after)
         if after["breakdown"]:
             lines += ["### Where the per-call and hop instructions go", "",
-                      "`tools/bench/callgrind_breakdown.py` (this run, the after tree): each case under "
+                      "`tools/bench/callgrind_breakdown.py` (this run: the after tree, as built in `BREAKDOWN_BUILD` when the command names one): each case under "
                       "callgrind, every function's exclusive count put in one component by its name (then its "
                       "file), divided by the calls or hops counted. The actor engine beside the same nodes "
                       "called with no engine (the sequential bound), or, for the hop, beside the baseline's "

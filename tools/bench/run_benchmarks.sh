@@ -14,7 +14,7 @@
 # Benchmark suite (JSON); then tools/bench/make_results.py, which keeps the
 # hand-recorded "## Further measurements" tail of bench/RESULTS.md.
 # Env: SKIP_BUILD=1, SKIP_CALLGRIND=1, BENCH_FILTER (a --benchmark_filter
-# regex), JOBS (build parallelism, default 2).
+# regex), JOBS (build parallelism, default 2), BREAKDOWN_BUILD (see below).
 # Before/after: BEFORE_BUILD names a Release build of an earlier tree made
 # with this tree's bench/ files (BEFORE_LABEL names it, e.g. its commit).
 # Every stage then measures that build too, into bench/results/before/,
@@ -52,8 +52,10 @@ if [ "${SKIP_CALLGRIND:-0}" != 1 ]; then
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done # a failed count stops the run (set -e)
-  # Where the per-call and hop targets' instructions go, by component.
-  python3 "$ROOT/tools/bench/callgrind_breakdown.py" "$BUILD" "$RES/callgrind_breakdown.tsv"
+  # Where the per-call and hop targets' instructions go, by component
+  # (BREAKDOWN_BUILD: a build of this tree with debug info, which names the
+  # files of inlined code too).
+  python3 "$ROOT/tools/bench/callgrind_breakdown.py" "${BREAKDOWN_BUILD:-$BUILD}" "$RES/callgrind_breakdown.tsv"
   if "$BUILD/bench/bench_chain_driver" torch_actor chain_passthrough 10 1 >/dev/null 2>&1; then
     "$ROOT/tools/bench/callgrind_torch.sh" "$BUILD" "$RES/callgrind_torch.tsv" > "$RES/callgrind_torch.log"
   fi
@@ -82,6 +84,7 @@ done
 
 CMD="tools/bench/run_benchmarks.sh $*"
 [ -n "${BEFORE_BUILD:-}" ] && CMD="BEFORE_BUILD=$BEFORE_BUILD BEFORE_LABEL=${BEFORE_LABEL:-before} $CMD"
+[ -n "${BREAKDOWN_BUILD:-}" ] && CMD="BREAKDOWN_BUILD=$BREAKDOWN_BUILD $CMD"
 python3 "$ROOT/tools/bench/make_results.py" --results "$RES" --out "$ROOT/bench/RESULTS.md" \
   --command "$CMD" ${BEFORE_BUILD:+--before "$RES/before" --before-label "${BEFORE_LABEL:-before}"} \
   --after-label "$AFTER_LABEL"
