@@ -8,7 +8,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", 
 import callgrind_breakdown as b  # noqa: E402
 
 ACTORS = "engine: actors (runner, messages, mailboxes)"
-CALL = "engine: the call and its graph task (arguments, dependencies, ready heap, buffers, hooks)"
+CALL = "engine: the call and its graph task (arguments, dependencies, ready heap, buffers, sent gradients, hooks)"
 
 
 class BareName(unittest.TestCase):
@@ -50,6 +50,9 @@ class Component(unittest.TestCase):
         self.assertEqual(b.component("???", "actorgrad::current_stream(actorgrad::Device)"),
                          "device streams and events")
         self.assertEqual(b.component("???", "actorgrad::grad(x)"), CALL)
+        # A gradient sent between devices is the graph task's work.
+        self.assertEqual(b.component("???", "actorgrad::SentValue::{lambda(void*)#6}::_FUN(void*)"), CALL)
+        self.assertEqual(b.component("???", "actorgrad::ActorgradGraph::make_in_flight(a, b, c)"), CALL)
         self.assertEqual(b.component("???", "actorgrad::mul(a, b)"), "the graph's nodes and tensors")
         self.assertEqual(b.component("???", "actorgrad::bench::SequentialPlan::run()"), "benchmark harness")
         self.assertEqual(b.component("???", "__memcpy_avx_unaligned_erms"), b.OTHER)

@@ -54,15 +54,17 @@ LIBRARIES = [
 ]
 ENGINE = [
     ("device streams and events", r"current_stream|has_streams|StreamGuard|stream_backend|plan_accumulation|"
-                                  r"producer_stream|make_in_flight|record_stream|wait_for_stream|PendingReads|"
-                                  r"record_async_read|actorgrad::Event::|actorgrad::sim::|task_streams|SentValue",
+                                  r"producer_stream|record_stream|wait_for_stream|PendingReads|"
+                                  r"record_async_read|actorgrad::Event::|actorgrad::sim::|task_streams",
      r"/device/(sim|cuda)/|/device/stream|stream_sync|pending_reads"),
     ("engine: actors (runner, messages, mailboxes)",
      r"actorgrad::detail::(Runner|EngineActor|KeptElement|post|hand_off|serve_handoff|PoolWorker|ReentrantPool|"
      r"run_call|spawn_call|DeviceWorker|CallerMailbox|Doorbell|TaskContext|Caller)|CallerRunner|actorgrad::Engine::",
      r"/actors/"),
-    ("engine: the call and its graph task (arguments, dependencies, ready heap, buffers, hooks)",
-     r"BasicGraphTask|GraphTaskBase|ReadyHeap|ReadyTask|NodeTable|InputBuffer|evaluate|validate_outputs|call_node|"
+    # A gradient sent to another device's worker (SentValue, made by
+    # ActorgradGraph::make_in_flight) is the graph task's, not the streams'.
+    ("engine: the call and its graph task (arguments, dependencies, ready heap, buffers, sent gradients, hooks)",
+     r"BasicGraphTask|GraphTaskBase|ReadyHeap|ReadyTask|NodeTable|InputBuffer|SentValue|evaluate|validate_outputs|call_node|"
      r"ActorgradGraph|HookSnapshot|CurrentGraphTask|scratch|Executor|make_grad|KeptEdge|RecyclingAllocator|"
      r"collect_|capture_outputs|run_final_callbacks|BackwardCall|\w+_edge_list|actorgrad::(grad|backward)$",
      r"/libengine/engine/|/libengine/autograd\.cpp"),
