@@ -133,6 +133,15 @@ def measure(driver, runs, workdir, cache):
     return total
 
 
+def summed(counts, key):
+    """`counts` ({(file, function): instructions}) summed by key(file, function)."""
+    by = {}
+    for (file, function), v in counts.items():
+        k = key(file, function)
+        by[k] = by.get(k, 0) + v
+    return by
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -144,18 +153,11 @@ def main():
             a = measure(driver, actor_runs, workdir, cache)
             o = measure(driver, other_runs, workdir, cache)
             rows.append((label, "unit", unit, "actor", other_label))
-            comp_a, comp_o = {}, {}
-            for counts, comp in ((a, comp_a), (o, comp_o)):
-                for (file, function), v in counts.items():
-                    c = component(file, function)
-                    comp[c] = comp.get(c, 0) + v
+            comp_a, comp_o = (summed(c, lambda file, function: component(file, function)) for c in (a, o))
             for c in sorted(set(comp_a) | set(comp_o), key=lambda c: -(comp_a.get(c, 0) - comp_o.get(c, 0))):
                 rows.append((label, "component", c, f"{comp_a.get(c, 0) / units:.1f}", f"{comp_o.get(c, 0) / units:.1f}"))
             # Functions by name (a function's lines in several files summed).
-            fa, fo = {}, {}
-            for counts, by in ((a, fa), (o, fo)):
-                for (_, function), v in counts.items():
-                    by[function] = by.get(function, 0) + v
+            fa, fo = (summed(c, lambda _, function: function) for c in (a, o))
             top = sorted(set(fa) | set(fo), key=lambda f: -abs(fa.get(f, 0) - fo.get(f, 0)))[:12]
             for f in top:
                 rows.append((label, "function", f, f"{fa.get(f, 0) / units:.1f}", f"{fo.get(f, 0) / units:.1f}"))

@@ -20,6 +20,8 @@ import platform
 import statistics
 import subprocess
 
+from callgrind_breakdown import bare_name
+
 BOUND = {"torch": "torch_seq"}
 ENGINE_ORDER = ["sequential", "torch_seq", "reference", "baseline", "actor", "torch"]
 HAND_RECORDED = "## Further measurements"
@@ -443,7 +445,8 @@ def add_earlier_actor(series, earlier):
 
 def short_name(function, width=100):
     """A function's name without its argument list, cut to `width`."""
-    name = function.split("(", 1)[0] + ("(…)" if "(" in function else "")
+    name = bare_name(function)
+    name += "(…)" if name != function else ""
     return name if len(name) <= width else name[:width - 1] + "…"
 
 
@@ -514,8 +517,8 @@ def main():
                   "tools/bench/make_results.py.", ""] + targets_table(before, after)
         if after["breakdown"]:
             lines += ["### Where the per-call and hop instructions go", "",
-                      "`tools/bench/callgrind_breakdown.py` (this run: the after tree, as built in `BREAKDOWN_BUILD` when the command names one): each case under "
-                      "callgrind, every function's exclusive count put in one component by its name (then its "
+                      "`tools/bench/callgrind_breakdown.py` (this run: the after tree, as built in "
+                      "`BREAKDOWN_BUILD` when the command names one): each case under callgrind, every function's exclusive count put in one component by its name (then its "
                       "file), divided by the calls or hops counted. The actor engine beside the same nodes "
                       "called with no engine (the sequential bound), or, for the hop, beside the baseline's "
                       "hop. Valgrind runs one thread at a time, so a wait's poll (libstdc++'s `atomic::wait`, "
