@@ -10,10 +10,6 @@ namespace actorgrad {
 namespace {
 std::atomic<std::uint64_t> next_graph_task_id{1};
 std::atomic<QueueId> next_queue_id{1};
-// Initial-exec: read for every node; in a shared library (the torch
-// bridge's preload library, the Python module) the default model costs a
-// __tls_get_addr call per access.
-[[gnu::tls_model("initial-exec")]] thread_local GraphTaskBase* current_task = nullptr;
 } // namespace
 
 QueueId new_queue_id() { return next_queue_id.fetch_add(1, std::memory_order_relaxed); }
@@ -61,20 +57,11 @@ void GraphTaskBase::run_final_callbacks() {
   }
 }
 
-GraphTaskBase* current_graph_task() { return current_task; }
-
-void set_current_graph_task(GraphTaskBase* t) { current_task = t; }
-
-CurrentGraphTaskGuard::CurrentGraphTaskGuard(GraphTaskBase* t) : prev_(current_task) {
-  current_task = t;
-}
-
-CurrentGraphTaskGuard::~CurrentGraphTaskGuard() { current_task = prev_; }
-
 void queue_callback(std::function<void()> fn) {
-  if (!current_task)
+  GraphTaskBase* task = current_graph_task();
+  if (!task)
     throw EngineError("queue_callback: no backward pass is running a node on this thread");
-  current_task->queue_callback(std::move(fn));
+  task->queue_callback(std::move(fn));
 }
 
 } // namespace actorgrad

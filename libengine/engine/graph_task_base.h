@@ -152,19 +152,28 @@ private:
   std::atomic<FinalCallback*> callbacks_{nullptr};
 };
 
+namespace detail {
+/// See current_graph_task(). In the header, so that the guard a node runs
+/// under is inlined (it runs for every node). Written and read by its own
+/// thread only.
+inline constinit thread_local GraphTaskBase* current_task = nullptr;
+} // namespace detail
+
 /// The GraphTask whose node runs on this thread right now (null outside
 /// a node), for queue_callback and for reentrant calls.
-GraphTaskBase* current_graph_task();
+inline GraphTaskBase* current_graph_task() { return detail::current_task; }
 
 /// Sets current_graph_task() (for graph types that restore it themselves,
 /// see Note [Per-thread call state] in libengine/torch/torch_graph.cpp).
-void set_current_graph_task(GraphTaskBase* t);
+inline void set_current_graph_task(GraphTaskBase* t) { detail::current_task = t; }
 
 /// Sets current_graph_task() for a scope.
 class CurrentGraphTaskGuard {
 public:
-  explicit CurrentGraphTaskGuard(GraphTaskBase* t);
-  ~CurrentGraphTaskGuard();
+  explicit CurrentGraphTaskGuard(GraphTaskBase* t) : prev_(detail::current_task) {
+    detail::current_task = t;
+  }
+  ~CurrentGraphTaskGuard() { detail::current_task = prev_; }
   CurrentGraphTaskGuard(const CurrentGraphTaskGuard&) = delete;
   CurrentGraphTaskGuard& operator=(const CurrentGraphTaskGuard&) = delete;
 

@@ -105,7 +105,7 @@ struct SpareLists {
     return std::launder(reinterpret_cast<variable_list*>(raw[i]));
   }
 };
-[[gnu::tls_model("initial-exec")]] inline thread_local SpareLists spare_lists{};
+inline thread_local SpareLists spare_lists{};
 
 /// Has this thread's exit free its kept lists (called once a thread).
 void free_spare_lists_at_exit();

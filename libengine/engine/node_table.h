@@ -210,13 +210,11 @@ private:
   // deep as max_recursion_depth (60), and every call whose table missed
   // here made three mallocs (values, keys, index), on a heap the nested
   // calls' own tensors leave fragmented. The cache itself is on the heap, one
-  // pointer in thread-local storage: a module with initial-exec
-  // thread-locals (ours have them) gets its whole TLS block from glibc's
-  // small static surplus when it is loaded with dlopen, next to
-  // libtorch's, and with 300 bytes more the Python module failed to
-  // import ("cannot allocate memory in static TLS block"). What it leaves
-  // is the user's other extensions' (128-255 bytes after torch and
-  // actorgrad.torch, 2026-11; test_python_api.py checks that 128 still load).
+  // pointer in thread-local storage: in a program, every thread gets the
+  // whole TLS block, the threads that never run a call too. (It went there
+  // when the Python module's thread-locals came from glibc's small static
+  // surplus and 300 bytes more failed its import; they no longer do: Note
+  // [Thread-locals in shared objects] in CMakeLists.txt.)
   static constexpr std::size_t min_capacity = 16;
   static constexpr std::size_t max_cached = std::size_t{1} << 15;
   static constexpr std::size_t small_table = 64;

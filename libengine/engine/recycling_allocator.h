@@ -33,7 +33,7 @@ struct KeptBlocks {
 
 /// This thread's kept blocks for T.
 template <class T>
-[[gnu::tls_model("initial-exec")]] inline thread_local KeptBlocks<T> kept_blocks{};
+inline thread_local KeptBlocks<T> kept_blocks{};
 
 /// Frees this thread's kept blocks for T and their slots, and keeps
 /// nothing more: the thread is ending.

@@ -43,9 +43,9 @@ namespace {
 // through apply(). The difference from libtorch: a node that changes the
 // thread's grad mode and leaves it changed is seen by the next node of its
 // call (libtorch restores the mode after every node).
-/// Written and read by its own thread only. Initial-exec: read for every
-/// node (see graph_task_base.cpp).
-[[gnu::tls_model("initial-exec")]] thread_local TorchGraph::call_state this_thread;
+/// Written and read by its own thread only; read for every node (Note
+/// [Thread-locals in shared objects] in CMakeLists.txt).
+thread_local TorchGraph::call_state this_thread;
 
 /// Calls `fn` with RecordFunction callbacks registered: the profiler's
 /// per-node event of libtorch's engine around Node::operator(), which adds
@@ -178,12 +178,15 @@ NodeInfo TorchGraph::describe(const node& n) {
 }
 
 TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) {
+  // One thread-local lookup a node: each is a call into glibc in the
+  // Python module (Note [Thread-locals in shared objects] in CMakeLists.txt).
+  const call_state& state = this_thread;
   for (const auto& hook : fn.pre_hooks())
     inputs = (*hook)(inputs);
-  if (!this_thread.keep_graph)
+  if (!state.keep_graph)
     fn.will_release_variables();
-  const auto call = [&fn](value_list&& in) {
-    return this_thread.record ? call_recorded(fn, std::move(in)) : NodeApply::call(fn, std::move(in));
+  const auto call = [&fn, &state](value_list&& in) {
+    return state.record ? call_recorded(fn, std::move(in)) : NodeApply::call(fn, std::move(in));
   };
   // Note [AccumulateGrad steals its input]
   // libtorch's AccumulateGrad reuses the incoming gradient instead of
@@ -198,8 +201,8 @@ TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) 
       outputs = (*hook)(outputs, inputs);
   // A node's input vector, kept for the next buffers this call makes: one
   // allocation a node fewer.
-  if (this_thread.spare)
-    this_thread.spare->give(inputs);
+  if (state.spare)
+    state.spare->give(inputs);
   return outputs;
 }
 
