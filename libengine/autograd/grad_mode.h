@@ -20,14 +20,18 @@ struct GradMode {
 /// Sets grad mode for a scope and restores it after.
 class AutoGradMode {
 public:
-  explicit AutoGradMode(bool enabled) : prev_(GradMode::is_enabled()) {
-    GradMode::set_enabled(enabled);
+  explicit AutoGradMode(bool enabled) : mode_(&detail::grad_enabled), prev_(*mode_) {
+    *mode_ = enabled;
   }
-  ~AutoGradMode() { GradMode::set_enabled(prev_); }
+  ~AutoGradMode() { *mode_ = prev_; }
   AutoGradMode(const AutoGradMode&) = delete;
   AutoGradMode& operator=(const AutoGradMode&) = delete;
 
 private:
+  /// This thread's flag, looked up once (a guard lives on one thread's
+  /// stack; each lookup is a few instructions, Note [Thread-locals in
+  /// shared objects] in CMakeLists.txt).
+  bool* mode_;
   bool prev_;
 };
 

@@ -170,14 +170,17 @@ inline void set_current_graph_task(GraphTaskBase* t) { detail::current_task = t;
 /// Sets current_graph_task() for a scope.
 class CurrentGraphTaskGuard {
 public:
-  explicit CurrentGraphTaskGuard(GraphTaskBase* t) : prev_(detail::current_task) {
-    detail::current_task = t;
+  explicit CurrentGraphTaskGuard(GraphTaskBase* t)
+    : current_(&detail::current_task), prev_(*current_) {
+    *current_ = t;
   }
-  ~CurrentGraphTaskGuard() { detail::current_task = prev_; }
+  ~CurrentGraphTaskGuard() { *current_ = prev_; }
   CurrentGraphTaskGuard(const CurrentGraphTaskGuard&) = delete;
   CurrentGraphTaskGuard& operator=(const CurrentGraphTaskGuard&) = delete;
 
 private:
+  /// This thread's slot, looked up once (see AutoGradMode::mode_).
+  GraphTaskBase** current_;
   GraphTaskBase* prev_;
 };
 
