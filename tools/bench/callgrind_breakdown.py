@@ -153,7 +153,7 @@ def main():
             a = measure(driver, actor_runs, workdir, cache)
             o = measure(driver, other_runs, workdir, cache)
             rows.append((label, "unit", unit, "actor", other_label))
-            comp_a, comp_o = (summed(c, lambda file, function: component(file, function)) for c in (a, o))
+            comp_a, comp_o = (summed(c, component) for c in (a, o))
             for c in sorted(set(comp_a) | set(comp_o), key=lambda c: -(comp_a.get(c, 0) - comp_o.get(c, 0))):
                 rows.append((label, "component", c, f"{comp_a.get(c, 0) / units:.1f}", f"{comp_o.get(c, 0) / units:.1f}"))
             # Functions by name (a function's lines in several files summed).

@@ -518,7 +518,8 @@ def main():
         if after["breakdown"]:
             lines += ["### Where the per-call and hop instructions go", "",
                       "`tools/bench/callgrind_breakdown.py` (this run: the after tree, as built in "
-                      "`BREAKDOWN_BUILD` when the command names one): each case under callgrind, every function's exclusive count put in one component by its name (then its "
+                      "`BREAKDOWN_BUILD` when the command names one): each case under callgrind, every "
+                      "function's exclusive count put in one component by its name (then its "
                       "file), divided by the calls or hops counted. The actor engine beside the same nodes "
                       "called with no engine (the sequential bound), or, for the hop, beside the baseline's "
                       "hop. Valgrind runs one thread at a time, so a wait's poll (libstdc++'s `atomic::wait`, "
