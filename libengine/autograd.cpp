@@ -1,12 +1,9 @@
 #include "actorgrad/libengine/autograd.h"
 
-#include <new>
-
 #include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/autograd/node.h"
 #include "actorgrad/libengine/engine/call_args.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/thread_exit.h"
 #include "actorgrad/libengine/ops.h"
 
 namespace actorgrad {
@@ -24,51 +21,12 @@ namespace {
 // them saved about 340 instructions a list in a grad() nested in a node,
 // at depth 1 and at depth 100 alike (callgrind, reentrant 1 and 100).
 // So the thread that made a call keeps the two lists' storage, emptied
-// (no node held), for its next calls (detail::KeptEdgeLists): a stack of
-// two lists for every call one thread nests (max_recursion_depth, 60, and
-// some to spare), of lists of at most 8 edges, so at most 24 KiB a thread.
-// A list that goes to another thread (backward_async) is freed there, as
-// before.
+// (no node held), for its next calls (detail::KeptEdgeLists, Note [Storage
+// a thread keeps]): two lists for every call one thread nests
+// (max_recursion_depth, 60, and some to spare), of at most 8 edges, so at
+// most 24 KiB a thread. A list that goes to another thread (backward_async)
+// is freed there.
 using detail::KeptEdgeLists;
-using detail::kept_edge_lists;
-
-void close_kept_edge_lists() noexcept {
-  KeptEdgeLists& k = kept_edge_lists;
-  k.closed = true;
-  delete[] k.lists; // with the storage of the kept ones
-  k.lists = nullptr;
-  k.count = 0;
-}
-
-/// An empty edge list with room for `size` edges: when that fits a kept
-/// list, in the storage this thread kept last, if it has some.
-edge_list take_edge_list(std::size_t size) {
-  edge_list edges;
-  KeptEdgeLists& k = kept_edge_lists;
-  if (size != 0 && size <= KeptEdgeLists::max_edges && k.count != 0)
-    edges.swap(k.lists[--k.count]);
-  edges.reserve(size);
-  return edges;
-}
-
-/// Keeps `edges`' storage for this thread's next take_edge_list, emptied,
-/// when it holds at most max_edges and the thread keeps fewer than
-/// max_lists; else leaves it to be freed with `edges`.
-void keep_edge_list(edge_list&& edges) {
-  if (edges.capacity() == 0 || edges.capacity() > KeptEdgeLists::max_edges)
-    return;
-  edges.clear(); // may run node destructors, and they may make calls
-  KeptEdgeLists& k = kept_edge_lists;
-  if (k.closed || k.count == KeptEdgeLists::max_lists)
-    return;
-  if (!k.lists) {
-    k.lists = new (std::nothrow) edge_list[KeptEdgeLists::max_lists];
-    if (!k.lists)
-      return;
-    detail::close_at_thread_exit<&close_kept_edge_lists>();
-  }
-  k.lists[k.count++].swap(edges);
-}
 
 std::string nth(const char* what, std::size_t i) {
   return std::string(what) + "[" + std::to_string(i) + "]";
@@ -77,7 +35,7 @@ std::string nth(const char* what, std::size_t i) {
 edge_list root_edges(const variable_list& tensors, const char* api) {
   if (tensors.empty())
     throw EngineError(std::string(api) + "() called with an empty list of tensors");
-  edge_list roots = take_edge_list(tensors.size());
+  edge_list roots = KeptEdgeLists::take(tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     if (!t.defined())
@@ -131,8 +89,8 @@ void check_input(const Tensor& t, std::size_t i, const char* api) {
 } // namespace
 
 void BackwardCall::keep_edge_lists() {
-  keep_edge_list(std::move(roots));
-  keep_edge_list(std::move(outputs));
+  KeptEdgeLists::keep(std::move(roots));
+  KeptEdgeLists::keep(std::move(outputs));
 }
 
 BackwardCall make_backward_call(const variable_list& tensors, const variable_list& grad_tensors,
@@ -140,7 +98,7 @@ BackwardCall make_backward_call(const variable_list& tensors, const variable_lis
                                 const variable_list& inputs) {
   BackwardCall call{root_edges(tensors, "backward"), make_grads(tensors, grad_tensors),
                     {retain_graph.value_or(create_graph), create_graph, true},
-                    take_edge_list(inputs.size())};
+                    KeptEdgeLists::take(inputs.size())};
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     Tensor t = inputs[i];
     check_input(t, i, "backward");
@@ -159,7 +117,7 @@ BackwardCall make_grad_call(const variable_list& outputs, const variable_list& i
     throw EngineError("grad() called with an empty list of inputs");
   BackwardCall call{std::move(roots), make_grads(outputs, grad_outputs),
                     {retain_graph.value_or(create_graph), create_graph, false},
-                    take_edge_list(inputs.size())};
+                    KeptEdgeLists::take(inputs.size())};
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     check_input(inputs[i], i, "grad");
     if (auto fn = inputs[i].grad_fn())

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/kept_stack.h"
 
 namespace actorgrad {
 
@@ -23,21 +24,10 @@ struct BackwardCall {
 };
 
 namespace detail {
-
 /// This thread's kept edge lists (Note [The API's edge lists] in
-/// autograd.cpp). Trivial, so that a call made while the thread ends (from
-/// another thread_local's destructor) finds them closed, not destroyed.
-/// Written and read only by its own thread.
-struct KeptEdgeLists {
-  /// Lists kept at most: two a call, for 64 calls nested on one thread.
-  static constexpr std::size_t max_lists = 128;
-  static constexpr std::size_t max_edges = 8; ///< a longer list is freed
-  edge_list* lists;  ///< max_lists of them, or null until the thread first keeps one
-  std::size_t count; ///< lists[0, count) hold kept storage, the last kept at the top
-  bool closed;       ///< the thread is ending: keep nothing more
-};
-inline thread_local KeptEdgeLists kept_edge_lists{};
-
+/// autograd.cpp): two a call, for 64 calls nested on one thread, of at
+/// most 8 edges.
+using KeptEdgeLists = KeptVectors<edge_list, 128, 8>;
 } // namespace detail
 
 /// Checks the arguments of backward() (clear errors naming the bad tensor)

@@ -3,7 +3,6 @@
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/engine/stream_sync.h"
-#include "actorgrad/libengine/engine/thread_exit.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/libengine/tensor/kernels.h"
 #include "actorgrad/libengine/tensor/pending_reads.h"
@@ -18,14 +17,6 @@ bool sole_owner(const Tensor& t) {
   return t.use_count() == 1 && t.impl()->storage.use_count() == 1;
 }
 
-// Frees this thread's kept input lists, and keeps none more: it is ending.
-void close_spare_lists() noexcept {
-  detail::SpareLists& s = detail::spare_lists;
-  s.closed = true;
-  while (s.count != 0)
-    s.list(--s.count)->~variable_list();
-}
-
 } // namespace
 
 // Note [Recycled input lists]
@@ -38,16 +29,8 @@ void close_spare_lists() noexcept {
 // the thread that adds its node's first gradient (the node's owner) and
 // recycled by the one that ran the node, the same thread on one device
 // and in run_all_here; a list that crosses to another thread stays there.
-// Bounded: SpareLists::kept lists of at most SpareLists::max_slots slots a
-// thread; a longer list goes back to malloc. The kept lists are plain
-// bytes in a trivial thread_local, which costs one load to reach (a
-// thread_local vector would go through an initialisation check and a
-// call), so they are freed by a destructor each thread registers once,
-// when it first keeps a list.
-void detail::free_spare_lists_at_exit() {
-  close_at_thread_exit<&close_spare_lists>();
-  spare_lists.freed_at_exit = true;
-}
+// Bounded (detail::KeptInputLists, Note [Storage a thread keeps]); a
+// longer list goes back to malloc.
 
 // Note [Accumulation streams]
 // PyTorch's InputBuffer::add picks where a gradient on a device with streams

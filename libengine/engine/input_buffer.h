@@ -3,10 +3,10 @@
 /// Where the gradients bound for one node's inputs add up.
 
 #include <cstddef>
-#include <new>
 #include <optional>
 
 #include "actorgrad/device/event.h"
+#include "actorgrad/libengine/engine/kept_stack.h"
 #include "actorgrad/libengine/tensor/tensor.h"
 #include "actorgrad/libengine/tensor/tensor_impl.h"
 
@@ -49,8 +49,9 @@ public:
   /// list this thread recycled when it kept one (Note [Recycled input
   /// lists] in input_buffer.cpp).
   void make_slots(std::size_t size);
-  /// Keeps `inputs`, a node's input list after its call, for make_slots()
-  /// on this thread, emptied; a list that is not kept is left as it was.
+  /// Empties `inputs`, a node's input list after its call, and keeps its
+  /// storage for make_slots() on this thread, within the bounds of
+  /// detail::KeptInputLists; a list not kept keeps its storage.
   static void recycle(variable_list&& inputs);
 
   /// Adds `grad` into slot `pos` (in place when this buffer holds the only
@@ -89,51 +90,23 @@ private:
 };
 
 namespace detail {
-
 /// This thread's kept input lists (Note [Recycled input lists] in
-/// input_buffer.cpp). Trivial, so that reading it is one thread-local load
-/// with no initialisation check; free_spare_lists_at_exit() frees the
-/// lists when the thread ends.
-struct SpareLists {
-  static constexpr std::size_t kept = 8;      ///< lists kept at most
-  static constexpr std::size_t max_slots = 16; ///< a longer list goes back to malloc
-  alignas(variable_list) unsigned char raw[kept][sizeof(variable_list)];
-  std::size_t count;
-  bool freed_at_exit; ///< this thread's exit frees the lists
-  bool closed;        ///< this thread is ending: keep nothing more
-  variable_list* list(std::size_t i) {
-    return std::launder(reinterpret_cast<variable_list*>(raw[i]));
-  }
-};
-inline thread_local SpareLists spare_lists{};
-
-/// Has this thread's exit free its kept lists (called once a thread).
-void free_spare_lists_at_exit();
-
+/// input_buffer.cpp): 8 lists of at most 16 slots.
+using KeptInputLists = KeptVectors<variable_list, 8, 16>;
 } // namespace detail
 
 inline void InputBuffer::make_slots(std::size_t size) {
-  detail::SpareLists& s = detail::spare_lists;
   // A list with no storage (this one, moved from or never filled) owns
-  // nothing: swapped into the slot, it leaves bytes that need no destructor.
-  if (s.count != 0 && buffer_.capacity() == 0)
-    buffer_.swap(*s.list(--s.count));
+  // nothing: it can take a kept list's place.
+  if (buffer_.capacity() == 0 && detail::KeptInputLists::stack::size() != 0)
+    detail::KeptInputLists::stack::take(buffer_);
   buffer_.reserve(size);
   for (std::size_t i = 0; i < size; ++i)
     buffer_.emplace_back();
 }
 
 inline void InputBuffer::recycle(variable_list&& inputs) {
-  detail::SpareLists& s = detail::spare_lists;
-  if (inputs.capacity() == 0 || inputs.capacity() > detail::SpareLists::max_slots ||
-      s.count == detail::SpareLists::kept || s.closed)
-    return;
-  inputs.clear(); // its tensors go now, as they would with the list
-  if (s.count == detail::SpareLists::kept) [[unlikely]]
-    return; // a tensor's destruction kept lists of its own
-  if (!s.freed_at_exit) [[unlikely]]
-    detail::free_spare_lists_at_exit();
-  new (s.raw[s.count++]) variable_list(std::move(inputs));
+  detail::KeptInputLists::keep(std::move(inputs)); // its tensors go now, as they would with the list
 }
 
 } // namespace actorgrad
