@@ -95,7 +95,7 @@ template <class V, std::size_t Lists, std::size_t MaxSize>
 struct KeptVectors {
   /// The thread's kept vectors.
   using stack = KeptStack<V, Lists>;
-  /// The longest vector kept.
+  /// The most room (capacity) a kept vector has.
   static constexpr std::size_t max_size = MaxSize;
 
   /// An empty vector with room for `size`: in the storage this thread kept
