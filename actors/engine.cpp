@@ -10,7 +10,7 @@
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/detail/foreign_thread.h"
 #include "actorgrad/actors/detail/post.h"
-#include "actorgrad/actors/detail/reentrant_pool.h"
+#include "actorgrad/actors/detail/coordinator_pool.h"
 #include "actorgrad/actors/detail/request_server.h"
 #include "actorgrad/actors/detail/runner.h"
 #include "actorgrad/actors/trace/recorder.h"
@@ -135,7 +135,7 @@ void Engine::spawn_actors() {
   for (std::size_t i = 0; i < core_->num_workers; ++i)
     core_->replace_worker(core_->workers[i], nullptr);
   detail::ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
-  core_->pool = core_->system.spawn<detail::ReentrantPool>(core_);
+  core_->pool = core_->system.spawn<detail::CoordinatorPool>(core_);
   core_->requests = detail::spawn_request_server(this, core_);
 }
 
@@ -241,7 +241,7 @@ void Engine::post(Device device, std::function<void()> job) {
 }
 
 EngineStats Engine::stats() const {
-  return {core_->max_reentrant_frames.load(), core_->handoffs.load(), core_->pool_workers.load()};
+  return {core_->max_reentrant_frames.load(), core_->fresh_stacks.load()};
 }
 
 void Engine::set_observer(std::shared_ptr<EngineObserver> observer) {

@@ -27,13 +27,12 @@ struct EngineCore;
 
 /// Counters of reentrant execution.
 struct EngineStats {
-  /// Most reentrant backward calls seen nested on one thread (never above
+  /// Most reentrant backward calls seen nested on one stack (never above
   /// EngineConfig::max_recursion_depth).
-  int max_reentrant_frames_per_thread = 0;
-  /// Reentrant calls handed to the pool at the depth limit.
-  std::int64_t handoffs = 0;
-  /// Pool workers spawned (the pool reuses idle ones).
-  int pool_workers = 0;
+  int max_reentrant_frames_per_stack = 0;
+  /// Reentrant calls run on a fresh stack at the depth limit (or when their
+  /// stack ran short).
+  std::int64_t fresh_stacks = 0;
 };
 
 /// Runs backward passes on actors (DESIGN.md section 2), for actorgrad's own

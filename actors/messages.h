@@ -6,16 +6,13 @@
 ///
 /// | message   | sent by (file: function)                              | received by  | handled in (file: function)                 |
 /// |-----------|-------------------------------------------------------|--------------|---------------------------------------------|
-/// | Grad      | runner.cpp: Runner::send, Runner::handle (forwarding) | owner of the consumer node (coordinator or DeviceWorker; pool worker serving a handed-off queue) | runner.cpp: Runner::handle |
-/// | Task      | runner.cpp: Runner::coordinate, Runner::handle (fwd)  | DeviceWorker of the root's device | runner.cpp: Runner::handle |
+/// | Grad      | runner.cpp: Runner::send                              | owner of the consumer node (coordinator or DeviceWorker) | runner.cpp: Runner::handle |
+/// | Task      | runner.cpp: Runner::coordinate_here                   | DeviceWorker of the root's device | runner.cpp: Runner::handle |
 /// | WakeUp    | runner.cpp: Runner::finish_one (only for a task with an observer; else a doorbell ring: Note [Wake-up without a message]) | the task's coordinator | runner.cpp: Runner::handle (a no-op: the loop re-checks) |
 /// | Job       | engine.cpp: Engine::post                              | a DeviceWorker | runner.cpp: Runner::handle |
-/// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; reentrant_pool.cpp: ReentrantPool::act | DeviceWorker, ReentrantPool, PoolWorker, the request actor | runner.cpp: Runner::handle; reentrant_pool.cpp: ReentrantPool::act, PoolWorker::act; request_server.cpp: request_server |
-/// | Handoff   | handoff.cpp: hand_off; reentrant_pool.cpp: ReentrantPool::act (to an idle worker) | ReentrantPool, then a PoolWorker | reentrant_pool.cpp: ReentrantPool::act; handoff.cpp: serve_handoff |
-/// | Serving   | handoff.cpp: serve_handoff                            | the requester | handoff.cpp: hand_off |
-/// | HandBack  | handoff.cpp: serve_handoff                            | the requester | handoff.cpp: hand_off |
-/// | AsyncCall | async_call.h: spawn_call (when no coordinator is parked; a parked one is handed the call without a message: Note [A call handed to a parked coordinator]); reentrant_pool.cpp: ReentrantPool::act (to an idle coordinator) | ReentrantPool, then a pooled async coordinator | reentrant_pool.cpp: ReentrantPool::act, PoolWorker::act (run_call in async_call.cpp) |
-/// | Idle      | reentrant_pool.cpp: PoolWorker::act; async_call.cpp: run_call (when it cannot park) | ReentrantPool | reentrant_pool.cpp: ReentrantPool::act |
+/// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; coordinator_pool.cpp: CoordinatorPool::act | DeviceWorker, CoordinatorPool, AsyncCoordinator, the request actor | runner.cpp: Runner::handle; coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act; request_server.cpp: request_server |
+/// | AsyncCall | async_call.h: spawn_call (when no coordinator is parked; a parked one is handed the call without a message: Note [A call handed to a parked coordinator]); coordinator_pool.cpp: CoordinatorPool::act (to an idle coordinator) | CoordinatorPool, then an AsyncCoordinator | coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act (run_call in async_call.cpp) |
+/// | Idle      | async_call.cpp: run_call (when it cannot park)        | CoordinatorPool | coordinator_pool.cpp: CoordinatorPool::act |
 /// | BackwardRequest | the application: any actor, `request(engine.request_actor(), timeout, msg::BackwardRequest{...})` | the request actor | request_server.cpp: request_server |
 /// | GradRequest | the application, as BackwardRequest                     | the request actor | request_server.cpp: request_server |
 /// | BackwardResponse | request_server.cpp: answer (on the call's coordinator, through detail::respond) | the requester | the requester's response handler (`.then`, `.receive`) |
@@ -64,7 +61,6 @@
 #include "actorgrad/actors/detail/call_done.h"
 #include "actorgrad/actors/detail/caller_state.h"
 #include "actorgrad/actors/detail/message_size.h"
-#include "actorgrad/actors/detail/ready_queue.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/engine/call_args.h"
 #include "actorgrad/libengine/engine/graph_task.h"
@@ -116,41 +112,17 @@ struct Job {
   std::function<void()> fn;
 };
 
-/// Stops a DeviceWorker, the ReentrantPool, a pool worker or a pooled async
-/// coordinator (sent with high priority; ranks first in a worker's heap).
+/// Stops a DeviceWorker, the CoordinatorPool or an AsyncCoordinator (sent
+/// with high priority; ranks first in a worker's heap).
 struct Shutdown {};
-
-/// A reentrant call past max_recursion_depth: the calling actor moves its
-/// ready queue and the nested GraphTask to a pool worker, which serves both
-/// until the nested task completes (see Note [Depth handoff] in
-/// actors/detail/handoff.h). Sent to the ReentrantPool, which forwards it
-/// to an idle (or new) pool worker.
-struct Handoff {
-  std::shared_ptr<GraphTaskBase> task;
-  ReadyTask first;
-  detail::ReadyQueue queue;
-  /// The actor waiting for its queue back.
-  caf::actor requester;
-};
-
-/// A pool worker tells the requester it now serves its queue: from here on
-/// the requester forwards what reaches its mailbox to `worker`.
-struct Serving {
-  caf::actor worker;
-};
-
-/// The queue goes back to the requester once the nested task completed.
-struct HandBack {
-  detail::ReadyQueue queue;
-};
 
 /// An asynchronous call (backward_async, grad_async, execute_async, a
 /// request): its coordinator makes the task of `call` on `engine` as the
 /// caller's thread would have (Note [Async tasks made on their coordinator]
 /// in actors/detail/caller_state.h), runs it, then calls `done(error,
 /// captured gradients)` (actors/detail/async_call.h). Sent to the parked
-/// async coordinator, else to the ReentrantPool, which forwards it to an
-/// idle (or new) pooled one: no thread is started per call.
+/// async coordinator, else to the CoordinatorPool, which forwards it to an
+/// idle (or new) one: no thread is started per call.
 struct AsyncCall {
   BackwardCall call;
   detail::CallerState caller;
@@ -158,12 +130,9 @@ struct AsyncCall {
   std::shared_ptr<detail::CallDone> done;
 };
 
-/// A pool worker or a pooled async coordinator is free again (sent to the
-/// ReentrantPool).
+/// An AsyncCoordinator is free again (sent to the CoordinatorPool).
 struct Idle {
-  caf::actor worker;
-  /// An async coordinator (else a pool worker serving handoffs).
-  bool async_coordinator = false;
+  caf::actor coordinator;
 };
 
 /// Asks the engine for `actorgrad::backward(tensors, options)`: sent by any
@@ -218,8 +187,7 @@ inline constexpr bool is_per_node_message =
 template <class M>
 inline constexpr bool is_engine_message =
   std::is_same_v<M, Grad> || std::is_same_v<M, Task> || std::is_same_v<M, WakeUp> ||
-  std::is_same_v<M, Job> || std::is_same_v<M, Shutdown> || std::is_same_v<M, Handoff> ||
-  std::is_same_v<M, Serving> || std::is_same_v<M, HandBack> || std::is_same_v<M, Idle> ||
+  std::is_same_v<M, Job> || std::is_same_v<M, Shutdown> || std::is_same_v<M, Idle> ||
   std::is_same_v<M, AsyncCall> ||
   std::is_same_v<M, BackwardRequest> || std::is_same_v<M, GradRequest> ||
   std::is_same_v<M, BackwardResponse> || std::is_same_v<M, GradResponse>;
@@ -231,9 +199,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::WakeUp)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Shutdown)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Job)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Handoff)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Serving)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::HandBack)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Idle)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::AsyncCall)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::BackwardRequest)

@@ -14,9 +14,6 @@ const std::string& ObservedActor::name() const {
   case Role::device_worker:
     name_ = device.str() + " worker";
     break;
-  case Role::pool_worker:
-    name_ = "pool worker " + std::to_string(actor_id);
-    break;
   case Role::async_coordinator:
     name_ = "async coordinator " + std::to_string(actor_id);
     break;

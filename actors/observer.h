@@ -17,7 +17,7 @@ namespace actorgrad {
 class ObservedActor {
 public:
   /// What the actor does.
-  enum class Role : std::uint8_t { caller, device_worker, pool_worker, async_coordinator };
+  enum class Role : std::uint8_t { caller, device_worker, async_coordinator };
 
   ObservedActor(Role role, Device device, std::uint64_t actor_id)
     : role(role), device(device), actor_id(actor_id) {}
@@ -27,8 +27,8 @@ public:
   Device device;
   /// The CAF actor id (0 for a caller without a mailbox).
   std::uint64_t actor_id;
-  /// "caller <thread id>", "sim:0 worker", "pool worker <actor id>" or
-  /// "async coordinator <actor id>" (computed on first use, on the actor's thread).
+  /// "caller <thread id>", "sim:0 worker" or "async coordinator <actor id>"
+  /// (computed on first use, on the actor's thread).
   const std::string& name() const;
 
   /// Scratch for one observer: lets it find its per-actor state (a trace
@@ -54,7 +54,7 @@ public:
   virtual ~EngineObserver() = default;
 
   /// `actor` starts coordinating `task` (sync call, async call, or a
-  /// reentrant call, also after a depth handoff).
+  /// reentrant call).
   virtual void task_started(const ObservedActor& actor, const GraphTaskBase& task) {}
   /// ... and stops: the task completed, failed, or lost a worker.
   virtual void task_finished(const ObservedActor& actor, const GraphTaskBase& task) {}
@@ -89,9 +89,10 @@ public:
                                   const NodeInfo& node, const DeviceLaunch& work) {
     return {};
   }
-  /// `actor` reached max_recursion_depth and hands `task` (and its ready
-  /// queue) to a pool worker.
-  virtual void handoff(const ObservedActor& actor, const GraphTaskBase& task) {}
+  /// `actor` reached max_recursion_depth (or the end of its stack) and
+  /// coordinates `task` on a fresh stack of its thread (Note [A fresh stack
+  /// past the depth limit] in actors/detail/fresh_stack.h).
+  virtual void fresh_stack(const ObservedActor& actor, const GraphTaskBase& task) {}
   /// A node of `task` failed on `actor` (the first error wins; later ones
   /// are reported too).
   virtual void error(const ObservedActor& actor, const GraphTaskBase& task, std::exception_ptr e) {}

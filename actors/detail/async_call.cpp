@@ -3,7 +3,7 @@
 #include <tuple>
 
 #include "actorgrad/actors/detail/post.h"
-#include "actorgrad/actors/detail/reentrant_pool.h"
+#include "actorgrad/actors/detail/coordinator_pool.h"
 #include "actorgrad/libengine/engine/graph_task.h"
 
 namespace actorgrad::detail {
@@ -12,7 +12,7 @@ void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, Backw
                 std::shared_ptr<CallDone> done) {
   msg::AsyncCall m{std::move(call), CallerState::of_this_thread(), engine, std::move(done)};
   if (caf::actor coordinator = core->take_coordinator()) { // Note [Idle coordinator slot]
-    auto* parked = static_cast<PoolWorker*>(caf::actor_cast<caf::abstract_actor*>(coordinator));
+    auto* parked = static_cast<AsyncCoordinator*>(caf::actor_cast<caf::abstract_actor*>(coordinator));
     parked->hand(std::move(m));
   } else {
     post(core->pool, std::move(m));
@@ -40,7 +40,7 @@ void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
   call.call = {}; // its roots and inputs, released before `done` as the task is
   EngineCore& core = runner.core();
   if (!core.park_coordinator(self)) // Note [Idle coordinator slot]
-    post(core.pool, msg::Idle{self, true});
+    post(core.pool, msg::Idle{self});
   (*call.done)(error, std::move(grads));
 }
 

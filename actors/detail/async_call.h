@@ -19,8 +19,8 @@ namespace actorgrad::detail {
 // An asynchronous call needs an actor of its own to coordinate it: its
 // dispatch loop blocks until the task is done, and the caller must not.
 // Spawning a blocking actor per call started an OS thread per call (about
-// 26,000 instructions and 57-100 us). So the ReentrantPool keeps async
-// coordinators too, next to the pool workers of depth handoffs: a call goes
+// 26,000 instructions and 57-100 us). So the CoordinatorPool keeps async
+// coordinators (AsyncCoordinator): a call goes
 // to it as msg::AsyncCall and on to an idle coordinator (a new one only
 // when all are busy), which runs it with its long-lived Runner and reports
 // Idle. It reports Idle *before* calling `done`: whatever the caller sends
@@ -46,7 +46,7 @@ namespace actorgrad::detail {
 //
 // Note [A call handed to a parked coordinator]
 // A call that takes the parked coordinator owns it until it parks again,
-// so it needs no mailbox to reach it: PoolWorker::hand writes the call into
+// so it needs no mailbox to reach it: AsyncCoordinator::hand writes the call into
 // the coordinator's hand-over place, sets a flag and rings its doorbell.
 // That saves the message's element, allocated on the caller's thread and
 // freed on the coordinator's, and CAF's enqueue and dequeue. Between calls

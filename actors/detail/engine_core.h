@@ -43,7 +43,7 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   /// Set by ~Engine (its thread); read by dying workers' supervision
   /// functors: a worker that stops now is not respawned.
   std::atomic<bool> shutting_down{false};
-  /// The ReentrantPool (serves reentrant calls past max_recursion_depth).
+  /// The CoordinatorPool (keeps the async coordinators).
   caf::actor pool;
   /// The request actor (Engine::request_actor; actors/detail/request_server.h).
   caf::actor requests;
@@ -82,12 +82,10 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   void publish_observer();
 
   // -- statistics (read by Engine::stats; relaxed: counters only) -----------
-  /// Most reentrant frames seen nested on one thread.
+  /// Most reentrant frames seen nested on one stack.
   std::atomic<int> max_reentrant_frames{0};
-  /// Reentrant calls handed to the pool.
-  std::atomic<std::int64_t> handoffs{0};
-  /// Pool workers spawned so far.
-  std::atomic<int> pool_workers{0};
+  /// Reentrant calls run on a fresh stack.
+  std::atomic<std::int64_t> fresh_stacks{0};
 
   /// Raises max_reentrant_frames to `frames`.
   void note_reentrant_frames(int frames);

@@ -66,9 +66,9 @@ public:
       run2(point, start, end);
     };
   }
-  void handoff(const ObservedActor& a, const GraphTaskBase& t) override {
-    first_->handoff(a, t);
-    second_->handoff(a, t);
+  void fresh_stack(const ObservedActor& a, const GraphTaskBase& t) override {
+    first_->fresh_stack(a, t);
+    second_->fresh_stack(a, t);
   }
   void error(const ObservedActor& a, const GraphTaskBase& t, std::exception_ptr e) override {
     first_->error(a, t, e);

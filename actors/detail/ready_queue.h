@@ -11,9 +11,7 @@ namespace actorgrad::detail {
 /// The tasks one actor runs next, and which nodes are its to run: a
 /// DeviceWorker's queue holds `device`'s nodes of every GraphTask; a
 /// coordinator's queue (device cpu) holds the CPU nodes of the GraphTasks
-/// whose `cpu_queue` is `id`. A depth handoff moves the whole value to a
-/// pool worker and back (see Note [Depth handoff] in handoff.h); the id
-/// goes with it, so ownership follows the queue, not the actor.
+/// whose `cpu_queue` is `id`.
 struct ReadyQueue {
   ReadyHeap heap;
   QueueId id = new_queue_id();

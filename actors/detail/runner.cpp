@@ -9,7 +9,7 @@
 
 #include <caf/system_messages.hpp>
 
-#include "actorgrad/actors/detail/handoff.h"
+#include "actorgrad/actors/detail/fresh_stack.h"
 #include "actorgrad/actors/detail/message_type.h"
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/stack_guard.h"
@@ -45,8 +45,8 @@ namespace actorgrad::detail {
 // wakes it. The ringer holds the task, whose context holds a strong handle
 // to the coordinator, so the actor is alive. A ring that finds the
 // coordinator busy costs a load; one that reaches it while it waits for
-// something else (a handoff's HandBack, a later call: its mailbox is
-// parked and reused) only makes it check its condition and sleep again.
+// something else (a later call: its mailbox is parked and reused) only
+// makes it check its condition and sleep again.
 // With an observer the WakeUp is still sent, so that a trace shows who
 // woke the coordinator; one that arrives after its task was done is
 // harmless.
@@ -105,8 +105,7 @@ Runner::Runner(EngineCore& core, EngineActor* self, ObservedActor::Role role, Re
 // ignores the first (it names a task id none of its frames has) and
 // handles the second as its own (a frame that uses the dead worker fails).
 // After an aborted frame (a dead worker: that task's messages may still be
-// in flight), a handoff (forwards may come back: Note [Depth handoff]) or a
-// call that threw, the mailbox is destroyed with its Runner instead, as it
+// in flight) or a call that threw, the mailbox is destroyed with its Runner instead, as it
 // is when the slot is taken (another thread's mailbox is parked). ~Engine
 // destroys the parked one while the actor system still exists.
 
@@ -139,21 +138,6 @@ EngineActor& Runner::mailbox() {
     self_ = own_mailbox_->actor();
   }
   return *self_;
-}
-
-ReadyQueue Runner::take_queue() {
-  if (shutdown_pending_) { // see Note [Shutdown during a frame]
-    queue_.heap.push(ReadyTask::make_shutdown());
-    shutdown_pending_ = false;
-  }
-  return std::move(queue_); // leaves an empty heap (ReadyHeap's move)
-}
-
-void Runner::adopt_queue(ReadyQueue&& q) {
-  queue_ = std::move(q);
-  Dispatch::queue_ = queue_.id;
-  Dispatch::device_ = queue_.device;
-  actor_.device = queue_.device;
 }
 
 // Note [Reused task contexts]
@@ -233,21 +217,28 @@ void Runner::monitor(const caf::actor& worker) {
 
 void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
   const bool reentrant = current_graph_task() != nullptr;
-  if (reentrant && (reentrant_frames_ >= core_.config.max_recursion_depth || stack_is_short())) {
-    mailbox_reusable_ = false; // Note [Parked caller mailbox]
-    hand_off(*this, task, std::move(first));
-    return;
-  }
+  // Note [A fresh stack past the depth limit]
+  const bool fresh_stack =
+    reentrant && (reentrant_frames_ >= core_.config.max_recursion_depth || stack_is_short());
+  const int outer_frames = fresh_stack ? std::exchange(reentrant_frames_, 0) : reentrant_frames_;
   if (reentrant)
     core_.note_reentrant_frames(++reentrant_frames_);
   try {
-    coordinate_here(task, std::move(first));
+    if (fresh_stack) {
+      core_.fresh_stacks.fetch_add(1, std::memory_order_relaxed);
+      if (auto observer = core_.observer.load(std::memory_order_acquire)) [[unlikely]]
+        observer->fresh_stack(actor_, *task);
+      auto here = [&] { coordinate_here(task, std::move(first)); };
+      on_fresh_stack(here);
+    } else {
+      coordinate_here(task, std::move(first));
+    }
   } catch (...) {
-    reentrant_frames_ -= reentrant ? 1 : 0;
+    reentrant_frames_ = outer_frames;
     mailbox_reusable_ = false;
     throw;
   }
-  reentrant_frames_ -= reentrant ? 1 : 0;
+  reentrant_frames_ = outer_frames;
 }
 
 void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
@@ -257,8 +248,8 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   // A task whose every node is a CPU node, coordinated by an actor that serves
   // nothing else meanwhile, sends no message and needs none: no worker takes
   // part, so none can die. Such an actor is a caller thread (with or without a
-  // mailbox), an async coordinator, or a pool worker serving a CPU queue
-  // (below), with no frame open (nested in nothing that waits for messages)
+  // mailbox) or an async coordinator, with no frame open (nested in nothing
+  // that waits for messages)
   // and nothing queued (a straggler routed here between calls may have queued
   // a node of an aborted task; then the call takes the loop, which serves it).
   // The dispatch loop would only count, heap and re-check work that never
@@ -268,18 +259,8 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   // own receive: a straggler of an earlier call, which no later call needs, or
   // a Shutdown, which stops its owner only after the call anyway (Note
   // [Shutdown during a frame]). Not a device worker: its queue holds the nodes
-  // of other callers' tasks, which must not wait for this one. A pool worker
-  // only while it serves a CPU queue, handed off at the depth limit by a
-  // caller, an async coordinator or another such pool worker (Note [Depth
-  // handoff]): what else reaches that queue meanwhile are the nodes of the
-  // requester's own calls, the parents of this one, forwarded here by the
-  // requester; they wait in the mailbox until the queue goes back
-  // (drain_mailbox, then HandBack), as they would wait on a caller. The loop
-  // would not have run them sooner: they rank below every node of this deeper
-  // task (ReadyOrder), and a CPU-only task has a node ready until it
-  // completes. Past the depth limit every nested call of a CPU-only chain took
-  // the loop before, about 800 instructions a call more (bench/RESULTS.md,
-  // "Nested calls past the depth limit"). Unobserved only: an observer sees
+  // of other callers' tasks, which must not wait for this one. Unobserved
+  // only: an observer sees
   // every node through the loop. A reentrant call made by one of its nodes
   // still comes back here (coordinate), and one that crosses devices takes the
   // loop (creating a caller's mailbox first). Meanwhile this task's ready
@@ -339,7 +320,7 @@ void Runner::dispatch_until(Done done) {
     ReadyTask t = queue_.heap.pop();
     if (t.is_shutdown()) {
       // Note [Shutdown during a frame]: a Shutdown waits until this actor
-      // coordinates nothing (a pool worker keeps it for the queue's owner).
+      // coordinates nothing.
       if (frames_.empty())
         stop_ = true;
       else
@@ -499,28 +480,6 @@ void Runner::await_message(Done done) {
   handle(*element);
 }
 
-// Note [A forward holds its own handle]
-// A forwarded message carries the only reference to its task that the
-// forwarding actor holds, and the task holds its TaskContext, which holds
-// the destination's handle. Once the message is in the destination's
-// mailbox, the destination may finish the task and drop it, and with it
-// the last handle to a caller's mailbox (destroyed, not parked, after a
-// handoff: Note [Parked caller mailbox]), while this thread is still in
-// EngineActor::enqueue ringing that actor's doorbell (Note [Waking an actor
-// without a lock]). ThreadSanitizer saw that use after free with a pool
-// worker forwarding a straggler to its requester (tests/actors/
-// test_reentrant.cpp). So the send goes through a handle of its own. The
-// other sends are made while their sender holds the task (a running
-// ReadyTask, or the coordinator's own call).
-template <class M>
-void Runner::forward(const TaskContext& ctx, Device owner, const GraphTaskBase& task, M&& m,
-                     trace::MessageKind kind, const void* node, std::uint32_t input_nr) {
-  if (ctx.observer) [[unlikely]]
-    m.trace = ctx.observer->message_sent(actor_, task, kind, task.describe(node), input_nr);
-  const caf::actor to = ctx.owner_of(owner); // `ctx` may die once `m` is sent
-  post(to, std::forward<M>(m));
-}
-
 void Runner::handle(caf::mailbox_element& element) {
   auto& content = element.content();
   // The types are tried in the order of their frequency: one a node (Grad),
@@ -535,12 +494,6 @@ void Runner::handle(caf::mailbox_element& element) {
     if (ctx.observer) [[unlikely]]
       ctx.observer->message_received(actor_, task, trace::MessageKind::grad,
                                      task.describe(m.grad.node.get()), m.trace, m.grad.input_nr);
-    if (!owns(task.cpu_queue, m.grad.owner)) { // see Note [Depth handoff] in handoff.h
-      const void* node = m.grad.node.get();
-      const auto input_nr = m.grad.input_nr;
-      forward(ctx, m.grad.owner, task, std::move(m), trace::MessageKind::grad, node, input_nr);
-      return;
-    }
     if (!task.has_error()) {
       try {
         task.accept_sent(m.grad, *this);
@@ -557,14 +510,9 @@ void Runner::handle(caf::mailbox_element& element) {
     if (ctx.observer) [[unlikely]]
       ctx.observer->message_received(actor_, task, trace::MessageKind::task, task.describe(node),
                                      m.trace, 0);
-    const Device owner = task.device_of(node);
-    if (!owns(task.cpu_queue, owner)) {
-      forward(ctx, owner, task, std::move(m), trace::MessageKind::task, node, 0);
-    } else {
-      if (ctx.observer) [[unlikely]]
-        ctx.observer->node_ready(actor_, task, task.describe(node));
-      queue_.heap.push(std::move(m.task)); // already counted by its sender
-    }
+    if (ctx.observer) [[unlikely]]
+      ctx.observer->node_ready(actor_, task, task.describe(node));
+    queue_.heap.push(std::move(m.task)); // already counted by its sender
   } else if (type.is<msg::WakeUp>()) {
     // Nothing to do: the waiting loop re-checks its task's count. Observed
     // only while the task is still coordinated here (see Note [Recording]

@@ -23,8 +23,7 @@ namespace actorgrad::detail {
 /// The scheduling state of one actor: its ready queue, its mailbox, the
 /// GraphTasks it coordinates (frames) and the workers it monitors. Every
 /// role uses it: a DeviceWorker (serve), the caller of a synchronous
-/// backward and the actor of an asynchronous one (coordinate), a pool
-/// worker (serve_handoff in handoff.h).
+/// backward and the actor of an asynchronous one (coordinate).
 ///
 /// Note [Priority mailbox]
 /// CAF 0.17 mailboxes are FIFO with two priorities; the ready order
@@ -51,13 +50,10 @@ public:
   /// the task's CPU nodes here and serves this actor's queue and mailbox
   /// (other tasks' work included) until the task has no outstanding work or
   /// a worker it uses died. Reentrant: a node run inside may call it again;
-  /// past max_recursion_depth nested calls on this thread (or when the
-  /// thread's stack runs short) the task and the whole queue go to a pool
-  /// worker (hand_off in handoff.h).
+  /// past max_recursion_depth nested calls on one stack (or when the stack
+  /// runs short) the call goes on a fresh stack of this thread (Note [A
+  /// fresh stack past the depth limit] in fresh_stack.h).
   void coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first);
-
-  /// coordinate without the depth check: a pool worker's handed-off call.
-  void coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first);
 
   /// A DeviceWorker's life: serves until Shutdown or an exit message.
   void serve();
@@ -68,13 +64,10 @@ public:
   /// Handles one message taken from the mailbox.
   void handle(caf::mailbox_element& element);
 
-  /// The queue, moved out (a handoff; a pending Shutdown goes with it) or back in.
-  ReadyQueue take_queue();
-  void adopt_queue(ReadyQueue&& q);
+  /// The queue, moved out (a caller's Runner leaves its heap's storage to the next).
+  ReadyQueue take_queue() { return std::move(queue_); }
   /// The actor's mailbox (created for a caller on first need).
   EngineActor& mailbox();
-  /// Reentrant coordinate calls now nested on this thread.
-  int& reentrant_frames() { return reentrant_frames_; }
   /// A Shutdown arrived while this actor coordinated a call (Note
   /// [Shutdown during a frame]), or waits on top of the heap, where the
   /// call's end left it: its owner stops once the call is over.
@@ -102,18 +95,17 @@ private:
   [[gnu::cold]] void run_observed(ReadyTask& t, EngineObserver& observer);
   void finish_one(const std::shared_ptr<GraphTaskBase>& task);
   /// No frame is open, nothing is queued, and no other caller's node can be
-  /// queued here meanwhile: a caller (always, without a mailbox), an async
-  /// coordinator, or a pool worker serving a CPU queue (Note [CPU calls on a
-  /// caller]).
+  /// queued here meanwhile: a caller (always, without a mailbox) or an async
+  /// coordinator (Note [CPU calls on a caller]).
   bool serves_nothing_else() const {
     using Role = ObservedActor::Role;
     if (!self_)
       return true;
-    if (!frames_.empty() || !queue_.heap.empty())
-      return false;
-    return actor_.role == Role::caller || actor_.role == Role::async_coordinator ||
-           (actor_.role == Role::pool_worker && queue_.device.is_cpu());
+    return frames_.empty() && queue_.heap.empty() &&
+           (actor_.role == Role::caller || actor_.role == Role::async_coordinator);
   }
+  /// coordinate without the depth check.
+  void coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first);
   std::shared_ptr<TaskContext> make_context(const GraphTaskBase& task,
                                             std::shared_ptr<EngineObserver> observer);
   /// Handles the next message, or returns without one once `done()` holds.
@@ -125,10 +117,6 @@ private:
   void monitor(const caf::actor& worker);
   /// Parks the caller mailbox, or drops its monitors and destroys it.
   void release_mailbox();
-  /// Forwards a message that belongs to another queue (after a handoff).
-  template <class M>
-  void forward(const TaskContext& ctx, Device owner, const GraphTaskBase& task, M&& m,
-               trace::MessageKind kind, const void* node, std::uint32_t input_nr);
 
   EngineCore& core_;
   EngineActor* self_;
@@ -136,7 +124,7 @@ private:
   /// caller mailbox] in runner.cpp); null for an actor's own runner.
   std::unique_ptr<CallerMailbox> own_mailbox_;
   /// False once something may still reach own_mailbox_ after the last call:
-  /// an aborted frame, a handoff or a call that threw. Then it is not parked.
+  /// an aborted frame or a call that threw. Then it is not parked.
   bool mailbox_reusable_ = true;
   ObservedActor actor_;
   ReadyQueue queue_;
@@ -148,10 +136,11 @@ private:
   /// The context of the last task this actor coordinated across devices
   /// (Note [Reused task contexts]).
   std::shared_ptr<TaskContext> last_context_;
+  /// Reentrant coordinate calls nested on the stack this thread runs on.
   int reentrant_frames_ = 0;
   bool stop_ = false;
-  /// A Shutdown popped while frames were open (a pool worker serving a
-  /// DeviceWorker's queue): kept for the queue's owner.
+  /// A Shutdown popped while frames were open (a DeviceWorker whose node
+  /// made a nested call): kept until they close.
   bool shutdown_pending_ = false;
   Runner* prev_current_;
 };

@@ -76,8 +76,8 @@ struct Event {
 /// The events of one actor, in the order it recorded them (so `ts_ns` never
 /// decreases along a track), or the device_run events of one stream.
 struct Track {
-  /// "caller <thread id>", "sim:0 worker", "pool worker <actor id>",
-  /// "async coordinator <actor id>"; for a stream its Stream::str(),
+  /// "caller <thread id>", "sim:0 worker", "async coordinator <actor id>";
+  /// for a stream its Stream::str(),
   /// `sim:0/stream 1`.
   std::string actor;
   std::vector<Event> events;

@@ -25,9 +25,9 @@ struct BackwardCall {
 
 namespace detail {
 /// This thread's kept edge lists (Note [The API's edge lists] in
-/// autograd.cpp): two a call, for 64 calls nested on one thread, of at
-/// most 8 edges.
-using KeptEdgeLists = KeptVectors<edge_list, 128, 8>;
+/// autograd.cpp): two a call, for kept_nested_calls calls nested on one
+/// thread, of at most 8 edges.
+using KeptEdgeLists = KeptVectors<edge_list, 2 * kept_nested_calls, 8>;
 } // namespace detail
 
 /// Checks the arguments of backward() (clear errors naming the bad tensor)

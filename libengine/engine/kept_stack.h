@@ -26,6 +26,13 @@ namespace actorgrad::detail {
 // ran, keep() refuses (another thread_local's destructor may still make a
 // call), so nothing is left behind.
 
+/// The nested backward calls on one thread whose per-call storage (task
+/// block, node table, edge lists) the thread keeps: two stacks of
+/// max_recursion_depth (60) calls, its own and one fresh stack past the
+/// limit (Note [A fresh stack past the depth limit] in
+/// actors/detail/fresh_stack.h). A deeper call allocates its own.
+inline constexpr std::size_t kept_nested_calls = 128;
+
 /// Up to `N` items (of a swappable type whose default and moved-from
 /// values own nothing) that one thread keeps for its own next use, the
 /// last kept first out (Note [Storage a thread keeps]). One stack a thread

@@ -20,10 +20,10 @@ struct FreeBlock {
 };
 
 /// The blocks for one T a thread keeps (Note [Storage a thread keeps]): a
-/// thread with max_recursion_depth (60) nested calls holds that many tasks
-/// at once, and each finds its block again in the next pass.
+/// thread with kept_nested_calls nested calls holds that many tasks at
+/// once, and each finds its block again in the next pass.
 template <class T>
-using KeptBlocks = KeptStack<std::unique_ptr<T, FreeBlock<T>>, 64>;
+using KeptBlocks = KeptStack<std::unique_ptr<T, FreeBlock<T>>, kept_nested_calls>;
 
 } // namespace detail
 

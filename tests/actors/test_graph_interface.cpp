@@ -170,8 +170,8 @@ Values nested_call(bool actors, int levels, Device device, std::vector<int>& dep
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(reentrant_calls_nest_and_hand_off_past_the_depth_limit) {
-  const std::int64_t handoffs_before = engine().stats().handoffs;
+BOOST_AUTO_TEST_CASE(reentrant_calls_nest_and_take_a_fresh_stack_past_the_depth_limit) {
+  const std::int64_t fresh_before = engine().stats().fresh_stacks;
   for (Device d : {cpu, s1}) {
     for (bool actors : {false, true}) {
       std::vector<int> depths;
@@ -182,9 +182,9 @@ BOOST_AUTO_TEST_CASE(reentrant_calls_nest_and_hand_off_past_the_depth_limit) {
       BOOST_TEST(depths == expected, d.str() << (actors ? " actor engine" : " reference"));
     }
   }
-  // max_recursion_depth is 3: eight levels on one actor hand calls to the pool
-  BOOST_TEST(engine().stats().handoffs > handoffs_before);
-  BOOST_TEST(engine().stats().max_reentrant_frames_per_thread <= 3);
+  // max_recursion_depth is 3: eight levels on one actor take fresh stacks
+  BOOST_TEST(engine().stats().fresh_stacks > fresh_before);
+  BOOST_TEST(engine().stats().max_reentrant_frames_per_stack <= 3);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_error_names_the_toy_node_and_the_engine_stays_usable) {

@@ -182,7 +182,7 @@ Seconds unkilled_round_time(Engine& eng, bool cross, Failures& failures) {
 /// the kill and some are hit by it, and both are asserted.
 void run_kills(bool cross) {
   EngineConfig config{{kSim0, kSim1}};
-  config.max_recursion_depth = 2; // nested calls also go through the pool handoff
+  config.max_recursion_depth = 2; // nested calls also take fresh stacks
   auto eng = std::make_unique<Engine>(config);
   Failures failures;
   const Seconds round_time = unkilled_round_time(*eng, cross, failures);

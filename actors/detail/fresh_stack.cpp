@@ -1,0 +1,194 @@
+#include "actorgrad/actors/detail/fresh_stack.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <system_error>
+#include <utility>
+
+#include "actorgrad/actors/detail/stack_guard.h"
+#include "actorgrad/libengine/engine/kept_stack.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ACTORGRAD_ASAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ACTORGRAD_ASAN_FIBERS 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define ACTORGRAD_TSAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ACTORGRAD_TSAN_FIBERS 1
+#endif
+#endif
+#ifdef ACTORGRAD_ASAN_FIBERS
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef ACTORGRAD_TSAN_FIBERS
+#include <sanitizer/tsan_interface.h>
+#endif
+
+namespace actorgrad::detail {
+
+namespace {
+
+/// An anonymous mapping used as a stack, its lowest page a guard page.
+class MappedStack {
+public:
+  MappedStack() = default;
+  /// Maps `size` bytes (a multiple of the page size), the guard page included.
+  explicit MappedStack(std::size_t size) : size_(size) {
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (p == MAP_FAILED)
+      throw std::system_error(errno, std::generic_category(),
+                              "mapping a stack for a reentrant backward past the depth limit");
+    base_ = static_cast<char*>(p);
+    if (mprotect(base_, page(), PROT_NONE) != 0) {
+      const int e = errno;
+      munmap(base_, size_);
+      throw std::system_error(e, std::generic_category(), "protecting a stack's guard page");
+    }
+  }
+  ~MappedStack() {
+    if (base_)
+      munmap(base_, size_);
+  }
+  MappedStack(MappedStack&& o) noexcept
+    : base_(std::exchange(o.base_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  MappedStack& operator=(MappedStack&& o) noexcept {
+    MappedStack(std::move(o)).swap(*this);
+    return *this;
+  }
+  void swap(MappedStack& o) noexcept {
+    std::swap(base_, o.base_);
+    std::swap(size_, o.size_);
+  }
+  friend void swap(MappedStack& a, MappedStack& b) noexcept { a.swap(b); }
+
+  explicit operator bool() const { return base_ != nullptr; }
+  /// The usable stack: above the guard page.
+  char* low() const { return base_ + page(); }
+  std::size_t usable_size() const { return size_ - page(); }
+
+  static std::size_t page() {
+    static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    return p;
+  }
+
+private:
+  char* base_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// Stacks a thread keeps between calls (Note [Storage a thread keeps]):
+/// enough for a few levels of fresh stacks in a row.
+using KeptStacks = KeptStack<MappedStack, 4>;
+
+/// The stack size a new thread gets (glibc's default: RLIMIT_STACK), page aligned.
+std::size_t thread_stack_size() {
+  static const std::size_t size = [] {
+    std::size_t s = 8u << 20;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) == 0) {
+      pthread_attr_getstacksize(&attr, &s);
+      pthread_attr_destroy(&attr);
+    }
+    const std::size_t p = MappedStack::page();
+    return (s + p - 1) / p * p + p; // and the guard page
+  }();
+  return size;
+}
+
+/// One switch to a fresh stack and back.
+struct Switch {
+  void (*fn)(void*);
+  void* arg;
+  ucontext_t caller;
+  std::exception_ptr error;
+#ifdef ACTORGRAD_ASAN_FIBERS
+  void* fake_stack = nullptr;
+  const void* caller_bottom = nullptr;
+  std::size_t caller_size = 0;
+#endif
+#ifdef ACTORGRAD_TSAN_FIBERS
+  void* caller_fiber = nullptr;
+#endif
+};
+
+/// The fresh stack's first frame (makecontext passes ints: the Switch's
+/// address in two halves). Returning resumes `caller` (uc_link).
+void enter(unsigned hi, unsigned lo) {
+  auto* s = reinterpret_cast<Switch*>((std::uintptr_t{hi} << 32) | lo);
+#ifdef ACTORGRAD_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(nullptr, &s->caller_bottom, &s->caller_size);
+#endif
+  try {
+    s->fn(s->arg);
+  } catch (...) {
+    s->error = std::current_exception();
+  }
+#ifdef ACTORGRAD_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(nullptr, s->caller_bottom, s->caller_size); // this stack ends
+#endif
+#ifdef ACTORGRAD_TSAN_FIBERS
+  __tsan_switch_to_fiber(s->caller_fiber, 0);
+#endif
+}
+
+} // namespace
+
+void run_on_fresh_stack(void (*fn)(void*), void* arg) {
+  static_assert(sizeof(std::uintptr_t) <= 2 * sizeof(unsigned));
+  MappedStack stack;
+  if (KeptStacks::size() != 0)
+    KeptStacks::take(stack);
+  else
+    stack = MappedStack(thread_stack_size());
+#ifdef ACTORGRAD_ASAN_FIBERS
+  ASAN_UNPOISON_MEMORY_REGION(stack.low(), stack.usable_size()); // a kept stack's old frames
+#endif
+  Switch s{fn, arg, {}, {}};
+  ucontext_t fresh;
+  if (getcontext(&fresh) != 0)
+    throw std::system_error(errno, std::generic_category(), "getcontext");
+  fresh.uc_stack.ss_sp = stack.low();
+  fresh.uc_stack.ss_size = stack.usable_size();
+  fresh.uc_link = &s.caller;
+  const auto address = reinterpret_cast<std::uintptr_t>(&s);
+  makecontext(&fresh, reinterpret_cast<void (*)()>(&enter), 2, static_cast<unsigned>(address >> 32),
+              static_cast<unsigned>(address & 0xffffffffu));
+  const std::uintptr_t outer_low = enter_stack(reinterpret_cast<std::uintptr_t>(stack.low()));
+#ifdef ACTORGRAD_TSAN_FIBERS
+  s.caller_fiber = __tsan_get_current_fiber();
+  void* fiber = __tsan_create_fiber(0);
+  __tsan_switch_to_fiber(fiber, 0);
+#endif
+#ifdef ACTORGRAD_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(&s.fake_stack, stack.low(), stack.usable_size());
+#endif
+  const int switched = swapcontext(&s.caller, &fresh);
+#ifdef ACTORGRAD_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(s.fake_stack, nullptr, nullptr);
+#endif
+#ifdef ACTORGRAD_TSAN_FIBERS
+  __tsan_destroy_fiber(fiber);
+#endif
+  enter_stack(outer_low);
+  KeptStacks::keep(stack);
+  if (switched != 0)
+    throw std::system_error(errno, std::generic_category(), "swapcontext");
+  if (s.error)
+    std::rethrow_exception(s.error);
+}
+
+} // namespace actorgrad::detail
