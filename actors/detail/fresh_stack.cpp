@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <new>
 #include <system_error>
@@ -126,8 +127,11 @@ struct Switch {
 };
 
 /// The fresh stack's first frame (makecontext passes ints: the Switch's
-/// address in two halves). Returning resumes `caller` (uc_link).
-void enter(unsigned hi, unsigned lo) {
+/// address in two halves). It never returns: it resumes `caller` itself,
+/// after telling the sanitizers, so that no code of this frame (a
+/// ThreadSanitizer function-exit hook) runs once they count the caller's
+/// stack as current.
+[[noreturn]] void enter(unsigned hi, unsigned lo) {
   auto* s = reinterpret_cast<Switch*>((std::uintptr_t{hi} << 32) | lo);
 #ifdef ACTORGRAD_ASAN_FIBERS
   __sanitizer_finish_switch_fiber(nullptr, &s->caller_bottom, &s->caller_size);
@@ -143,6 +147,8 @@ void enter(unsigned hi, unsigned lo) {
 #ifdef ACTORGRAD_TSAN_FIBERS
   __tsan_switch_to_fiber(s->caller_fiber, 0);
 #endif
+  setcontext(&s->caller);
+  std::abort(); // setcontext returns only if `caller` is not a valid context
 }
 
 } // namespace
@@ -163,7 +169,7 @@ void run_on_fresh_stack(void (*fn)(void*), void* arg) {
     throw std::system_error(errno, std::generic_category(), "getcontext");
   fresh.uc_stack.ss_sp = stack.low();
   fresh.uc_stack.ss_size = stack.usable_size();
-  fresh.uc_link = &s.caller;
+  fresh.uc_link = nullptr; // enter() never returns
   const auto address = reinterpret_cast<std::uintptr_t>(&s);
   makecontext(&fresh, reinterpret_cast<void (*)()>(&enter), 2, static_cast<unsigned>(address >> 32),
               static_cast<unsigned>(address & 0xffffffffu));

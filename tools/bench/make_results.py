@@ -28,7 +28,8 @@ HAND_RECORDED = "## Further measurements"
 REENTRANT_NOTE = ("`reentrant`, N = 100: a node whose backward runs a nested backward on a fresh small "
                   "graph, 100 levels deep (bench/common/reentrant.h); 101 backward calls of 3 nodes each "
                   "per pass, so instructions (or ns) per backward call = 3 x per node. Past depth 60 "
-                  "both engines hand the nested call to their reentrant pool.")
+                  "the actor engine runs the nested call on a fresh stack of its thread, the baseline "
+                  "hands it to its reentrant pool's thread (PyTorch's design).")
 DEVICES_NOTE = ("`pipeline` and `branches`, N = 4: the multi-device graphs of the wall-time tables below on "
                 "4 sim devices, with nodes that do no work, so what is counted is each engine's cost of running "
                 "nodes on its device threads (all threads are counted). `hops`, N = 2: 64 such nodes dealt "
@@ -340,7 +341,8 @@ def targets(res):
         check(f"{label}: ≤ 10 µs (median call)", med / 1e3 if med else None, 10, 1, " µs",
               ("plain threads", handoff / 1e3 if handoff else None))
     check("backward_async, 2 nodes: ≤ 5,000 instructions", per_call("async_chain_passthrough", 1, "actor"), 5000)
-    # Past depth 60 a nested call runs on a pool thread (Note [Depth handoff]);
+    # Past depth 60 the actor engine's nested call runs on a fresh stack (Note
+    # [A fresh stack past the depth limit]), the baseline's on a pool thread;
     # at depth 1 it runs on the caller's: both are shown, the first decides.
     for depth, where in ((100, "40 of its 101 calls past the depth limit"), (1, "on the caller's thread")):
         nested = {e: overhead("reentrant", depth, e) for e in ("actor", "baseline")}
