@@ -1,8 +1,11 @@
 #define BOOST_TEST_MODULE reentrant
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <string>
@@ -343,4 +346,67 @@ BOOST_AUTO_TEST_CASE(cpu_calls_past_the_depth_limit_while_the_parent_waits_on_a_
   }
   BOOST_TEST(engine.stats().fresh_stacks >= 2 * passes, "two fresh stacks a pass");
   BOOST_TEST(engine.stats().max_reentrant_frames_per_stack <= 2);
+}
+
+namespace {
+
+/// What each level of a CPU nest saw: its thread, and an address on its stack.
+struct Level {
+  std::thread::id thread;
+  std::uintptr_t stack;
+};
+
+/// Nests `levels` backward calls on `engine`, each from the node of the one
+/// before, recording each level; the innermost throws when `fail` is set.
+void nest(Engine& engine, int levels, bool fail, std::vector<Level>& seen) {
+  char here;
+  seen.push_back({std::this_thread::get_id(), reinterpret_cast<std::uintptr_t>(&here)});
+  if (levels == 0) {
+    if (fail)
+      throw std::runtime_error("failure at the bottom of the nest");
+    return;
+  }
+  AutoGradMode enable(true);
+  Tensor z = Tensor::ones({2}, DType::f64).set_requires_grad();
+  Tensor w = with_nested_backward(z, [&, levels] { nest(engine, levels - 1, fail, seen); }, "Nest");
+  BOOST_REQUIRE(grad({sum(w * 3.0)}, {z}, {}, engine)[0].to_vector() ==
+                std::vector<double>({3.0, 3.0}));
+}
+
+} // namespace
+
+// Note [A fresh stack past the depth limit]: past the limit a nested call
+// stays on its thread (for a CPU nest, the caller's) and moves to a stack
+// of its own, a new one every max_recursion_depth levels; an error thrown
+// on such a stack reaches the outermost call with its message, and the
+// engine goes on.
+BOOST_AUTO_TEST_CASE(calls_past_the_depth_limit_stay_on_their_thread) {
+  EngineConfig cfg;
+  cfg.max_recursion_depth = 3;
+  Engine engine(cfg);
+  const auto fresh_before = engine.stats().fresh_stacks;
+  std::vector<Level> seen;
+  nest(engine, 12, false, seen);
+  BOOST_REQUIRE(seen.size() == 13u);
+  std::size_t stack_switches = 0;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    BOOST_TEST((seen[i].thread == std::this_thread::get_id()), "level " << i << " on the caller");
+    const auto apart = i == 0 ? 0 : std::max(seen[i].stack, seen[i - 1].stack) -
+                                      std::min(seen[i].stack, seen[i - 1].stack);
+    stack_switches += apart > (1u << 20); // a nested call's frames take a few KiB
+  }
+  BOOST_TEST(stack_switches >= 3u, "a fresh stack at least every 3 levels");
+  BOOST_TEST(engine.stats().fresh_stacks - fresh_before >= 3);
+  BOOST_TEST(engine.stats().max_reentrant_frames_per_stack <= 3);
+
+  std::vector<Level> failing;
+  BOOST_CHECK_EXCEPTION(nest(engine, 12, true, failing), std::exception,
+                        [](const std::exception& e) {
+                          return std::string(e.what()).find(
+                                   "failure at the bottom of the nest") != std::string::npos;
+                        });
+  BOOST_TEST(failing.size() == 13u);
+  seen.clear();
+  nest(engine, 12, false, seen); // the engine and the thread's kept stacks still serve
+  BOOST_TEST(seen.size() == 13u);
 }
