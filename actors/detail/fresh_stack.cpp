@@ -37,6 +37,10 @@
 #ifdef ACTORGRAD_TSAN_FIBERS
 #include <sanitizer/tsan_interface.h>
 #endif
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h> // a few no-op instructions when not under valgrind
+#define ACTORGRAD_VALGRIND_STACKS 1
+#endif
 
 namespace actorgrad::detail {
 
@@ -59,13 +63,21 @@ public:
       munmap(base_, size_);
       throw std::system_error(e, std::generic_category(), "protecting a stack's guard page");
     }
+#ifdef ACTORGRAD_VALGRIND_STACKS
+    valgrind_id_ = VALGRIND_STACK_REGISTER(low(), base_ + size_); // else memcheck sees a wild SP
+#endif
   }
   ~MappedStack() {
-    if (base_)
-      munmap(base_, size_);
+    if (!base_)
+      return;
+#ifdef ACTORGRAD_VALGRIND_STACKS
+    VALGRIND_STACK_DEREGISTER(valgrind_id_);
+#endif
+    munmap(base_, size_);
   }
   MappedStack(MappedStack&& o) noexcept
-    : base_(std::exchange(o.base_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+    : base_(std::exchange(o.base_, nullptr)), size_(std::exchange(o.size_, 0)),
+      valgrind_id_(std::exchange(o.valgrind_id_, 0)) {}
   MappedStack& operator=(MappedStack&& o) noexcept {
     MappedStack(std::move(o)).swap(*this);
     return *this;
@@ -73,6 +85,7 @@ public:
   void swap(MappedStack& o) noexcept {
     std::swap(base_, o.base_);
     std::swap(size_, o.size_);
+    std::swap(valgrind_id_, o.valgrind_id_);
   }
   friend void swap(MappedStack& a, MappedStack& b) noexcept { a.swap(b); }
 
@@ -89,6 +102,7 @@ public:
 private:
   char* base_ = nullptr;
   std::size_t size_ = 0;
+  unsigned valgrind_id_ = 0; ///< the stack's id in valgrind (0 when not under it)
 };
 
 /// Stacks a thread keeps between calls (Note [Storage a thread keeps]):
@@ -182,7 +196,7 @@ void run_on_fresh_stack(void (*fn)(void*), void* arg) {
 #ifdef ACTORGRAD_ASAN_FIBERS
   __sanitizer_start_switch_fiber(&s.fake_stack, stack.low(), stack.usable_size());
 #endif
-  const int switched = swapcontext(&s.caller, &fresh);
+  const int switch_error = swapcontext(&s.caller, &fresh) == 0 ? 0 : errno;
 #ifdef ACTORGRAD_ASAN_FIBERS
   __sanitizer_finish_switch_fiber(s.fake_stack, nullptr, nullptr);
 #endif
@@ -191,8 +205,8 @@ void run_on_fresh_stack(void (*fn)(void*), void* arg) {
 #endif
   enter_stack(outer_low);
   KeptStacks::keep(stack);
-  if (switched != 0)
-    throw std::system_error(errno, std::generic_category(), "swapcontext");
+  if (switch_error != 0)
+    throw std::system_error(switch_error, std::generic_category(), "swapcontext");
   if (s.error)
     std::rethrow_exception(s.error);
 }
