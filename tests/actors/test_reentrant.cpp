@@ -410,3 +410,26 @@ BOOST_AUTO_TEST_CASE(calls_past_the_depth_limit_stay_on_their_thread) {
   nest(engine, 12, false, seen); // the engine and the thread's kept stacks still serve
   BOOST_TEST(seen.size() == 13u);
 }
+
+// The same past the limit under an async coordinator: every nested level
+// runs on the coordinator's thread, on fresh stacks, and none on the caller's.
+BOOST_AUTO_TEST_CASE(calls_past_the_depth_limit_under_an_async_call_stay_on_its_coordinator) {
+  EngineConfig cfg;
+  cfg.max_recursion_depth = 3;
+  Engine engine(cfg);
+  const auto fresh_before = engine.stats().fresh_stacks;
+  std::vector<Level> seen;
+  AutoGradMode enable(true);
+  Tensor z = Tensor::ones({2}, DType::f64).set_requires_grad();
+  Tensor w = with_nested_backward(z, [&] { nest(engine, 11, false, seen); }, "Nest");
+  BOOST_TEST(engine.grad_async({sum(w * 3.0)}, {z}).get()[0].to_vector() ==
+                 std::vector<double>({3.0, 3.0}),
+             boost::test_tools::per_element());
+  BOOST_REQUIRE(seen.size() == 12u);
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    BOOST_TEST((seen[i].thread == seen[0].thread), "level " << i << " on the coordinator");
+    BOOST_TEST((seen[i].thread != std::this_thread::get_id()), "level " << i << " off the caller");
+  }
+  BOOST_TEST(engine.stats().fresh_stacks - fresh_before >= 3);
+  BOOST_TEST(engine.stats().max_reentrant_frames_per_stack <= 3);
+}
