@@ -24,12 +24,14 @@ struct EngineConfig {
   /// itself (CAF's default of 4 is too many for a 2-core machine; the
   /// engine's own actors are detached and do not use them).
   std::size_t scheduler_threads = 2;
-  /// Nested backward calls on one thread (at least 1) before a reentrant
-  /// call is handed to a pool actor (PyTorch's max_recursion_depth). Any
-  /// value is safe for the stack: a call that finds less than 256 KiB of
-  /// its thread's stack left is handed to the pool as well (one nested
-  /// call costs a few KiB of stack; see actors/detail/stack_guard.h), so a
-  /// large value is effectively clamped to what the thread's stack holds.
+  /// Nested backward calls on one stack (at least 1) before a reentrant
+  /// call moves to a fresh stack of its thread (PyTorch's
+  /// max_recursion_depth, where it moves to a pool thread; Note [A fresh
+  /// stack past the depth limit] in actors/detail/fresh_stack.h). Any value
+  /// is safe for the stack: a call that finds less than 256 KiB of its
+  /// stack left moves to a fresh one as well (one nested call costs a few
+  /// KiB of stack; see actors/detail/stack_guard.h), so a large value is
+  /// effectively clamped to what a stack holds.
   int max_recursion_depth = 60;
   /// How long an engine thread with nothing to do (a device worker, or a
   /// caller waiting for its call's workers) polls its mailbox before it
