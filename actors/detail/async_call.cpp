@@ -12,7 +12,8 @@ void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, Backw
                 std::shared_ptr<CallDone> done) {
   msg::AsyncCall m{std::move(call), CallerState::of_this_thread(), engine, std::move(done)};
   if (caf::actor coordinator = core->take_coordinator()) { // Note [Idle coordinator slot]
-    auto* parked = static_cast<AsyncCoordinator*>(caf::actor_cast<caf::abstract_actor*>(coordinator));
+    auto* parked =
+      static_cast<AsyncCoordinator*>(caf::actor_cast<caf::abstract_actor*>(coordinator));
     parked->hand(std::move(m));
   } else {
     post(core->pool, std::move(m));

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
-#include <new>
 #include <system_error>
 #include <utility>
 
@@ -89,7 +88,6 @@ public:
   }
   friend void swap(MappedStack& a, MappedStack& b) noexcept { a.swap(b); }
 
-  explicit operator bool() const { return base_ != nullptr; }
   /// The usable stack: above the guard page.
   char* low() const { return base_ + page(); }
   std::size_t usable_size() const { return size_ - page(); }

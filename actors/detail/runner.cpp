@@ -105,9 +105,10 @@ Runner::Runner(EngineCore& core, EngineActor* self, ObservedActor::Role role, Re
 // ignores the first (it names a task id none of its frames has) and
 // handles the second as its own (a frame that uses the dead worker fails).
 // After an aborted frame (a dead worker: that task's messages may still be
-// in flight) or a call that threw, the mailbox is destroyed with its Runner instead, as it
-// is when the slot is taken (another thread's mailbox is parked). ~Engine
-// destroys the parked one while the actor system still exists.
+// in flight) or a call that threw, the mailbox is destroyed with its Runner
+// instead, as it is when the slot is taken (another thread's mailbox is
+// parked). ~Engine destroys the parked one while the actor system still
+// exists.
 
 Runner::~Runner() {
   current_runner = prev_current_;

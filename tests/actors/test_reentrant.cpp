@@ -373,6 +373,35 @@ void nest(Engine& engine, int levels, bool fail, std::vector<Level>& seen) {
                 std::vector<double>({3.0, 3.0}));
 }
 
+/// How often consecutive levels of `seen` are on different stacks (more
+/// than 1 MiB apart: a nested call's frames take a few KiB).
+std::size_t stack_switches(const std::vector<Level>& seen) {
+  std::size_t switches = 0;
+  for (std::size_t i = 1; i < seen.size(); ++i) {
+    const std::uintptr_t apart = std::max(seen[i].stack, seen[i - 1].stack) -
+                                 std::min(seen[i].stack, seen[i - 1].stack);
+    switches += apart > (1u << 20);
+  }
+  return switches;
+}
+
+/// An engine with max_recursion_depth 3, and its fresh-stack count at the start.
+struct DepthLimitOf3 {
+  static EngineConfig config() {
+    EngineConfig cfg;
+    cfg.max_recursion_depth = 3;
+    return cfg;
+  }
+  Engine engine{config()};
+  const std::int64_t fresh_before = engine.stats().fresh_stacks;
+
+  /// At least `n` fresh stacks since the start, none holding more than 3 calls.
+  void check_fresh_stacks(std::int64_t n) {
+    BOOST_TEST(engine.stats().fresh_stacks - fresh_before >= n);
+    BOOST_TEST(engine.stats().max_reentrant_frames_per_stack <= 3);
+  }
+};
+
 } // namespace
 
 // Note [A fresh stack past the depth limit]: past the limit a nested call
@@ -380,24 +409,14 @@ void nest(Engine& engine, int levels, bool fail, std::vector<Level>& seen) {
 // of its own, a new one every max_recursion_depth levels; an error thrown
 // on such a stack reaches the outermost call with its message, and the
 // engine goes on.
-BOOST_AUTO_TEST_CASE(calls_past_the_depth_limit_stay_on_their_thread) {
-  EngineConfig cfg;
-  cfg.max_recursion_depth = 3;
-  Engine engine(cfg);
-  const auto fresh_before = engine.stats().fresh_stacks;
+BOOST_FIXTURE_TEST_CASE(calls_past_the_depth_limit_stay_on_their_thread, DepthLimitOf3) {
   std::vector<Level> seen;
   nest(engine, 12, false, seen);
   BOOST_REQUIRE(seen.size() == 13u);
-  std::size_t stack_switches = 0;
-  for (std::size_t i = 0; i < seen.size(); ++i) {
+  for (std::size_t i = 0; i < seen.size(); ++i)
     BOOST_TEST((seen[i].thread == std::this_thread::get_id()), "level " << i << " on the caller");
-    const auto apart = i == 0 ? 0 : std::max(seen[i].stack, seen[i - 1].stack) -
-                                      std::min(seen[i].stack, seen[i - 1].stack);
-    stack_switches += apart > (1u << 20); // a nested call's frames take a few KiB
-  }
-  BOOST_TEST(stack_switches >= 3u, "a fresh stack at least every 3 levels");
-  BOOST_TEST(engine.stats().fresh_stacks - fresh_before >= 3);
-  BOOST_TEST(engine.stats().max_reentrant_frames_per_stack <= 3);
+  BOOST_TEST(stack_switches(seen) >= 3u, "a fresh stack at least every 3 levels");
+  check_fresh_stacks(3);
 
   std::vector<Level> failing;
   BOOST_CHECK_EXCEPTION(nest(engine, 12, true, failing), std::exception,
@@ -413,11 +432,8 @@ BOOST_AUTO_TEST_CASE(calls_past_the_depth_limit_stay_on_their_thread) {
 
 // The same past the limit under an async coordinator: every nested level
 // runs on the coordinator's thread, on fresh stacks, and none on the caller's.
-BOOST_AUTO_TEST_CASE(calls_past_the_depth_limit_under_an_async_call_stay_on_its_coordinator) {
-  EngineConfig cfg;
-  cfg.max_recursion_depth = 3;
-  Engine engine(cfg);
-  const auto fresh_before = engine.stats().fresh_stacks;
+BOOST_FIXTURE_TEST_CASE(calls_past_the_depth_limit_under_an_async_call_stay_on_its_coordinator,
+                        DepthLimitOf3) {
   std::vector<Level> seen;
   AutoGradMode enable(true);
   Tensor z = Tensor::ones({2}, DType::f64).set_requires_grad();
@@ -430,6 +446,6 @@ BOOST_AUTO_TEST_CASE(calls_past_the_depth_limit_under_an_async_call_stay_on_its_
     BOOST_TEST((seen[i].thread == seen[0].thread), "level " << i << " on the coordinator");
     BOOST_TEST((seen[i].thread != std::this_thread::get_id()), "level " << i << " off the caller");
   }
-  BOOST_TEST(engine.stats().fresh_stacks - fresh_before >= 3);
-  BOOST_TEST(engine.stats().max_reentrant_frames_per_stack <= 3);
+  BOOST_TEST(stack_switches(seen) >= 3u, "a fresh stack at least every 3 levels");
+  check_fresh_stacks(3);
 }
