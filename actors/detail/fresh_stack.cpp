@@ -152,6 +152,17 @@ struct Switch {
     s->fn(s->arg);
   } catch (...) {
     s->error = std::current_exception();
+    if (!s->error) {
+      // glibc's thread-exit unwind (Note [A thread that exits inside a node]
+      // in errors.h): it cannot go on below this frame, whose caller is on
+      // another stack, and keeping it aborts the process; say why first.
+      static constexpr char why[] =
+        "actorgrad: a thread ended (pthread_exit or cancellation) inside a nested backward call "
+        "past EngineConfig::max_recursion_depth, which runs on a stack of its own that the "
+        "thread's unwinding cannot cross; stopping the process\n";
+      static_cast<void>(write(STDERR_FILENO, why, sizeof why - 1));
+      std::abort();
+    }
   }
 #ifdef ACTORGRAD_ASAN_FIBERS
   __sanitizer_start_switch_fiber(nullptr, s->caller_bottom, s->caller_size); // this stack ends

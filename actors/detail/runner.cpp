@@ -341,7 +341,7 @@ void Runner::run(ReadyTask&& t) {
       try {
         task.run(t, *this);
       } catch (...) {
-        task.set_error(std::current_exception());
+        task.set_error(kept_error()); // Note [A thread that exits inside a node] (errors.h)
       }
     }
   }
@@ -384,8 +384,9 @@ void Runner::run_observed(ReadyTask& t, EngineObserver& observer) {
   try {
     task.run(t, *this);
   } catch (...) {
-    task.set_error(std::current_exception());
-    observer.error(actor_, task, std::current_exception());
+    const std::exception_ptr error = kept_error(); // Note [A thread that exits inside a node]
+    task.set_error(error);
+    observer.error(actor_, task, error);
   }
   wants_feeds_ = false;
   observer.node_finished(actor_, task, info);

@@ -380,7 +380,7 @@ void BasicGraphTask<G>::run_all_here(ReadyTask&& first) {
     try {
       run_with(t, unheld, dispatch);
     } catch (...) {
-      set_error(std::current_exception());
+      set_error(kept_error()); // Note [A thread that exits inside a node]
     }
   }
 }
