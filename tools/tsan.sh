@@ -26,6 +26,7 @@ cxx="$(command -v "${TSAN_CXX:-g++}")"
 jobs="${TSAN_JOBS:-$(nproc)}"
 tsan_flags="-fsanitize=thread -fno-omit-frame-pointer -g -O1"
 targets=(unit_test_node_deletion actors_test_doorbell actors_test_concurrency actors_test_reentrant actors_test_faults
+         actors_test_thread_exit
          streams_test_sim_streams streams_test_input_buffer_streams streams_test_engine_streams
          streams_test_pending_reads streams_test_second_order_streams
          distributed_test_dist_mlp distributed_test_dist_faults
