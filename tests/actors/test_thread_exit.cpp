@@ -4,10 +4,10 @@
 // A thread that ends inside a node of its own backward call (pthread_exit,
 // or a cancellation acted on at a cancellation point) unwinds through the
 // engine as through any C++ code: its destructors run, it ends with its exit
-// value, and the engine serves the next call. CPython ends a thread so when
-// it wants the GIL while the interpreter shuts down (PyThread_exit_thread),
-// so a Python hook in a daemon thread's backward must end that thread, not
-// the process (PyTorch issues 38228 and 38230). See Note [A thread that
+// value, and the engine serves the next call. CPython ends a thread this way
+// when it wants the GIL while the interpreter shuts down
+// (PyThread_exit_thread), so a Python hook in a daemon thread's backward must
+// end that thread, not the process (PyTorch issues 38228 and 38230). See Note [A thread that
 // exits inside a node] in libengine/engine/errors.h.
 
 #include <pthread.h>
@@ -16,7 +16,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <cerrno>
 #include <ctime>
 #include <functional>
 #include <string>
@@ -93,12 +92,9 @@ void check_engine_works(Device d) {
              boost::test_tools::per_element());
 }
 
-/// Runs `body` on a thread of its own and checks that it ended through
-/// pthread_exit with `expected`, unwound, and that the engine still works.
-void check_thread_ends(std::function<void()> body, void* expected) {
-  ExitingThread t;
-  t.body = std::move(body);
-  t.launch();
+/// Checks that `t`, launched, ends with `expected` as its exit value,
+/// unwound, and that the engine still works.
+void check_ended(ExitingThread& t, void* expected) {
   BOOST_TEST(t.join() == expected);
   BOOST_TEST(t.unwound.load(), "the thread's locals were not destroyed");
   BOOST_TEST(!t.returned.load(), "the backward returned after its node ended the thread");
@@ -106,16 +102,23 @@ void check_thread_ends(std::function<void()> body, void* expected) {
   check_engine_works(Device::sim(0));
 }
 
+/// Runs `body` on a thread of its own, which one of its nodes ends with
+/// pthread_exit(&exit_value); checks as check_ended.
+void check_thread_ends(std::function<void()> body) {
+  ExitingThread t;
+  t.body = std::move(body);
+  t.launch();
+  check_ended(t, &exit_value);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_CASE(a_thread_that_exits_in_a_node_of_a_cpu_graph_ends_cleanly) {
-  check_thread_ends(
-    [] {
-      Tensor x = Tensor::uniform({4}, -1, 1, 1).set_requires_grad(true);
-      Tensor y = lambda_op(mul(x, x), "ExitingNode", exit_thread).first;
-      backward({sum(y)}, {}, engine());
-    },
-    &exit_value);
+  check_thread_ends([] {
+    Tensor x = Tensor::uniform({4}, -1, 1, 1).set_requires_grad(true);
+    Tensor y = lambda_op(mul(x, x), "ExitingNode", exit_thread).first;
+    backward({sum(y)}, {}, engine());
+  });
 }
 
 // The task has devices, so its CPU nodes run through the caller's Runner
@@ -124,35 +127,32 @@ BOOST_AUTO_TEST_CASE(a_thread_that_exits_in_a_node_of_a_cpu_graph_ends_cleanly) 
 // gradient it sends to the ended caller is dropped.
 BOOST_AUTO_TEST_CASE(a_thread_that_exits_while_a_device_runs_its_task_ends_cleanly) {
   std::atomic<bool> slow_node_ran{false};
-  check_thread_ends(
-    [&slow_node_ran] {
-      Tensor x = Tensor::uniform({4}, -1, 1, 2).set_requires_grad(true);
-      Tensor slow = lambda_op(x.to(Device::sim(0)), "SlowNode", [&slow_node_ran](variable_list&& g) {
-                      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-                      slow_node_ran = true;
-                      return std::move(g);
-                    }).first;
-      Tensor on_cpu = lambda_op(x, "ExitingNode", exit_thread).first;
-      backward({add(sum(slow).to(Device::cpu()), sum(on_cpu))}, {}, engine());
-    },
-    &exit_value);
+  auto slow_node = [&slow_node_ran](variable_list&& g) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    slow_node_ran = true;
+    return std::move(g);
+  };
+  check_thread_ends([&slow_node] {
+    Tensor x = Tensor::uniform({4}, -1, 1, 2).set_requires_grad(true);
+    Tensor slow = lambda_op(x.to(Device::sim(0)), "SlowNode", slow_node).first;
+    Tensor on_cpu = lambda_op(x, "ExitingNode", exit_thread).first;
+    backward({add(sum(slow).to(Device::cpu()), sum(on_cpu))}, {}, engine());
+  });
   BOOST_TEST(slow_node_ran.load());
 }
 
 BOOST_AUTO_TEST_CASE(a_thread_that_exits_in_a_nested_call_ends_cleanly) {
-  check_thread_ends(
-    [] {
-      Tensor x = Tensor::uniform({4}, -1, 1, 3).set_requires_grad(true);
-      Tensor y = lambda_op(x, "NestingNode", [](variable_list&& g) {
-                   AutoGradMode grad_on(true); // a node runs with grad mode off
-                   Tensor z = Tensor::uniform({4}, -1, 1, 4).set_requires_grad(true);
-                   Tensor w = lambda_op(z, "ExitingNode", exit_thread).first;
-                   backward({sum(w)}, {}, engine());
-                   return std::move(g);
-                 }).first;
-      backward({sum(y)}, {}, engine());
-    },
-    &exit_value);
+  check_thread_ends([] {
+    Tensor x = Tensor::uniform({4}, -1, 1, 3).set_requires_grad(true);
+    Tensor y = lambda_op(x, "NestingNode", [](variable_list&& g) {
+                 AutoGradMode grad_on(true); // a node runs with grad mode off
+                 Tensor z = Tensor::uniform({4}, -1, 1, 4).set_requires_grad(true);
+                 Tensor w = lambda_op(z, "ExitingNode", exit_thread).first;
+                 backward({sum(w)}, {}, engine());
+                 return std::move(g);
+               }).first;
+    backward({sum(y)}, {}, engine());
+  });
 }
 
 BOOST_AUTO_TEST_CASE(a_thread_cancelled_in_a_node_ends_cleanly) {
@@ -171,11 +171,7 @@ BOOST_AUTO_TEST_CASE(a_thread_cancelled_in_a_node_ends_cleanly) {
   while (!t.in_node.load())
     sched_yield();
   BOOST_REQUIRE_EQUAL(pthread_cancel(t.thread), 0);
-  BOOST_TEST(t.join() == PTHREAD_CANCELED);
-  BOOST_TEST(t.unwound.load(), "the thread's locals were not destroyed");
-  BOOST_TEST(!t.returned.load());
-  check_engine_works(Device::cpu());
-  check_engine_works(Device::sim(0));
+  check_ended(t, PTHREAD_CANCELED);
 }
 
 namespace {
