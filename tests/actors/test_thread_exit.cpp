@@ -124,20 +124,31 @@ BOOST_AUTO_TEST_CASE(a_thread_that_exits_in_a_node_of_a_cpu_graph_ends_cleanly) 
 // The task has devices, so its CPU nodes run through the caller's Runner
 // rather than the CPU-only loop, and sim:0's worker still runs a node of
 // the task when the caller's thread ends: that node finishes, and the
-// gradient it sends to the ended caller is dropped.
+// gradient it sends to the ended caller is dropped. The sim branch is made
+// last, so its gradient leaves the CPU first (higher sequence_nr), and the
+// exiting node waits until the slow node started.
 BOOST_AUTO_TEST_CASE(a_thread_that_exits_while_a_device_runs_its_task_ends_cleanly) {
+  std::atomic<bool> slow_node_started{false};
   std::atomic<bool> slow_node_ran{false};
-  auto slow_node = [&slow_node_ran](variable_list&& g) {
+  auto slow_node = [&](variable_list&& g) {
+    slow_node_started = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     slow_node_ran = true;
     return std::move(g);
   };
-  check_thread_ends([&slow_node] {
+  auto exit_once_started = [&](variable_list&& g) -> variable_list {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!slow_node_started.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+    return exit_thread(std::move(g));
+  };
+  check_thread_ends([&] {
     Tensor x = Tensor::uniform({4}, -1, 1, 2).set_requires_grad(true);
+    Tensor on_cpu = lambda_op(x, "ExitingNode", exit_once_started).first;
     Tensor slow = lambda_op(x.to(Device::sim(0)), "SlowNode", slow_node).first;
-    Tensor on_cpu = lambda_op(x, "ExitingNode", exit_thread).first;
     backward({add(sum(slow).to(Device::cpu()), sum(on_cpu))}, {}, engine());
   });
+  BOOST_TEST(slow_node_started.load(), "the thread ended before sim:0 ran the slow node");
   BOOST_TEST(slow_node_ran.load());
 }
 
