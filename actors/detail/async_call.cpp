@@ -4,6 +4,7 @@
 
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/coordinator_pool.h"
+#include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/graph_task.h"
 
 namespace actorgrad::detail {
@@ -36,7 +37,7 @@ void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
     runner.coordinate(task, std::move(first));
     grads = task->finish();
   } catch (...) {
-    error = std::current_exception();
+    error = kept_error(); // Note [A thread that exits inside a node] (errors.h)
   }
   call.call = {}; // its roots and inputs, released before `done` as the task is
   EngineCore& core = runner.core();
