@@ -40,9 +40,13 @@ namespace {
 // whether nodes keep their saved variables, and whether RecordFunction
 // callbacks (the torch profiler) want BACKWARD_FUNCTION events, checked when
 // the state is set: then nodes are called through Node::operator(), else
-// through apply(). The difference from libtorch: a node that changes the
-// thread's grad mode and leaves it changed is seen by the next node of its
-// call (libtorch restores the mode after every node).
+// through apply(). A node that changes the thread's grad mode and leaves it
+// changed (a custom backward calling torch.set_grad_enabled) must not pass
+// it on: libtorch's guard restores the mode after every node, and a leaf
+// would otherwise get a .grad with a graph. So run_scope's destructor
+// compares the mode with the call's and puts it back, reading libc10's
+// thread-local flags through a pointer kept in the call state: two loads a
+// node, no lookup.
 /// Written and read by its own thread only; read for every node (Note
 /// [Thread-locals in shared objects] in CMakeLists.txt).
 thread_local TorchGraph::call_state this_thread;
@@ -136,14 +140,14 @@ void throw_same_type(const std::exception& e, const std::string& text) {
 
 } // namespace
 
-bool TorchGraph::run_scope::is_current(const GraphTaskBase& task) {
-  return this_thread.task == &task;
-}
-
-void TorchGraph::run_scope::switch_to(GraphTaskBase& task) {
-  this_thread = {&task, task.options.keep_graph, at::hasCallbacks(), this_thread.spare};
-  set_current_graph_task(&task);
-  c10::GradMode::set_enabled(task.options.create_graph);
+const TorchGraph::call_state& TorchGraph::run_scope::enter(GraphTaskBase& task) {
+  if (this_thread.task != &task) [[unlikely]] {
+    this_thread = {&task, task.options.keep_graph, at::hasCallbacks(), task.options.create_graph,
+                   &c10::AutogradState::get_tls_state(), this_thread.spare};
+    set_current_graph_task(&task);
+    c10::GradMode::set_enabled(task.options.create_graph);
+  }
+  return this_thread;
 }
 
 TorchGraph::call_scope::call_scope()

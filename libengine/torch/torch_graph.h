@@ -4,6 +4,7 @@
 /// (see Note [Graph interface]): the actor engine runs libtorch's own nodes,
 /// with no mirror object per node.
 
+#include <c10/core/AutogradState.h>
 #include <torch/csrc/autograd/function.h>
 
 #include <array>
@@ -38,20 +39,6 @@ struct TorchGraph {
     void stash(const DeviceList&, const value_list&) {}
     void sync() const {}
   };
-  /// The state a node of a call runs in (see Note [Per-thread call
-  /// state]): switched only when the thread's last node belonged to
-  /// another call.
-  class run_scope {
-  public:
-    run_scope(GraphTaskBase& task, const node&) {
-      if (!is_current(task)) [[unlikely]]
-        switch_to(task);
-    }
-
-  private:
-    static bool is_current(const GraphTaskBase& task);
-    static void switch_to(GraphTaskBase& task);
-  };
 
   /// Input vectors a call's nodes are done with, kept for its next input
   /// buffers: a node with k next nodes makes up to k buffers at once.
@@ -84,8 +71,35 @@ struct TorchGraph {
     bool keep_graph = true;
     /// Whether RecordFunction callbacks were registered when it was set.
     bool record = false;
+    /// Its grad mode (create_graph).
+    bool create_graph = false;
+    /// This thread's autograd flags in libc10 (set with the call): read
+    /// after every node without a thread-local lookup.
+    c10::AutogradState* autograd = nullptr;
     /// The innermost call_scope's spare buffers (null outside a call).
     spare_buffers* spare = nullptr;
+  };
+
+  /// The state a node of a call runs in (see Note [Per-thread call
+  /// state]): switched only when the thread's last node belonged to
+  /// another call.
+  class run_scope {
+  public:
+    run_scope(GraphTaskBase& task, const node&) : state_(enter(task)) {}
+    /// Puts the call's grad mode back when the node left another one set,
+    /// as libtorch's engine does after every node.
+    ~run_scope() {
+      if (state_.autograd->get_grad_mode() != state_.create_graph) [[unlikely]]
+        state_.autograd->set_grad_mode(state_.create_graph);
+    }
+    run_scope(const run_scope&) = delete;
+    run_scope& operator=(const run_scope&) = delete;
+
+  private:
+    /// This thread's call state, switched to `task`'s when it was another's.
+    static const call_state& enter(GraphTaskBase& task);
+
+    const call_state& state_;
   };
 
   /// Around one call's whole run on this thread: names off (libtorch's

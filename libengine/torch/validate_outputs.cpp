@@ -66,8 +66,10 @@ std::string in(const ::torch::autograd::Node* fn, const std::string& message) {
       TORCH_CHECK(false, in(fn, metadata.incompatible_shape_error_message(i, grad).str()));
   }
   const auto expected_type = c10::typeMetaToScalarType(metadata.options().dtype());
-  TORCH_CHECK(c10::isFloatingType(grad.scalar_type()) ||
-              c10::isComplexType(expected_type) == c10::isComplexType(grad.scalar_type()));
+  // Spelled as libtorch spells it: the check's text is the error message.
+  const bool input_is_complex = c10::isComplexType(expected_type);
+  const bool grad_is_complex = c10::isComplexType(grad.scalar_type());
+  TORCH_CHECK(isFloatingType(grad.scalar_type()) || (input_is_complex == grad_is_complex));
   if (expected_type != grad.scalar_type())
     grad = grad.to(expected_type);
   if (grad.layout() != metadata.layout() && !grad.is_sparse() &&

@@ -4,6 +4,7 @@ Each returns a dict of tensors and event lists, saved with torch.save to OUT
 and compared bitwise by the test."""
 
 import os
+import re
 import sys
 import threading
 import traceback
@@ -165,6 +166,51 @@ def exception_in_custom_backward():
         tb = traceback.format_exception(e)
     (x * x).sum().backward()  # the next backward works
     return {"error": [error], "traceback": tb, "x.grad": x.grad}
+
+
+class LeavesGradModeOn(torch.autograd.Function):
+    """Its backward turns grad mode on and leaves it on."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        torch.set_grad_enabled(True)
+        return g * 2
+
+
+class ComplexGradForRealInput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(torch.cfloat)
+
+
+@case
+def grad_mode_left_on_by_a_custom_backward():
+    # The engine puts the call's grad mode back after the node, so the
+    # leaf's .grad has no graph.
+    w = torch.randn(3, requires_grad=True)
+    LeavesGradModeOn.apply(w.exp()).sum().backward()
+    return {"w.grad": w.grad.detach(), "w.grad has a graph": [w.grad.requires_grad, w.grad.grad_fn is not None],
+            "grad mode after": [torch.is_grad_enabled()]}
+
+
+@case
+def complex_gradient_for_a_real_input():
+    x = torch.randn(3, requires_grad=True)
+    try:
+        ComplexGradForRealInput.apply(x).sum().backward()
+        error = "none"
+    except RuntimeError as e:
+        # Without actorgrad's suffix naming the node (Note [Errors keep their type]).
+        error = re.sub(r" \(in node [^)]*\)\)$", "", str(e))
+    return {"error": [error]}
 
 
 @case

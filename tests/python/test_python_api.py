@@ -287,6 +287,36 @@ def test_a_python_thread_keeps_running_during_a_backward(on_actorgrad):
     assert max(gaps) < 0.1 * (end - start), f"longest stall {max(gaps):.4f} s of {end - start:.4f} s"
 
 
+def test_install_while_another_thread_runs_backward():
+    # install() probes torch's Tensor.backward with an engine of its own in
+    # torch.autograd.Variable._execution_engine: another thread's backward
+    # meanwhile must still run (it raised the probe's exception).
+    torch.set_num_threads(1)
+    x = torch.randn(8, requires_grad=True)
+    errors, calls, stop = [], [0], threading.Event()
+
+    def work():
+        while not stop.is_set():
+            try:
+                (x * 2).sum().backward()
+                calls[0] += 1
+            except Exception as e:  # noqa: BLE001 - any error is the failure
+                errors.append(repr(e))
+
+    t = threading.Thread(target=work)
+    t.start()
+    try:
+        for _ in range(200):
+            with ag.installed():
+                pass
+    finally:
+        stop.set()
+        t.join()
+    assert errors == [], f"{len(errors)} failed backward calls, first: {errors[0]}"
+    assert calls[0] > 0
+    assert torch.equal(x.grad, torch.full((8,), 2.0 * calls[0]))
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

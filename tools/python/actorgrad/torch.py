@@ -22,6 +22,7 @@ engine (counted in ``stats()["delegated"]``).
 """
 
 import contextlib
+import threading
 
 import torch.autograd
 
@@ -47,10 +48,21 @@ class _Probe(Exception):
 
 
 class _ProbeEngine:
-    """Variable._execution_engine while _prologue_frames probes."""
+    """Variable._execution_engine while _prologue_frames probes: raises
+    _Probe on the probing thread; every other thread's backward, which
+    may run meanwhile, goes to `engine`."""
+
+    def __init__(self, engine):
+        self._engine = engine
+        self._thread = threading.get_ident()
 
     def run_backward(self, *args, **kwargs):
-        raise _Probe
+        if threading.get_ident() == self._thread:
+            raise _Probe
+        return self._engine.run_backward(*args, **kwargs)
+
+    def __getattr__(self, name):  # queue_callback, is_checkpoint_valid
+        return getattr(self._engine, name)
 
 
 def _prologue_frames(stock_backward):
@@ -66,7 +78,7 @@ def _prologue_frames(stock_backward):
             and defined_in(torch.autograd.backward, torch.autograd)):
         return None  # a patch, not called here
     engine = torch.autograd.Variable._execution_engine
-    torch.autograd.Variable._execution_engine = _ProbeEngine()
+    torch.autograd.Variable._execution_engine = _ProbeEngine(engine)
     try:
         stock_backward(torch.ones((), requires_grad=True))
     except _Probe as e:
