@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include <caf/system_messages.hpp>
 
@@ -378,7 +379,13 @@ void Runner::run_observed(ReadyTask& t, EngineObserver& observer) {
   // messages it sends start inside it.
   const NodeInfo info = task.describe(t.node.get());
   observer.node_started(actor_, task, info);
-  wants_feeds_ = true;
+  // Note [Feeds of nested calls]
+  // wants_feeds_ belongs to the Runner, not to a task, and a node may make
+  // a nested call that this Runner coordinates while the node runs. So the
+  // flag is put back as it was, not cleared (a nested observed node must
+  // not silence its caller's deliveries), and fed() asks the task for its
+  // observer (a nested call started without one sees the flag set too).
+  const bool outer_wants_feeds = std::exchange(wants_feeds_, true);
   NodeLaunches launches(observer, actor_, task, info);
   ScopedLaunchObserver launches_here(&launches);
   try {
@@ -388,7 +395,7 @@ void Runner::run_observed(ReadyTask& t, EngineObserver& observer) {
     task.set_error(error);
     observer.error(actor_, task, error);
   }
-  wants_feeds_ = false;
+  wants_feeds_ = outer_wants_feeds;
   observer.node_finished(actor_, task, info);
 }
 
@@ -401,7 +408,8 @@ void Runner::ready(ReadyTask&& t) {
 }
 
 void Runner::fed(const GraphTaskBase& task, const void* node, std::uint32_t input_nr) {
-  context_of(task).observer->node_fed(actor_, task, task.describe(node), input_nr);
+  if (const TaskContext& ctx = context_of(task); ctx.observer) // Note [Feeds of nested calls]
+    ctx.observer->node_fed(actor_, task, task.describe(node), input_nr);
 }
 
 void Runner::send(const std::shared_ptr<GraphTaskBase>& task, SentGrad&& g) {

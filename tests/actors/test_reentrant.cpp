@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -448,4 +449,84 @@ BOOST_FIXTURE_TEST_CASE(calls_past_the_depth_limit_under_an_async_call_stay_on_i
   }
   BOOST_TEST(stack_switches(seen) >= 3u, "a fresh stack at least every 3 levels");
   check_fresh_stacks(3);
+}
+
+namespace {
+
+/// Records which nodes were fed locally, by name and call (its hook runs on
+/// the actors' threads).
+struct FeedLog final : EngineObserver {
+  void node_fed(const ObservedActor&, const GraphTaskBase& task, const NodeInfo& node,
+                std::uint32_t) override {
+    const std::lock_guard<std::mutex> lock(m);
+    fed.emplace_back(task.id, node.name);
+  }
+  /// How many times a node named `name` was fed.
+  std::size_t feeds_of(const std::string& name) {
+    const std::lock_guard<std::mutex> lock(m);
+    return std::count_if(fed.begin(), fed.end(), [&](const auto& f) { return f.second == name; });
+  }
+  std::mutex m;
+  std::vector<std::pair<std::uint64_t, std::string>> fed;
+};
+
+/// d/da of sum(tanh(a)) at a = 0.5, by a nested call of CPU nodes (each
+/// feeds the next on the caller's runner; no MulBackward among them).
+std::vector<double> nested_tanh_grad(Engine& engine) {
+  AutoGradMode enable(true);
+  Tensor a = Tensor::from_vector({0.5}, {1}, DType::f64).set_requires_grad();
+  return grad({sum(tanh(a))}, {a}, {}, engine)[0].to_vector();
+}
+
+const double kNestedTanhGrad = 1.0 - std::tanh(0.5) * std::tanh(0.5);
+
+} // namespace
+
+// Note [Feeds of nested calls] (runner.cpp): a nested call that has no
+// observer, made inside an observed node, runs on the same runner, which
+// wants feeds while that node runs. It crashed on the first gradient its
+// nodes passed each other.
+BOOST_AUTO_TEST_CASE(a_nested_call_without_an_observer_inside_an_observed_node) {
+  Engine engine(sim_config());
+  for (Device d : {Device::cpu(), Device::sim(0)}) {
+    BOOST_TEST_CONTEXT(d.str()) {
+      engine.set_observer(std::make_shared<FeedLog>());
+      std::vector<double> nested;
+      Tensor x = Tensor::from_vector({1, 2}, {2}, DType::f64, d).set_requires_grad();
+      Tensor y = with_nested_backward(x * 3.0, [&] {
+        engine.set_observer(nullptr); // the nested call starts without one
+        nested = nested_tanh_grad(engine);
+      }, "NestingBackward");
+      BOOST_TEST(grad({sum(y)}, {x}, {}, engine)[0].to_vector() == std::vector<double>({3.0, 3.0}),
+                 boost::test_tools::per_element());
+      BOOST_REQUIRE(nested.size() == 1u);
+      BOOST_TEST(nested[0] == kNestedTanhGrad, boost::test_tools::tolerance(1e-12));
+    }
+  }
+}
+
+// ... and a nested call with an observer does not silence the feeds of the
+// node that made it: the node's own gradient, passed on after the nested
+// call, is still recorded as fed.
+BOOST_AUTO_TEST_CASE(a_nested_observed_call_keeps_its_callers_feeds_recorded) {
+  Engine engine(sim_config());
+  for (Device d : {Device::cpu(), Device::sim(0)}) {
+    BOOST_TEST_CONTEXT(d.str()) {
+      auto log = std::make_shared<FeedLog>();
+      engine.set_observer(log);
+      std::vector<double> nested;
+      Tensor x = Tensor::from_vector({1, 2}, {2}, DType::f64, d).set_requires_grad();
+      Tensor y = with_nested_backward(x * 3.0, [&] { nested = nested_tanh_grad(engine); },
+                                      "NestingBackward");
+      const std::string mul_name = y.grad_fn()->next_edges()[0].function->name();
+      BOOST_TEST(grad({sum(y)}, {x}, {}, engine)[0].to_vector() == std::vector<double>({3.0, 3.0}),
+                 boost::test_tools::per_element());
+      BOOST_REQUIRE(nested.size() == 1u);
+      BOOST_TEST(nested[0] == kNestedTanhGrad, boost::test_tools::tolerance(1e-12));
+      BOOST_TEST(log->feeds_of("TanhBackward") >= 1u, "the nested call's feeds are recorded");
+      BOOST_TEST(log->feeds_of(mul_name) == 1u, mul_name << ", fed by the nesting node: "
+                                                          << log->feeds_of(mul_name) << " times");
+      engine.set_observer(nullptr);
+    }
+  }
 }
