@@ -110,8 +110,12 @@ caf::actor EngineCore::worker(Device d) {
   // A worker that died is replaced by its supervision functor, but that runs
   // in the dying actor's cleanup, possibly after the down messages that end
   // the calls it served: a call starting right then replaces it itself.
-  if (is_dead(*current))
+  if (is_dead(*current)) {
+    if (shutting_down.load()) // Note [Workers replaced during shutdown]
+      throw EngineError("a node runs on " + d.str() +
+                        ", whose worker has stopped: the engine is being destroyed");
     return replace_worker(*s, std::move(current));
+  }
   return *current;
 }
 
@@ -135,9 +139,21 @@ caf::actor EngineCore::replace_worker(WorkerSlot& s, std::shared_ptr<const caf::
     if (current && current->address() == addr)
       core->replace_worker(*slot_ptr, std::move(current));
   });
+  // Note [Workers replaced during shutdown]
+  // ~Engine sets shutting_down, then stops the worker each slot holds. A
+  // replacement that began before the flag was set may swap its worker in
+  // after ~Engine read that slot: no Shutdown would reach it, and the actor
+  // system's teardown would wait for it forever. So after its swap a
+  // replacement reads the flag and stops its own worker when it is set.
+  // Both sides' store-then-load are sequentially consistent, so at least
+  // one of them sees the other's store. worker() refuses to replace a dead
+  // worker once the flag is set, so no call starts one then.
   // Whoever swaps the slot first wins; a loser stops its spare worker.
-  if (s.handle.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel))
+  if (s.handle.compare_exchange_strong(expected, fresh, std::memory_order_seq_cst)) {
+    if (shutting_down.load())
+      post<caf::message_priority::high>(*fresh, msg::Shutdown{});
     return *fresh;
+  }
   post<caf::message_priority::high>(*fresh, msg::Shutdown{});
   return *expected;
 }

@@ -40,8 +40,9 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   /// One per configured device; fixed size after construction.
   std::unique_ptr<WorkerSlot[]> workers;
   std::size_t num_workers = 0;
-  /// Set by ~Engine (its thread); read by dying workers' supervision
-  /// functors: a worker that stops now is not respawned.
+  /// Set by ~Engine (its thread); read by worker() and replace_worker: a
+  /// worker that stops now is not respawned (Note [Workers replaced during
+  /// shutdown] in engine_core.cpp).
   std::atomic<bool> shutting_down{false};
   /// The CoordinatorPool (keeps the async coordinators).
   caf::actor pool;

@@ -283,6 +283,32 @@ BOOST_AUTO_TEST_CASE(async_cpu_calls_run_straight_through_and_still_nest) {
   }
 }
 
+// An engine destroyed right after an async call through sim:0 was accepted:
+// its coordinator makes the task once the device worker has stopped. It
+// used to start a new worker then, which no Shutdown reached, so ~Engine
+// never returned (Note [Workers replaced during shutdown]). Now the call
+// ends, with its gradient or an error, and so does the teardown.
+BOOST_AUTO_TEST_CASE(engine_destroyed_right_after_an_async_call_through_a_device) {
+  std::size_t failed = 0;
+  for (int round = 0; round < 20; ++round) {
+    auto engine = std::make_unique<Engine>(EngineConfig{.devices = {sim0}});
+    Tensor x = Tensor::from_vector({1.0, -2.0}, {2}, DType::f64, sim0).set_requires_grad(true);
+    auto f = engine->grad_async({sum(mul(x, x))}, {x});
+    BOOST_TEST_CONTEXT("round " << round) {
+      bounded([&engine] { engine.reset(); });
+      BOOST_REQUIRE(f.wait_for(kWaitLimit) == std::future_status::ready);
+    }
+    try {
+      BOOST_TEST(f.get().at(0).to(Device::cpu()).to_vector() == v({2.0, -4.0}),
+                 boost::test_tools::per_element());
+    } catch (const EngineError& e) {
+      ++failed;
+      BOOST_TEST(std::string(e.what()).find("sim:0") != std::string::npos, e.what());
+    }
+  }
+  BOOST_TEST_MESSAGE(failed << " of 20 calls failed, the others gave their gradient");
+}
+
 // An engine destroyed while an async CPU-only call runs on its coordinator
 // (straight through, so the coordinator reads no message until the call
 // ends): the call completes with its gradient, and the teardown completes
