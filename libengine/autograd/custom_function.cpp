@@ -36,8 +36,7 @@ public:
   }
 
   void release_variables() override {
-    for (auto& s : ctx.saved_)
-      s.reset_data();
+    ctx.saved_.release();
   }
 
 private:
@@ -45,13 +44,7 @@ private:
   CustomBackward backward_;
 };
 
-variable_list FunctionContext::saved_tensors() const {
-  variable_list out;
-  out.reserve(saved_.size());
-  for (const auto& s : saved_)
-    out.push_back(s.unpack(node_));
-  return out;
-}
+variable_list FunctionContext::saved_tensors() const { return saved_.unpack(node_); }
 
 variable_list apply_custom_function(const std::string& name, const variable_list& inputs,
                                     const CustomForward& forward, CustomBackward backward) {
@@ -88,7 +81,7 @@ variable_list apply_custom_function(const std::string& name, const variable_list
       if (record && t.defined() && out.defined() && t.impl()->storage == out.impl()->storage &&
           t.shape() == out.shape())
         as_output = &out;
-    kept.saved_.emplace_back(as_output ? *as_output : t, as_output != nullptr);
+    kept.saved_.add(as_output ? *as_output : t, as_output != nullptr);
   }
   return outputs;
 }

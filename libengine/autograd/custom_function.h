@@ -36,7 +36,7 @@ private:
     std::function<variable_list(FunctionContext&, const variable_list&)>);
 
   variable_list to_save_;
-  std::vector<SavedVariable> saved_;
+  SavedVariables saved_;
   std::vector<bool> needs_input_grad_;
   const Node* node_ = nullptr;
 };

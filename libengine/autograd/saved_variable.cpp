@@ -48,4 +48,23 @@ void SavedVariable::reset_data() {
   released_ = true;
 }
 
+variable_list SavedVariables::unpack(const Node* saved_for) const {
+  variable_list out;
+  if (saved_.empty())
+    return out;
+  out.reserve(saved_.size());
+  const std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& s : saved_)
+    out.push_back(s.unpack(saved_for));
+  return out;
+}
+
+void SavedVariables::release() {
+  if (saved_.empty())
+    return;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& s : saved_)
+    s.reset_data();
+}
+
 } // namespace actorgrad

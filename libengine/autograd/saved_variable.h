@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "actorgrad/libengine/tensor/tensor.h"
 
@@ -40,6 +42,35 @@ private:
   bool was_defined_ = false;
   bool released_ = false;
   bool requires_grad_ = false;
+};
+
+// Note [Saved variables of a graph run twice at once]
+// Several calls may run one graph at once (Node's comment). Without
+// retain_graph, each call releases a node's saved tensors after running
+// it, while another call may be unpacking them: a Tensor copied on one
+// thread while another resets it breaks its reference count (it crashed
+// with "pure virtual method called" on a node freed too early). PyTorch's
+// generated nodes take a mutex of theirs for this, and a call that comes
+// second fails with "Trying to backward through the graph a second time"
+// instead. Here the lock is the saved tensors' own, held only to copy them
+// out or release them (not while the node computes), and a node that saved
+// nothing takes none.
+
+/// The tensors one node saved: added while its forward runs, then unpacked
+/// and released by the calls that run it, under a lock of their own (Note
+/// [Saved variables of a graph run twice at once]).
+class SavedVariables {
+public:
+  /// Keeps `t` (`is_output`: the node's own output). Forward only.
+  void add(const Tensor& t, bool is_output) { saved_.emplace_back(t, is_output); }
+  /// Every saved tensor, in the order added (SavedVariable::unpack).
+  variable_list unpack(const Node* saved_for) const;
+  /// Frees them all; a later unpack throws.
+  void release();
+
+private:
+  std::vector<SavedVariable> saved_;
+  mutable std::mutex mutex_;
 };
 
 } // namespace actorgrad

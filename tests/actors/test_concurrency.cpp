@@ -6,8 +6,11 @@
 // into a shared leaf. Graphs cross sim devices in some iterations. Every
 // wait is bounded: a deadlock fails the test instead of hanging CI.
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <cstdint>
@@ -239,6 +242,60 @@ BOOST_AUTO_TEST_CASE(shared_cpu_graph_numbered_by_many_calls_at_once) {
     }
   });
   BOOST_TEST(wrong.load() == 0);
+}
+
+// Two calls at once on one graph without retain_graph (Note [Saved
+// variables of a graph run twice at once]). Each gets the gradient or fails
+// with PyTorch's "a second time" error, when the other call released the
+// saved tensors first; at least one of each pair gets it. This used to
+// crash (a saved tensor copied on one thread while the other reset it).
+BOOST_AUTO_TEST_CASE(shared_graph_without_retain_graph_run_by_two_calls_at_once) {
+  Engine& eng = engine();
+  const std::vector<double> at{0.5, -1.25, 2.0};
+  std::vector<double> expected; // d/dx of sum(x * tanh(x * x))
+  for (double v : at) {
+    const double t = std::tanh(v * v);
+    expected.push_back(t + 2.0 * v * v * (1.0 - t * t));
+  }
+  int got = 0, second_time = 0;
+  std::vector<std::string> other;
+  for (int round = 0; round < 2000; ++round) {
+    const Device d = round % 2 ? Device::sim(1) : Device::cpu();
+    Tensor x = Tensor::from_vector(at, {3}, DType::f64, d).set_requires_grad(true);
+    const Tensor loss = sum(mul(tanh(mul(x, x)), x)); // every node saves tensors
+    std::atomic<int> arrived{0};
+    std::array<std::string, 2> outcome;
+    auto call = [&](int k) {
+      arrived.fetch_add(1);
+      while (arrived.load() < 2) {
+      }
+      try {
+        const auto g = grad({loss}, {x}, {}, eng).at(0).to(Device::cpu()).to_vector();
+        bool close = g.size() == expected.size();
+        for (std::size_t i = 0; close && i < g.size(); ++i)
+          close = std::abs(g[i] - expected[i]) <= 1e-12 * std::max(1.0, std::abs(expected[i]));
+        outcome[k] = close ? "gradient" : "wrong gradient " + show(g);
+      } catch (const std::exception& e) {
+        outcome[k] = std::string(e.what()).find("a second time") != std::string::npos ? "second time"
+                                                                                      : e.what();
+      }
+    };
+    std::thread a(call, 0), b(call, 1);
+    a.join();
+    b.join();
+    for (const auto& o : outcome)
+      if (o == "gradient")
+        ++got;
+      else if (o == "second time")
+        ++second_time;
+      else
+        other.push_back(d.str() + ": " + o);
+    if (outcome[0] != "gradient" && outcome[1] != "gradient")
+      other.push_back(d.str() + ": neither call got the gradient");
+  }
+  BOOST_TEST_MESSAGE(got << " calls got the gradient, " << second_time << " failed a second time");
+  BOOST_TEST(other.empty(), other.size() << " unexpected outcomes, first: "
+                                             << (other.empty() ? std::string() : other.front()));
 }
 
 // Synchronous and asynchronous calls mixed on the shared graph.

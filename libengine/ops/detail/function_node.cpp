@@ -15,22 +15,16 @@ variable_list FunctionBackward::apply(variable_list&& grads) {
                                 std::to_string(grads.size()));
   if (!grads[0].defined())
     return variable_list(num_outputs());
-  variable_list saved;
-  saved.reserve(saved_.size());
-  for (const auto& s : saved_)
-    saved.push_back(s.unpack(this));
+  const variable_list saved = saved_.unpack(this);
   std::vector<bool> needs(num_outputs());
   for (std::size_t i = 0; i < needs.size(); ++i)
     needs[i] = next_edge(i).is_valid();
   return backward_(grads[0], saved, needs);
 }
 
-void FunctionBackward::release_variables() {
-  for (auto& s : saved_)
-    s.reset_data();
-}
+void FunctionBackward::release_variables() { saved_.release(); }
 
-void FunctionBackward::save(const Tensor& t, bool is_output) { saved_.emplace_back(t, is_output); }
+void FunctionBackward::save(const Tensor& t, bool is_output) { saved_.add(t, is_output); }
 
 Tensor record(const char* name, Tensor result, const variable_list& inputs, BackwardFn backward,
               const variable_list& saved, bool save_result) {

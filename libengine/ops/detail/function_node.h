@@ -33,7 +33,7 @@ public:
 private:
   std::string name_;
   BackwardFn backward_;
-  std::vector<SavedVariable> saved_;
+  SavedVariables saved_;
 };
 
 /// Makes `result` the output of a `name` node over `inputs` when any of them
