@@ -48,10 +48,8 @@ void SavedVariable::reset_data() {
   released_ = true;
 }
 
-variable_list SavedVariables::unpack(const Node* saved_for) const {
+variable_list SavedVariables::unpack_locked(const Node* saved_for) const {
   variable_list out;
-  if (saved_.empty())
-    return out;
   out.reserve(saved_.size());
   const std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& s : saved_)
@@ -59,9 +57,7 @@ variable_list SavedVariables::unpack(const Node* saved_for) const {
   return out;
 }
 
-void SavedVariables::release() {
-  if (saved_.empty())
-    return;
+void SavedVariables::release_locked() {
   const std::lock_guard<std::mutex> lock(mutex_);
   for (auto& s : saved_)
     s.reset_data();

@@ -64,11 +64,19 @@ public:
   /// Keeps `t` (`is_output`: the node's own output). Forward only.
   void add(const Tensor& t, bool is_output) { saved_.emplace_back(t, is_output); }
   /// Every saved tensor, in the order added (SavedVariable::unpack).
-  variable_list unpack(const Node* saved_for) const;
+  variable_list unpack(const Node* saved_for) const {
+    return saved_.empty() ? variable_list() : unpack_locked(saved_for);
+  }
   /// Frees them all; a later unpack throws.
-  void release();
+  void release() {
+    if (!saved_.empty())
+      release_locked();
+  }
 
 private:
+  variable_list unpack_locked(const Node* saved_for) const;
+  void release_locked();
+
   std::vector<SavedVariable> saved_;
   mutable std::mutex mutex_;
 };
