@@ -217,8 +217,11 @@ bool BasicGraphTask<G>::count_toward(const edge_list& outputs, node* root,
       streams_.note_leaf(*out);
     }
   }
+  // The root is needed as any node is (PyTorch's init_to_execute adds it
+  // not needed): when it is an input of backward(inputs=), or a child
+  // executes. Else it only captures, or does nothing: grad(x, x) must not
+  // run x's AccumulateGrad, nor a root leading to no input its hooks.
   NodeState* root_state = state_.try_emplace(key_of(*root)).first;
-  root_state->exec.set_needed();
   root_state->exec.set_seen();
   note_node(*root, G::num_outputs(*root));
   if (G::topological_nr(*root) < min_topo_nr)

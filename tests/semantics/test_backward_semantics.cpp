@@ -256,8 +256,8 @@ BOOST_AUTO_TEST_CASE(an_unused_input_is_an_error_unless_allow_unused) {
 BOOST_AUTO_TEST_CASE(an_unreachable_input_deeper_than_the_root_gives_an_undefined_gradient) {
   // The requested input's node has a higher topological_nr than the root,
   // so pruning leaves the root's own edges out of the dependencies: the
-  // root still runs and its gradients must be dropped, not reported as a
-  // missing dependency.
+  // root, needed by no input, must not report them as a missing
+  // dependency.
   auto w = Tensor::ones({2}).set_requires_grad();
   auto b = Tensor::ones({2}).set_requires_grad();
   auto deep = (w * 3.0) * 2.0; // topological_nr 2
@@ -265,6 +265,35 @@ BOOST_AUTO_TEST_CASE(an_unreachable_input_deeper_than_the_root_gives_an_undefine
   auto gs = grad({y}, {deep}, {.allow_unused = true});
   BOOST_TEST(!gs[0].defined());
   BOOST_CHECK_EXCEPTION(grad({y}, {deep}), EngineError, message_has({"allow_unused"}));
+}
+
+// The root runs only when it is needed, as in PyTorch's init_to_execute:
+// grad(x, x) captures x's gradient without running x's AccumulateGrad, and
+// a root that leads to no requested input is not called (its node hooks do
+// not run; its tensor hooks do, as PyTorch always calls them) and does not
+// unpack saved tensors that an earlier call freed.
+BOOST_AUTO_TEST_CASE(a_root_that_leads_to_no_input_does_not_run) {
+  auto x = Tensor::from_vector({1, 2, 3}, {3}).set_requires_grad();
+  auto z = Tensor::ones({3}).set_requires_grad();
+  auto own = grad({x}, {x}, {.grad_outputs = {Tensor::full_like(x, 2.0)}});
+  check_values(own[0], {2, 2, 2});
+  BOOST_TEST(!x.grad().defined(), "grad(x, x) wrote x.grad");
+
+  auto y = sum(mul(x, 2.0));
+  int calls = 0;
+  y.grad_fn()->add_pre_hook([&](const variable_list&) {
+    ++calls;
+    return variable_list{};
+  });
+  BOOST_TEST(!grad({y}, {z}, {.allow_unused = true})[0].defined());
+  backward({y}, {.retain_graph = true, .inputs = {z}});
+  BOOST_TEST(calls == 0, "the root ran " << calls << " times");
+  BOOST_TEST(!z.grad().defined());
+
+  auto w = mul(exp(x), x);
+  backward({sum(w)}); // frees the saved tensors of w's node, the next root
+  BOOST_TEST(
+    !grad({w}, {z}, {.grad_outputs = {Tensor::ones({3})}, .allow_unused = true})[0].defined());
 }
 
 BOOST_AUTO_TEST_CASE(grad_of_an_intermediate_tensor) {

@@ -168,6 +168,37 @@ BOOST_AUTO_TEST_CASE(allow_unused) {
   });
 }
 
+// A call's root runs only when it is needed, as libtorch's init_to_execute
+// decides: grad(x, x) captures x's gradient without running its
+// AccumulateGrad, and a root that leads to no requested input runs no hook
+// and does not unpack saved tensors that an earlier call freed.
+BOOST_AUTO_TEST_CASE(a_root_that_leads_to_no_input_does_not_run) {
+  check_same([] {
+    torch::manual_seed(10);
+    auto x = leaf({3});
+    auto z = leaf({3});
+    auto own = torch::autograd::grad({x}, {x}, {torch::ones({3}, f64)});
+    BOOST_CHECK(!x.grad().defined());
+    auto y = (x * 2).sum();
+    int hook_calls = 0;
+    y.register_hook([&](torch::Tensor g) {
+      ++hook_calls;
+      return g;
+    });
+    auto unused = torch::autograd::grad({y}, {z}, {}, true, false, /*allow_unused=*/true);
+    y.backward({}, /*retain_graph=*/true, false, torch::TensorList({z}));
+    BOOST_CHECK_EQUAL(hook_calls, 0);
+    auto w = x.exp() * x;
+    w.backward(torch::ones({3}, f64)); // frees w's saved tensors
+    auto freed = torch::autograd::grad({w}, {z}, {torch::ones({3}, f64)}, false, false, true);
+    BOOST_CHECK(!unused[0].defined());
+    BOOST_CHECK(!freed[0].defined());
+    Results r = grads_of({x, z});
+    r.push_back(own[0]);
+    return r;
+  });
+}
+
 // Fan-in of many gradients, float and double, small (the Eigen fast path of
 // Note [Small in-place accumulation]), odd-sized (vector tails) and past
 // libtorch's parallel grain (libtorch's add_): bitwise the stock sums.
