@@ -1,6 +1,7 @@
 #include "actorgrad/libengine/torch/torch_graph.h"
 
 #include <ATen/ATen.h>
+#include <ATen/SequenceNumber.h>
 #include <ATen/record_function.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/TensorSubclassLikeUtils.h>
@@ -11,6 +12,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string_view>
 #include <typeinfo>
@@ -67,6 +69,38 @@ struct NodeApply : ::torch::autograd::Node {
     return (fn.*&NodeApply::apply)(std::move(in));
   }
 };
+
+/// Makes `fn` the anomaly-mode parent of the nodes its call made (sequence
+/// numbers from `first` on) that its outputs reach: the node whose forward
+/// traceback anomaly mode prints after theirs ("Previous calculation was
+/// induced by"). libtorch's engine sets the node it runs as the thread's
+/// evaluating node, which a node made meanwhile takes as its parent; that
+/// guard is not exported, so the bridge's one libtorch node (the
+/// Trampoline) was every such node's parent.
+[[gnu::cold, gnu::noinline]] void adopt_new_nodes(::torch::autograd::Node& fn,
+                                                  const TorchGraph::value_list& outputs,
+                                                  std::uint64_t first) {
+  const std::uint64_t end = at::sequence_number::peek();
+  const std::shared_ptr<::torch::autograd::Node> parent = fn.shared_from_this();
+  std::vector<::torch::autograd::Node*> stack, seen;
+  const auto visit = [&](::torch::autograd::Node* n) {
+    if (n && n->sequence_nr() >= first && n->sequence_nr() < end &&
+        std::find(seen.begin(), seen.end(), n) == seen.end()) {
+      seen.push_back(n);
+      stack.push_back(n);
+    }
+  };
+  for (const auto& t : outputs)
+    if (t.defined())
+      visit(t.grad_fn().get());
+  while (!stack.empty()) {
+    ::torch::autograd::Node* n = stack.back();
+    stack.pop_back();
+    n->metadata()->assign_parent(parent);
+    for (const auto& e : n->next_edges())
+      visit(e.function.get());
+  }
+}
 
 /// libtorch's can_accumulate_inplace: a plain dense tensor nobody else holds.
 bool can_accumulate_inplace(const at::Tensor& v) {
@@ -142,8 +176,13 @@ void throw_same_type(const std::exception& e, const std::string& text) {
 
 const TorchGraph::call_state& TorchGraph::run_scope::enter(GraphTaskBase& task) {
   if (this_thread.task != &task) [[unlikely]] {
-    this_thread = {&task, task.options.keep_graph, at::hasCallbacks(), task.options.create_graph,
-                   &c10::AutogradState::get_tls_state(), this_thread.spare};
+    this_thread = {&task,
+                   task.options.keep_graph,
+                   at::hasCallbacks(),
+                   task.options.create_graph,
+                   task.anomaly,
+                   &c10::AutogradState::get_tls_state(),
+                   this_thread.spare};
     set_current_graph_task(&task);
     c10::GradMode::set_enabled(task.options.create_graph);
   }
@@ -198,11 +237,14 @@ TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) 
   // the node has post-hooks (num_expected_refs in accumulate_grad.h): the
   // engine's copy of the inputs, which it keeps only then. So do we.
   const bool post_hooks = !fn.post_hooks().empty();
+  const std::uint64_t first_new_node = state.anomaly ? at::sequence_number::peek() : 0;
   value_list outputs = post_hooks ? call(value_list(inputs)) : call(std::move(inputs));
   torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
   if (post_hooks) [[unlikely]]
     for (const auto& hook : fn.post_hooks())
       outputs = (*hook)(outputs, inputs);
+  if (state.anomaly) [[unlikely]]
+    adopt_new_nodes(fn, outputs, first_new_node);
   // A node's input vector, kept for the next buffers this call makes: one
   // allocation a node fewer.
   if (state.spare)

@@ -73,6 +73,9 @@ struct TorchGraph {
     bool record = false;
     /// Its grad mode (create_graph).
     bool create_graph = false;
+    /// Whether it was made in anomaly mode (its nodes adopt the nodes they
+    /// make: adopt_new_nodes in torch_graph.cpp).
+    bool anomaly = false;
     /// This thread's autograd flags in libc10 (set with the call): read
     /// after every node without a thread-local lookup.
     c10::AutogradState* autograd = nullptr;

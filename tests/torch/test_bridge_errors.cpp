@@ -13,6 +13,7 @@
 #include <string>
 #include <typeinfo>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -115,6 +116,48 @@ BOOST_AUTO_TEST_CASE(anomaly_mode_names_the_node_that_returned_nan) {
       (x.sqrt() * 0).sum().backward();
     },
     "SqrtBackward0");
+}
+
+/// The "Previous calculation was induced by X" lines of the warnings that
+/// `body` raises.
+std::vector<std::string> parents_warned(const std::function<void()>& body) {
+  struct Parents final : c10::WarningHandler {
+    void process(const c10::SourceLocation&, const std::string& msg, bool) override {
+      const std::string tag = "Previous calculation was induced by ";
+      if (const auto at = msg.find(tag); at != std::string::npos)
+        names.push_back(msg.substr(at + tag.size(), msg.find('.', at) - at - tag.size()));
+    }
+    std::vector<std::string> names;
+  } parents;
+  c10::Warning::WarningHandlerGuard guard(&parents);
+  body();
+  return parents.names;
+}
+
+// Anomaly mode through a double backward: a node made by a backward node
+// has that node as its parent, whose forward traceback libtorch prints
+// after the failing node's. On the bridge every such node's parent was the
+// bridge's own libtorch node ("actorgrad::TorchBridge").
+BOOST_AUTO_TEST_CASE(anomaly_mode_names_the_node_that_made_the_failing_one) {
+  const auto nan_in_double_backward = [] {
+    torch::autograd::DetectAnomalyGuard anomaly;
+    auto x = torch::zeros({1}, f64).requires_grad_(true);
+    auto gx = torch::autograd::grad({x.sqrt().sum()}, {x}, {}, true, true)[0];
+    try {
+      torch::autograd::grad({(gx * 0).sum()}, {x});
+      BOOST_ERROR("no NaN error");
+    } catch (const std::runtime_error& e) {
+      BOOST_CHECK_MESSAGE(std::string(e.what()).find("DivBackward0") != std::string::npos,
+                          e.what());
+    }
+  };
+  const auto stock = parents_warned(nan_in_double_backward);
+  actorgrad::torch::Scope scope;
+  const auto calls = actorgrad::torch::stats().calls;
+  const auto ours = parents_warned(nan_in_double_backward);
+  BOOST_CHECK_EQUAL(actorgrad::torch::stats().calls, calls + 2);
+  BOOST_TEST(stock == std::vector<std::string>{"SqrtBackward0"}, boost::test_tools::per_element());
+  BOOST_TEST(ours == stock, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(unused_input_without_allow_unused) {
