@@ -45,10 +45,11 @@ namespace {
 // through apply(). A node that changes the thread's grad mode and leaves it
 // changed (a custom backward calling torch.set_grad_enabled) must not pass
 // it on: libtorch's guard restores the mode after every node, and a leaf
-// would otherwise get a .grad with a graph. So run_scope's destructor
-// compares the mode with the call's and puts it back, reading libc10's
-// thread-local flags through a pointer kept in the call state: two loads a
-// node, no lookup.
+// would otherwise get a .grad with a graph. Only user code can do that (a
+// hook, a custom Function; libtorch's own nodes use guards), so in a call
+// whose graph has some (runs_user_code) every node is followed by a check
+// of the mode, which puts the call's back (call_checked), reading libc10's
+// thread-local flags through a pointer kept in the call state.
 /// Written and read by its own thread only; read for every node (Note
 /// [Thread-locals in shared objects] in CMakeLists.txt).
 thread_local TorchGraph::call_state this_thread;
@@ -174,19 +175,23 @@ void throw_same_type(const std::exception& e, const std::string& text) {
 
 } // namespace
 
-const TorchGraph::call_state& TorchGraph::run_scope::enter(GraphTaskBase& task) {
-  if (this_thread.task != &task) [[unlikely]] {
-    this_thread = {&task,
-                   task.options.keep_graph,
-                   at::hasCallbacks(),
-                   task.options.create_graph,
-                   task.anomaly,
-                   &c10::AutogradState::get_tls_state(),
-                   this_thread.spare};
-    set_current_graph_task(&task);
-    c10::GradMode::set_enabled(task.options.create_graph);
-  }
-  return this_thread;
+bool TorchGraph::run_scope::is_current(const GraphTaskBase& task) {
+  return this_thread.task == &task;
+}
+
+void TorchGraph::run_scope::switch_to(GraphTaskBase& task) {
+  // run_scope is made by BasicGraphTask<TorchGraph>::evaluate_node only.
+  const bool user_code = static_cast<const BasicGraphTask<TorchGraph>&>(task).runs_user_code();
+  this_thread = {&task,
+                 task.options.keep_graph,
+                 at::hasCallbacks(),
+                 task.options.create_graph,
+                 task.anomaly,
+                 task.anomaly || user_code,
+                 &c10::AutogradState::get_tls_state(),
+                 this_thread.spare};
+  set_current_graph_task(&task);
+  c10::GradMode::set_enabled(task.options.create_graph);
 }
 
 TorchGraph::call_scope::call_scope()
@@ -220,15 +225,18 @@ NodeInfo TorchGraph::describe(const node& n) {
   return {&n, n.name(), n.sequence_nr(), device(n), 0};
 }
 
-TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) {
-  // One thread-local lookup a node: each is a call into glibc in the
-  // Python module (Note [Thread-locals in shared objects] in CMakeLists.txt).
-  const call_state& state = this_thread;
+namespace {
+
+/// call_function for `state`'s call (below). Forced inline: as a call of
+/// its own it cost 20 instructions a node more.
+[[gnu::always_inline]] inline TorchGraph::value_list call_with(::torch::autograd::Node& fn,
+                                                               TorchGraph::value_list&& inputs,
+                                                               const TorchGraph::call_state& state) {
   for (const auto& hook : fn.pre_hooks())
     inputs = (*hook)(inputs);
   if (!state.keep_graph)
     fn.will_release_variables();
-  const auto call = [&fn, &state](value_list&& in) {
+  const auto call = [&fn, &state](TorchGraph::value_list&& in) {
     return state.record ? call_recorded(fn, std::move(in)) : NodeApply::call(fn, std::move(in));
   };
   // Note [AccumulateGrad steals its input]
@@ -237,19 +245,46 @@ TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) 
   // the node has post-hooks (num_expected_refs in accumulate_grad.h): the
   // engine's copy of the inputs, which it keeps only then. So do we.
   const bool post_hooks = !fn.post_hooks().empty();
-  const std::uint64_t first_new_node = state.anomaly ? at::sequence_number::peek() : 0;
-  value_list outputs = post_hooks ? call(value_list(inputs)) : call(std::move(inputs));
+  TorchGraph::value_list outputs = post_hooks ? call(TorchGraph::value_list(inputs))
+                                              : call(std::move(inputs));
   torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
   if (post_hooks) [[unlikely]]
     for (const auto& hook : fn.post_hooks())
       outputs = (*hook)(outputs, inputs);
-  if (state.anomaly) [[unlikely]]
-    adopt_new_nodes(fn, outputs, first_new_node);
   // A node's input vector, kept for the next buffers this call makes: one
   // allocation a node fewer.
   if (state.spare)
     state.spare->give(inputs);
   return outputs;
+}
+
+/// call_with for a call whose graph runs user code (a hook, a custom
+/// Function) or that runs in anomaly mode: afterwards the call's grad mode
+/// is put back, whatever the node left (Note [Per-thread call state]), and
+/// in anomaly mode the node adopts the nodes it made (adopt_new_nodes).
+/// libtorch's own nodes leave grad mode as they found it, so a call of
+/// those alone skips both checks.
+[[gnu::noinline]] TorchGraph::value_list call_checked(::torch::autograd::Node& fn,
+                                                     TorchGraph::value_list&& inputs,
+                                                     const TorchGraph::call_state& state) {
+  const std::uint64_t first_new_node = state.anomaly ? at::sequence_number::peek() : 0;
+  TorchGraph::value_list outputs = call_with(fn, std::move(inputs), state);
+  if (state.autograd->get_grad_mode() != state.create_graph)
+    state.autograd->set_grad_mode(state.create_graph);
+  if (state.anomaly)
+    adopt_new_nodes(fn, outputs, first_new_node);
+  return outputs;
+}
+
+} // namespace
+
+TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) {
+  // One thread-local lookup a node: each is a call into glibc in the
+  // Python module (Note [Thread-locals in shared objects] in CMakeLists.txt).
+  const call_state& state = this_thread;
+  if (state.checked) [[unlikely]]
+    return call_checked(fn, std::move(inputs), state);
+  return call_with(fn, std::move(inputs), state);
 }
 
 at::Tensor TorchGraph::capture(const node& fn, std::size_t k, at::Tensor&& grad) {

@@ -76,8 +76,11 @@ struct TorchGraph {
     /// Whether it was made in anomaly mode (its nodes adopt the nodes they
     /// make: adopt_new_nodes in torch_graph.cpp).
     bool anomaly = false;
-    /// This thread's autograd flags in libc10 (set with the call): read
-    /// after every node without a thread-local lookup.
+    /// Whether its nodes are called with the checks that user code or
+    /// anomaly mode needs (call_checked in torch_graph.cpp).
+    bool checked = false;
+    /// This thread's autograd flags in libc10 (set with the call): the
+    /// grad mode a node left is read without a thread-local lookup.
     c10::AutogradState* autograd = nullptr;
     /// The innermost call_scope's spare buffers (null outside a call).
     spare_buffers* spare = nullptr;
@@ -88,21 +91,14 @@ struct TorchGraph {
   /// another call.
   class run_scope {
   public:
-    run_scope(GraphTaskBase& task, const node&) : state_(enter(task)) {}
-    /// Puts the call's grad mode back when the node left another one set,
-    /// as libtorch's engine does after every node.
-    ~run_scope() {
-      if (state_.autograd->get_grad_mode() != state_.create_graph) [[unlikely]]
-        state_.autograd->set_grad_mode(state_.create_graph);
+    run_scope(GraphTaskBase& task, const node&) {
+      if (!is_current(task)) [[unlikely]]
+        switch_to(task);
     }
-    run_scope(const run_scope&) = delete;
-    run_scope& operator=(const run_scope&) = delete;
 
   private:
-    /// This thread's call state, switched to `task`'s when it was another's.
-    static const call_state& enter(GraphTaskBase& task);
-
-    const call_state& state_;
+    static bool is_current(const GraphTaskBase& task);
+    static void switch_to(GraphTaskBase& task);
   };
 
   /// Around one call's whole run on this thread: names off (libtorch's
