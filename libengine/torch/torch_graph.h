@@ -39,6 +39,20 @@ struct TorchGraph {
     void stash(const DeviceList&, const value_list&) {}
     void sync() const {}
   };
+  /// The state a node of a call runs in (see Note [Per-thread call
+  /// state]): switched only when the thread's last node belonged to
+  /// another call.
+  class run_scope {
+  public:
+    run_scope(GraphTaskBase& task, const node&) {
+      if (!is_current(task)) [[unlikely]]
+        switch_to(task);
+    }
+
+  private:
+    static bool is_current(const GraphTaskBase& task);
+    static void switch_to(GraphTaskBase& task);
+  };
 
   /// Input vectors a call's nodes are done with, kept for its next input
   /// buffers: a node with k next nodes makes up to k buffers at once.
@@ -84,21 +98,6 @@ struct TorchGraph {
     c10::AutogradState* autograd = nullptr;
     /// The innermost call_scope's spare buffers (null outside a call).
     spare_buffers* spare = nullptr;
-  };
-
-  /// The state a node of a call runs in (see Note [Per-thread call
-  /// state]): switched only when the thread's last node belonged to
-  /// another call.
-  class run_scope {
-  public:
-    run_scope(GraphTaskBase& task, const node&) {
-      if (!is_current(task)) [[unlikely]]
-        switch_to(task);
-    }
-
-  private:
-    static bool is_current(const GraphTaskBase& task);
-    static void switch_to(GraphTaskBase& task);
   };
 
   /// Around one call's whole run on this thread: names off (libtorch's
