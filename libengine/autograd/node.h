@@ -37,9 +37,10 @@ std::uint64_t next_sequence_nr();
 /// inputs (its outputs, one per `next_edges`).
 ///
 /// Nodes are immutable while a GraphTask runs them, except for the saved
-/// variables that `release_variables` frees and the hooks (which may be
-/// added and removed at any time, see hook_handle.h), so several GraphTasks
-/// may run one graph at once (with retain_graph).
+/// variables that `release_variables` frees (under their own lock, see
+/// SavedVariables) and the hooks (which may be added and removed at any
+/// time, see hook_handle.h), so several GraphTasks may run one graph at
+/// once (without retain_graph, all but the first to release fail).
 class Node : public std::enable_shared_from_this<Node> {
 public:
   explicit Node(edge_list next_edges = {});
