@@ -40,7 +40,8 @@ std::uint64_t next_sequence_nr();
 /// variables that `release_variables` frees (under their own lock, see
 /// SavedVariables) and the hooks (which may be added and removed at any
 /// time, see hook_handle.h), so several GraphTasks may run one graph at
-/// once (without retain_graph, all but the first to release fail).
+/// once (without retain_graph, one that reaches a node after another
+/// released its saved variables fails, as a second backward does).
 class Node : public std::enable_shared_from_this<Node> {
 public:
   explicit Node(edge_list next_edges = {});
