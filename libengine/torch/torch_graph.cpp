@@ -103,6 +103,56 @@ struct NodeApply : ::torch::autograd::Node {
   }
 }
 
+/// call_function for `state`'s call (below). Forced inline: as a call of
+/// its own it cost 20 instructions a node more.
+[[gnu::always_inline]] inline TorchGraph::value_list call_with(::torch::autograd::Node& fn,
+                                                               TorchGraph::value_list&& inputs,
+                                                               const TorchGraph::call_state& state) {
+  for (const auto& hook : fn.pre_hooks())
+    inputs = (*hook)(inputs);
+  if (!state.keep_graph)
+    fn.will_release_variables();
+  const auto call = [&fn, &state](TorchGraph::value_list&& in) {
+    return state.record ? call_recorded(fn, std::move(in)) : NodeApply::call(fn, std::move(in));
+  };
+  // Note [AccumulateGrad steals its input]
+  // libtorch's AccumulateGrad reuses the incoming gradient instead of
+  // cloning it when no one else holds it, counting one extra reference when
+  // the node has post-hooks (num_expected_refs in accumulate_grad.h): the
+  // engine's copy of the inputs, which it keeps only then. So do we.
+  const bool post_hooks = !fn.post_hooks().empty();
+  TorchGraph::value_list outputs = post_hooks ? call(TorchGraph::value_list(inputs))
+                                              : call(std::move(inputs));
+  torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
+  if (post_hooks) [[unlikely]]
+    for (const auto& hook : fn.post_hooks())
+      outputs = (*hook)(outputs, inputs);
+  // A node's input vector, kept for the next buffers this call makes: one
+  // allocation a node fewer.
+  if (state.spare)
+    state.spare->give(inputs);
+  return outputs;
+}
+
+/// call_with for a call whose graph runs user code (a hook, a custom
+/// Function) or that runs in anomaly mode: afterwards the call's grad mode
+/// is put back, whatever the node left (Note [Per-thread call state]), and
+/// in anomaly mode the node adopts the nodes it made (adopt_new_nodes).
+/// libtorch's own nodes leave grad mode as they found it, so a call of
+/// those alone skips both checks.
+[[gnu::noinline]] TorchGraph::value_list call_checked(::torch::autograd::Node& fn,
+                                                     TorchGraph::value_list&& inputs,
+                                                     const TorchGraph::call_state& state) {
+  const GraphTaskBase& task = *state.task;
+  const std::uint64_t first_new_node = task.anomaly ? at::sequence_number::peek() : 0;
+  TorchGraph::value_list outputs = call_with(fn, std::move(inputs), state);
+  if (state.autograd->get_grad_mode() != task.options.create_graph)
+    state.autograd->set_grad_mode(task.options.create_graph);
+  if (task.anomaly)
+    adopt_new_nodes(fn, outputs, first_new_node);
+  return outputs;
+}
+
 /// libtorch's can_accumulate_inplace: a plain dense tensor nobody else holds.
 bool can_accumulate_inplace(const at::Tensor& v) {
   return !(at::isTensorSubclassLike(v) || v._is_zerotensor() || v.is_nested()) &&
@@ -185,8 +235,6 @@ void TorchGraph::run_scope::switch_to(GraphTaskBase& task) {
   this_thread = {&task,
                  task.options.keep_graph,
                  at::hasCallbacks(),
-                 task.options.create_graph,
-                 task.anomaly,
                  task.anomaly || user_code,
                  &c10::AutogradState::get_tls_state(),
                  this_thread.spare};
@@ -224,59 +272,6 @@ bool TorchGraph::runs_user_code(const node& n) {
 NodeInfo TorchGraph::describe(const node& n) {
   return {&n, n.name(), n.sequence_nr(), device(n), 0};
 }
-
-namespace {
-
-/// call_function for `state`'s call (below). Forced inline: as a call of
-/// its own it cost 20 instructions a node more.
-[[gnu::always_inline]] inline TorchGraph::value_list call_with(::torch::autograd::Node& fn,
-                                                               TorchGraph::value_list&& inputs,
-                                                               const TorchGraph::call_state& state) {
-  for (const auto& hook : fn.pre_hooks())
-    inputs = (*hook)(inputs);
-  if (!state.keep_graph)
-    fn.will_release_variables();
-  const auto call = [&fn, &state](TorchGraph::value_list&& in) {
-    return state.record ? call_recorded(fn, std::move(in)) : NodeApply::call(fn, std::move(in));
-  };
-  // Note [AccumulateGrad steals its input]
-  // libtorch's AccumulateGrad reuses the incoming gradient instead of
-  // cloning it when no one else holds it, counting one extra reference when
-  // the node has post-hooks (num_expected_refs in accumulate_grad.h): the
-  // engine's copy of the inputs, which it keeps only then. So do we.
-  const bool post_hooks = !fn.post_hooks().empty();
-  TorchGraph::value_list outputs = post_hooks ? call(TorchGraph::value_list(inputs))
-                                              : call(std::move(inputs));
-  torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
-  if (post_hooks) [[unlikely]]
-    for (const auto& hook : fn.post_hooks())
-      outputs = (*hook)(outputs, inputs);
-  // A node's input vector, kept for the next buffers this call makes: one
-  // allocation a node fewer.
-  if (state.spare)
-    state.spare->give(inputs);
-  return outputs;
-}
-
-/// call_with for a call whose graph runs user code (a hook, a custom
-/// Function) or that runs in anomaly mode: afterwards the call's grad mode
-/// is put back, whatever the node left (Note [Per-thread call state]), and
-/// in anomaly mode the node adopts the nodes it made (adopt_new_nodes).
-/// libtorch's own nodes leave grad mode as they found it, so a call of
-/// those alone skips both checks.
-[[gnu::noinline]] TorchGraph::value_list call_checked(::torch::autograd::Node& fn,
-                                                     TorchGraph::value_list&& inputs,
-                                                     const TorchGraph::call_state& state) {
-  const std::uint64_t first_new_node = state.anomaly ? at::sequence_number::peek() : 0;
-  TorchGraph::value_list outputs = call_with(fn, std::move(inputs), state);
-  if (state.autograd->get_grad_mode() != state.create_graph)
-    state.autograd->set_grad_mode(state.create_graph);
-  if (state.anomaly)
-    adopt_new_nodes(fn, outputs, first_new_node);
-  return outputs;
-}
-
-} // namespace
 
 TorchGraph::value_list TorchGraph::call_function(node& fn, value_list&& inputs) {
   // One thread-local lookup a node: each is a call into glibc in the

@@ -85,11 +85,6 @@ struct TorchGraph {
     bool keep_graph = true;
     /// Whether RecordFunction callbacks were registered when it was set.
     bool record = false;
-    /// Its grad mode (create_graph).
-    bool create_graph = false;
-    /// Whether it was made in anomaly mode (its nodes adopt the nodes they
-    /// make: adopt_new_nodes in torch_graph.cpp).
-    bool anomaly = false;
     /// Whether its nodes are called with the checks that user code or
     /// anomaly mode needs (call_checked in torch_graph.cpp).
     bool checked = false;
