@@ -22,6 +22,12 @@ def case(fn):
     return fn
 
 
+def without_node_suffix(text):
+    """`text` without the line ends naming the node that actorgrad adds to
+    a C++ error (Note [Errors keep their type])."""
+    return re.sub(r" \(in node [^)]*\)\)$", "", text, flags=re.M)
+
+
 def params_and_grads(module, out, prefix=""):
     for name, p in module.named_parameters():
         out[prefix + name] = p.detach().clone()
@@ -208,8 +214,7 @@ def complex_gradient_for_a_real_input():
         ComplexGradForRealInput.apply(x).sum().backward()
         error = "none"
     except RuntimeError as e:
-        # Without actorgrad's suffix naming the node (Note [Errors keep their type]).
-        error = re.sub(r" \(in node [^)]*\)\)$", "", str(e))
+        error = without_node_suffix(str(e))
     return {"error": [error]}
 
 

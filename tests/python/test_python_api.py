@@ -157,7 +157,7 @@ def _backward_outcomes():
     error, and the C++ file a libtorch warning names (actorgrad's bridge
     raises that warning itself)."""
     def torch_s_part(text):
-        text = re.sub(r" \(in node [^)]*\)\)$", "", text, flags=re.M)
+        text = cases.without_node_suffix(text)
         return re.sub(r" \(Triggered internally at [^)]*\)", "", text)
 
     def failure(call):
