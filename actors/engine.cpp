@@ -134,8 +134,7 @@ Engine::Engine(caf::actor_system& system, EngineConfig config)
 void Engine::spawn_actors() {
   for (std::size_t i = 0; i < core_->num_workers; ++i)
     core_->replace_worker(core_->workers[i], nullptr);
-  detail::ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
-  core_->pool = core_->system.spawn<detail::CoordinatorPool>(core_);
+  core_->pool = core_->start<detail::CoordinatorPool>("actorgrad.pool", core_);
   core_->requests = detail::spawn_request_server(this, core_);
 }
 
@@ -153,6 +152,7 @@ Engine::~Engine() {
     detail::post<caf::message_priority::high>(core_->requests, msg::Shutdown{});
     self->wait_for(core_->pool, core_->requests);
   }
+  core_->threads.join_all(); // Note [Engine threads are joined]
   // The actors hold the core and the core holds their handles: drop the
   // handles (and a parked caller mailbox) now, while the actor system that
   // owns them still exists.
@@ -241,7 +241,9 @@ void Engine::post(Device device, std::function<void()> job) {
 }
 
 EngineStats Engine::stats() const {
-  return {core_->max_reentrant_frames.load(), core_->fresh_stacks.load()};
+  return {core_->max_reentrant_frames.load(), core_->fresh_stacks.load(),
+          core_->async_coordinators.load(), core_->peak_async_coordinators.load(),
+          core_->async_calls_waited.load(), core_->async_calls_run_inline.load()};
 }
 
 void Engine::set_observer(std::shared_ptr<EngineObserver> observer) {

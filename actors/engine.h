@@ -33,6 +33,16 @@ struct EngineStats {
   /// Reentrant calls run on a fresh stack at the depth limit (or when their
   /// stack ran short).
   std::int64_t fresh_stacks = 0;
+  /// Pooled async coordinator threads alive now, and the most alive at once
+  /// (EngineConfig::max_async_coordinators bounds both).
+  std::size_t async_coordinators = 0;
+  std::size_t peak_async_coordinators = 0;
+  /// Asynchronous calls that waited for a coordinator (all were busy and
+  /// the pool full).
+  std::int64_t async_calls_waited = 0;
+  /// Asynchronous calls made inside a node that ran on its thread (Note
+  /// [Async calls made inside a node] in actors/detail/async_call.h).
+  std::int64_t async_calls_run_inline = 0;
 };
 
 /// Runs backward passes on actors (DESIGN.md section 2), for actorgrad's own

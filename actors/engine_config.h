@@ -2,9 +2,11 @@
 /// @file engine_config.h
 /// How an Engine is set up.
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "actorgrad/device/device.h"
@@ -13,16 +15,21 @@ namespace actorgrad {
 
 class EngineObserver;
 
+/// std::thread::hardware_concurrency(), or 1 when unknown.
+inline std::size_t default_hardware_threads() {
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 /// Settings of an Engine. Checked when the Engine is created: a bad value is
 /// a std::invalid_argument naming the setting.
 struct EngineConfig {
   /// The non-CPU devices to serve: one DeviceWorker actor each. Each device
   /// once; a device this process cannot serve (`cuda:N` without the CUDA
   /// backend or without that GPU) is refused.
-  std::vector<Device> devices;
+  std::vector<Device> devices{};
   /// Scheduler threads (at least 1) of an actor system the Engine creates
   /// itself (CAF's default of 4 is too many for a 2-core machine; the
-  /// engine's own actors are detached and do not use them).
+  /// engine's own actors run on threads of their own and do not use them).
   std::size_t scheduler_threads = 2;
   /// Nested backward calls on one stack (at least 1) before a reentrant
   /// call moves to a fresh stack of its thread (PyTorch's
@@ -39,6 +46,20 @@ struct EngineConfig {
   /// that much CPU per wait; it pays where waking a blocked thread is slow
   /// (Note [Spinning before blocking] in actors/detail/runner.cpp).
   std::chrono::nanoseconds spin_before_block{0};
+  /// Asynchronous calls (backward_async, grad_async, execute_async, the
+  /// request actor's) run on pooled coordinator threads (Note [Pooled async
+  /// coordinators] in actors/detail/async_call.h). At most this many exist
+  /// at once (at least 1); a call that finds them all busy waits in the
+  /// pool, its future not ready, until one is free. A call made inside a
+  /// node never waits for one (Note [Async calls made inside a node]).
+  std::size_t max_async_coordinators = 4 * default_hardware_threads();
+  /// Coordinators kept when idle (at most max_async_coordinators): one, the
+  /// default, keeps the next call from starting a thread.
+  std::size_t min_async_coordinators = 1;
+  /// How long a coordinator beyond min_async_coordinators stays idle before
+  /// its thread ends (more than 0). After a burst of calls the pool shrinks
+  /// back to min_async_coordinators within 1.5 times this.
+  std::chrono::milliseconds async_coordinator_idle_time{1000};
   /// Observer installed from the start (see Engine::set_observer); null: none.
   std::shared_ptr<EngineObserver> observer = nullptr;
 };

@@ -10,17 +10,18 @@
 /// | Task      | runner.cpp: Runner::coordinate_here                   | DeviceWorker of the root's device | runner.cpp: Runner::handle |
 /// | WakeUp    | runner.cpp: Runner::finish_one (only for a task with an observer; else a doorbell ring: Note [Wake-up without a message]) | the task's coordinator | runner.cpp: Runner::handle (a no-op: the loop re-checks) |
 /// | Job       | engine.cpp: Engine::post                              | a DeviceWorker | runner.cpp: Runner::handle |
-/// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; coordinator_pool.cpp: CoordinatorPool::act | DeviceWorker, CoordinatorPool, AsyncCoordinator, the request actor | runner.cpp: Runner::handle; coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act; request_server.cpp: request_server |
-/// | AsyncCall | async_call.h: spawn_call (when no coordinator is parked; a parked one is handed the call without a message: Note [A call handed to a parked coordinator]); coordinator_pool.cpp: CoordinatorPool::act (to an idle coordinator) | CoordinatorPool, then an AsyncCoordinator | coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act (run_call in async_call.cpp) |
-/// | Idle      | async_call.cpp: run_call (when it cannot park)        | CoordinatorPool | coordinator_pool.cpp: CoordinatorPool::act |
+/// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; coordinator_pool.cpp: CoordinatorPool::stop (idle coordinators, and all at Shutdown) | DeviceWorker, CoordinatorPool, AsyncCoordinator, the request actor | runner.cpp: Runner::handle; coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act; request_server.cpp: request_server |
+/// | AsyncCall | async_call.cpp: spawn_call (when no coordinator is parked and the call is not made inside a node; a parked one is handed the call without a message: Note [A call handed to a parked coordinator]); coordinator_pool.cpp: CoordinatorPool::take_call, became_idle (forward, to an idle or new coordinator) | CoordinatorPool, then an AsyncCoordinator | coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act (run_call in async_call.cpp) |
+/// | Idle      | async_call.cpp: run_call (when it cannot park, or calls wait: Note [Calls that wait for a coordinator]) | CoordinatorPool | coordinator_pool.cpp: CoordinatorPool::act (became_idle) |
 /// | BackwardRequest | the application: any actor, `request(engine.request_actor(), timeout, msg::BackwardRequest{...})` | the request actor | request_server.cpp: request_server |
 /// | GradRequest | the application, as BackwardRequest                     | the request actor | request_server.cpp: request_server |
 /// | BackwardResponse | request_server.cpp: answer (on the call's coordinator, through detail::respond) | the requester | the requester's response handler (`.then`, `.receive`) |
 /// | GradResponse | request_server.cpp: answer, as BackwardResponse          | the requester | the requester's response handler |
 ///
 /// Every engine message is sent through detail::post (actors/detail/post.h),
-/// which accepts only the types listed in `engine_messages` below; the
-/// answers to requests through detail::respond there.
+/// which accepts only the types listed in `engine_messages` below, passed on
+/// through detail::forward, and the answers to requests go through
+/// detail::respond there.
 ///
 /// Requests (the application's actors ask the engine): a BackwardRequest or
 /// GradRequest sent with CAF's `request` to Engine::request_actor() is

@@ -11,14 +11,29 @@ namespace actorgrad::detail {
 
 void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
                 std::shared_ptr<CallDone> done) {
-  msg::AsyncCall m{std::move(call), CallerState::of_this_thread(), engine, std::move(done)};
-  if (caf::actor coordinator = core->take_coordinator()) { // Note [Idle coordinator slot]
-    auto* parked =
-      static_cast<AsyncCoordinator*>(caf::actor_cast<caf::abstract_actor*>(coordinator));
-    parked->hand(std::move(m));
-  } else {
-    post(core->pool, std::move(m));
+  caf::actor parked = core->take_coordinator(); // Note [Idle coordinator slot]
+  if (!parked && current_graph_task()) {       // Note [Async calls made inside a node]
+    core->async_calls_run_inline.fetch_add(1, std::memory_order_relaxed);
+    run_here(engine, std::move(call), *done);
+    return;
   }
+  msg::AsyncCall m{std::move(call), CallerState::of_this_thread(), engine, std::move(done)};
+  if (parked)
+    static_cast<AsyncCoordinator*>(caf::actor_cast<caf::abstract_actor*>(parked))->hand(std::move(m));
+  else
+    post(core->pool, std::move(m));
+}
+
+void run_here(Executor* engine, BackwardCall&& call, CallDone& done) {
+  std::exception_ptr error;
+  variable_list grads;
+  try {
+    grads = engine->execute(call.roots, std::move(call.root_grads), call.options, call.outputs);
+  } catch (...) {
+    error = kept_error(); // Note [A thread that exits inside a node] (errors.h)
+  }
+  call = {};
+  done(error, std::move(grads));
 }
 
 void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
@@ -41,7 +56,9 @@ void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
   }
   call.call = {}; // its roots and inputs, released before `done` as the task is
   EngineCore& core = runner.core();
-  if (!core.park_coordinator(self)) // Note [Idle coordinator slot]
+  // Note [Idle coordinator slot], Note [Calls that wait for a coordinator]
+  // (coordinator_pool.cpp): parks, unless calls wait in the pool.
+  if (!core.park_coordinator(self) || (core.calls_waiting.load() && core.unpark_coordinator(self)))
     post(core.pool, msg::Idle{self});
   (*call.done)(error, std::move(grads));
 }

@@ -22,8 +22,9 @@ namespace actorgrad::detail {
 // 26,000 instructions and 57-100 us). So the CoordinatorPool keeps async
 // coordinators (AsyncCoordinator): a call goes
 // to it as msg::AsyncCall and on to an idle coordinator (a new one only
-// when all are busy), which runs it with its long-lived Runner and reports
-// Idle. It reports Idle *before* calling `done`: whatever the caller sends
+// when all are busy; how many, and for how long: Note [Coordinator threads
+// come and go] in coordinator_pool.cpp), which runs it with its long-lived
+// Runner and reports Idle. It reports Idle *before* calling `done`: whatever the caller sends
 // once `done` woke it (the next call) then reaches the pool after the Idle,
 // so a loop of calls reuses one coordinator instead of racing the pool into
 // spawning more. A message of a finished call that arrives later (a WakeUp,
@@ -60,10 +61,27 @@ namespace actorgrad::detail {
 // handed to a coordinator that stopped meanwhile is destroyed with it, as
 // a message to it would be: its future reports a broken promise.
 
-/// Runs `call` on a pooled async coordinator, which calls `done` once
-/// (CallDone).
+//
+// Note [Async calls made inside a node]
+// An asynchronous call made while a node runs on this thread (a node that
+// starts a backward_async, or waits for one) is a reentrant call. Sent to
+// the pool, it could wait there for a coordinator while every coordinator
+// runs a call whose node waits for it (the cap of Note [Coordinator threads
+// come and go]): a deadlock. So unless a coordinator is parked, free at
+// once, such a call runs on the calling thread as a synchronous reentrant
+// call would (depth + 1, the depth limit and handoff included), and its
+// future is ready when the call returns; its outcome reaches the future as
+// it would from a coordinator. PyTorch runs a reentrant call on the thread
+// of its parent as well. EngineStats::async_calls_run_inline counts them.
+
+/// Runs `call` on a pooled async coordinator, or on this thread when it is
+/// made inside a node and none is parked (Note [Async calls made inside a
+/// node]); `done` is called once (CallDone).
 void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
                 std::shared_ptr<CallDone> done);
+
+/// Runs `call` on `engine` on this thread and reports its outcome to `done`.
+void run_here(Executor* engine, BackwardCall&& call, CallDone& done);
 
 /// A pooled async coordinator's handling of `call` (Note [Pooled async
 /// coordinators]): makes its task and coordinates it with `runner`, parks

@@ -9,7 +9,7 @@
 
 namespace actorgrad::detail {
 
-/// One per non-CPU device, shared by every GraphTask: a detached actor (its
+/// One per non-CPU device, shared by every GraphTask: a blocking actor (its
 /// own thread) whose heap holds the ready nodes of that device for all
 /// tasks. Runs Runner::serve until it gets msg::Shutdown.
 class DeviceWorker final : public EngineActor {

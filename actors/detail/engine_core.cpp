@@ -3,7 +3,6 @@
 #include <stdexcept>
 
 #include "actorgrad/actors/detail/device_worker.h"
-#include "actorgrad/actors/detail/foreign_thread.h"
 #include "actorgrad/actors/detail/observer_pair.h"
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/device/availability.h"
@@ -19,6 +18,17 @@ void EngineCore::validate(const EngineConfig& cfg) {
     throw std::invalid_argument("EngineConfig.spin_before_block is " +
                                 std::to_string(cfg.spin_before_block.count()) +
                                 " ns: it must be 0 (block at once) or more");
+  if (cfg.max_async_coordinators < 1)
+    throw std::invalid_argument("EngineConfig.max_async_coordinators is 0: asynchronous calls "
+                                "need at least 1 coordinator");
+  if (cfg.min_async_coordinators > cfg.max_async_coordinators)
+    throw std::invalid_argument(
+      "EngineConfig.min_async_coordinators is " + std::to_string(cfg.min_async_coordinators) +
+      ", more than max_async_coordinators (" + std::to_string(cfg.max_async_coordinators) + ")");
+  if (cfg.async_coordinator_idle_time.count() <= 0)
+    throw std::invalid_argument("EngineConfig.async_coordinator_idle_time is " +
+                                std::to_string(cfg.async_coordinator_idle_time.count()) +
+                                " ms: it must be more than 0");
   if (cfg.max_recursion_depth < 1)
     throw std::invalid_argument("EngineConfig.max_recursion_depth is " +
                                 std::to_string(cfg.max_recursion_depth) +
@@ -57,14 +67,23 @@ bool EngineCore::park_coordinator(const caf::actor& coordinator) {
   caf::actor_control_block* parked =
     caf::actor_cast<caf::strong_actor_ptr>(coordinator).release(); // the slot's reference
   caf::actor_control_block* empty = nullptr;
-  if (idle_coordinator.compare_exchange_strong(empty, parked, std::memory_order_acq_rel))
+  // seq_cst: Note [Calls that wait for a coordinator] in coordinator_pool.cpp.
+  if (idle_coordinator.compare_exchange_strong(empty, parked))
     return true;
   caf::intrusive_ptr_release(parked);
   return false;
 }
 
+bool EngineCore::unpark_coordinator(const caf::actor& coordinator) {
+  caf::actor_control_block* parked = caf::actor_cast<caf::abstract_actor*>(coordinator)->ctrl();
+  if (!idle_coordinator.compare_exchange_strong(parked, nullptr))
+    return false;
+  caf::intrusive_ptr_release(parked); // the slot's reference
+  return true;
+}
+
 caf::actor EngineCore::take_coordinator() {
-  caf::actor_control_block* parked = idle_coordinator.exchange(nullptr, std::memory_order_acq_rel);
+  caf::actor_control_block* parked = idle_coordinator.exchange(nullptr); // seq_cst, as above
   if (!parked)
     return {};
   return caf::actor_cast<caf::actor>(caf::strong_actor_ptr{parked, false});
@@ -120,12 +139,8 @@ caf::actor EngineCore::worker(Device d) {
 }
 
 caf::actor EngineCore::replace_worker(WorkerSlot& s, std::shared_ptr<const caf::actor> expected) {
-  std::shared_ptr<const caf::actor> fresh;
-  {
-    ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
-    fresh = std::make_shared<const caf::actor>(
-      system.spawn<DeviceWorker>(shared_from_this(), s.device));
-  }
+  auto fresh = std::make_shared<const caf::actor>(
+    start<DeviceWorker>("actorgrad.dev", shared_from_this(), s.device));
   // Supervision: a worker that dies while the engine runs is replaced, so
   // the engine stays usable (the GraphTasks it was serving fail: their
   // coordinators monitor it).

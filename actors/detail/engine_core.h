@@ -10,6 +10,7 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
+#include "actorgrad/actors/detail/actor_thread.h"
 #include "actorgrad/actors/detail/caller_mailbox.h"
 #include "actorgrad/actors/engine_config.h"
 #include "actorgrad/actors/observer.h"
@@ -44,6 +45,19 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   /// worker that stops now is not respawned (Note [Workers replaced during
   /// shutdown] in engine_core.cpp).
   std::atomic<bool> shutting_down{false};
+  /// The threads ~Engine joins: the device workers' (replacements
+  /// included), the pool's and the request actor's (Note [Engine threads
+  /// are joined] in actor_thread.h).
+  ThreadList threads;
+  /// Starts an engine actor of type `A` (made from `args`) on a thread
+  /// that ~Engine joins (`threads`).
+  template <class A, class... Ts>
+  caf::actor start(const char* thread_name, Ts&&... args) {
+    ActorThread t = ActorThread::start<A>(system, thread_name, std::forward<Ts>(args)...);
+    caf::actor a = t.actor();
+    threads.add(std::move(t));
+    return a;
+  }
   /// The CoordinatorPool (keeps the async coordinators).
   caf::actor pool;
   /// The request actor (Engine::request_actor; actors/detail/request_server.h).
@@ -58,6 +72,13 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   bool park_coordinator(const caf::actor& coordinator);
   /// The parked coordinator (the slot is empty afterwards), or an invalid handle.
   caf::actor take_coordinator();
+  /// Empties idle_coordinator if it holds `coordinator`; false if it does
+  /// not (a call took it meanwhile).
+  bool unpark_coordinator(const caf::actor& coordinator);
+  /// Whether calls wait in the pool for a coordinator (Note [Calls that
+  /// wait for a coordinator] in coordinator_pool.cpp). Written by the pool;
+  /// read by a coordinator that just parked itself.
+  std::atomic<bool> calls_waiting{false};
   /// A caller's mailbox kept for the next call that needs one, or null
   /// (Note [Parked caller mailbox] in runner.cpp). Set by a caller's Runner
   /// whose calls ended cleanly (park_caller_mailbox), taken by the next
@@ -87,6 +108,15 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   std::atomic<int> max_reentrant_frames{0};
   /// Reentrant calls run on a fresh stack.
   std::atomic<std::int64_t> fresh_stacks{0};
+  /// Async coordinators alive now, and the most alive at once (written by
+  /// the pool).
+  std::atomic<std::size_t> async_coordinators{0};
+  std::atomic<std::size_t> peak_async_coordinators{0};
+  /// Async calls that waited in the pool for a coordinator (written by the pool).
+  std::atomic<std::int64_t> async_calls_waited{0};
+  /// Async calls made inside a node that ran on the calling thread (Note
+  /// [Async calls made inside a node] in async_call.h; written by any caller).
+  std::atomic<std::int64_t> async_calls_run_inline{0};
 
   /// Raises max_reentrant_frames to `frames`.
   void note_reentrant_frames(int frames);

@@ -36,6 +36,13 @@ void post(const caf::actor& to, M&& m) {
   }
 }
 
+/// Passes the engine message that `element` holds on to `to` as it is
+/// (its sender, priority and id unchanged): how the CoordinatorPool gives a
+/// call it received to a coordinator.
+inline void forward(const caf::actor& to, caf::mailbox_element_ptr element) {
+  to->enqueue(std::move(element), nullptr);
+}
+
 /// Answers the request `mid` of `to` with `m` (a response of
 /// actors/messages.h, or a caf::error), sent as from `from`. Sent with no
 /// execution unit, so the requester is scheduled by its own actor system,

@@ -130,8 +130,7 @@ private:
 } // namespace
 
 caf::actor spawn_request_server(Executor* engine, const std::shared_ptr<EngineCore>& core) {
-  ForeignThreadSpawn spawn_here; // see Note [CAF's thread-local logger]
-  return core->system.spawn<RequestServer>(engine, core);
+  return core->start<RequestServer>("actorgrad.req", engine, core);
 }
 
 } // namespace actorgrad::detail

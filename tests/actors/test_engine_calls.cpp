@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <cmath>
-#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -24,6 +23,7 @@
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "tests/actors/actor_test_util.h"
+#include "tests/support/thread_count.h"
 
 using namespace actorgrad;
 using namespace actorgrad::actors_test;
@@ -158,17 +158,6 @@ BOOST_AUTO_TEST_CASE(async_calls_take_the_callers_anomaly_mode) {
   BOOST_TEST(std::isnan(x.grad().to_vector().at(0)));
 }
 
-namespace {
-
-/// Threads of this process now.
-std::size_t threads() {
-  std::size_t n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
-    ++n;
-  return n;
-}
-
-} // namespace
 
 // Note [Pooled async coordinators]: async calls run on pooled coordinator
 // actors, so 1,000 of them, one after another, run their CPU nodes on one
@@ -203,13 +192,13 @@ BOOST_AUTO_TEST_CASE(async_calls_start_no_thread_per_call) {
     check(f);
   }
   seen();
-  const std::size_t before = threads();
+  const std::size_t before = testing::process_threads();
   for (int i = 0; i < 1000; ++i) {
     auto f = engine.grad_async({loss}, {x}, {.retain_graph = true});
     check(f);
   }
   BOOST_TEST(seen() == 1u, "1,000 sequential calls coordinated on one thread");
-  BOOST_TEST(threads() == before, "and no thread left behind");
+  BOOST_TEST(testing::process_threads() == before, "and no thread left behind");
   for (int round = 0; round < 125; ++round) {
     std::vector<std::future<variable_list>> fs;
     for (int i = 0; i < 8; ++i)
@@ -218,7 +207,7 @@ BOOST_AUTO_TEST_CASE(async_calls_start_no_thread_per_call) {
       check(f);
   }
   BOOST_TEST(seen() <= 8u, "8 overlapping calls at a time: at most 8 coordinators");
-  BOOST_TEST(threads() <= before + 7);
+  BOOST_TEST(testing::process_threads() <= before + 7);
 }
 
 // Note [Idle coordinator slot]: calls from several threads at once take the
