@@ -6,10 +6,12 @@
 #include <torch/csrc/autograd/anomaly_mode.h>
 #include <torch/csrc/autograd/utils/warnings.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
@@ -150,6 +152,32 @@ void copy_exec_info(const TorchGraphTask& task, GraphTask& stock, const Trampoli
   stock.exec_info_[const_cast<Trampoline*>(&trampoline)].needed_ = true;
 }
 
+/// Fills libtorch's GraphTask's nodes_in_graph_, where
+/// torch._C._will_engine_execute_node looks a node up (with the
+/// exec_info), as libtorch's compute_dependencies does: every node reached
+/// along an edge from the roots, without expanding those below the inputs'
+/// lowest topological_nr. Only for calls whose graph runs user code (a
+/// hook asks it; libtorch's own nodes never do).
+void fill_nodes_in_graph(GraphTask& stock, const edge_list& roots, const edge_list& outputs) {
+  std::uint64_t min_topo_nr = outputs.empty() ? 0 : std::numeric_limits<std::uint64_t>::max();
+  for (const auto& e : outputs)
+    min_topo_nr = std::min(min_topo_nr, e.function->topological_nr());
+  // Several roots hang below a GraphRoot, of which they are next nodes.
+  std::vector<::torch::autograd::Node*> queue;
+  for (const auto& e : roots)
+    if (roots.size() == 1 || stock.nodes_in_graph_.insert(e.function.get()).second)
+      queue.push_back(e.function.get());
+  while (!queue.empty()) {
+    ::torch::autograd::Node* fn = queue.back();
+    queue.pop_back();
+    if (fn->topological_nr() < min_topo_nr)
+      continue;
+    for (const auto& e : fn->next_edges())
+      if (auto* next = e.function.get(); next && stock.nodes_in_graph_.insert(next).second)
+        queue.push_back(next);
+  }
+}
+
 } // namespace
 
 Counters& counters() {
@@ -241,6 +269,13 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
       "cycle and avoid the leak.");
   }
   TORCH_CHECK_VALUE(accumulate_grad || !outputs.empty(), "grad requires non-empty inputs.");
+  if (roots.empty()) {
+    // libtorch's engine runs a GraphRoot without edges: no node, no
+    // callback, and for grad() one undefined gradient per input (Python
+    // then returns None for each, or raises its allow_unused error).
+    counters().calls.fetch_add(1, std::memory_order_relaxed);
+    return variable_list(accumulate_grad ? 0 : outputs.size());
+  }
 
   GraphTaskBase* parent = current_graph_task();
   const int depth = parent ? parent->reentrant_depth + 1 : 0;
@@ -262,11 +297,12 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
   if (!current && !parent && !task->selective() && !task->runs_user_code() &&
       !::torch::autograd::AnomalyMode::is_enabled() && !at::hasCallbacks())
     return run_directly(*engine_, task, std::move(first), create_graph);
-  return run_in_graph_task(task, std::move(first), keep_graph, create_graph, depth);
+  return run_in_graph_task(task, std::move(first), roots, outputs, keep_graph, create_graph, depth);
 }
 
 variable_list BridgeEngine::run_in_graph_task(const std::shared_ptr<TorchGraphTask>& task,
-                                              ReadyTask&& first, bool keep_graph,
+                                              ReadyTask&& first, const edge_list& roots,
+                                              const edge_list& outputs, bool keep_graph,
                                               bool create_graph, int depth) {
   std::shared_ptr<ReadyQueue> queue;
   if (innermost) {
@@ -281,6 +317,8 @@ variable_list BridgeEngine::run_in_graph_task(const std::shared_ptr<TorchGraphTa
   auto trampoline = std::make_shared<Trampoline>(*engine_, task, std::move(first), *stock);
   if (task->selective())
     copy_exec_info(*task, *stock, *trampoline);
+  if (task->runs_user_code())
+    fill_nodes_in_graph(*stock, roots, outputs);
   auto future = execute_with_graph_task(stock, trampoline,
                                         ::torch::autograd::InputBuffer(variable_list()));
   future->wait();
