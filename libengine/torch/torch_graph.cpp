@@ -366,8 +366,8 @@ void TorchGraph::accumulate(input_buffer& buffer, const node& consumer, std::uin
   // gradient that is a tensor subclass (vmap's BatchedTensor, with more
   // elements than the plain tensor it meets) could not be added into the
   // other, and the sum would keep the strides and dtype of the buffer's
-  // gradient instead of add's. Its tests, in this order (it runs in the
-  // grad mode of the call: on under create_graph).
+  // gradient instead of add's. Below are its tests in its order, run in
+  // the call's grad mode (on under create_graph), as libtorch's are.
   c10::AutoGradMode mode(create_graph);
   if (old.is_sparse()) {
     if (!grad.is_sparse() && grad.is_contiguous() && grad.use_count() == 1 &&
