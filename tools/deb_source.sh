@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by tools/tsan.sh and tools/conformance.sh: fetches the original
 # sources of a Debian source package with `apt-get source --download-only`.
 #
@@ -45,6 +46,7 @@ deb_source_fetch() {
   local package="$1" version="$2" dir="$3" codename apt_dir
   codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
   apt_dir="$(mktemp -d)"
+  # shellcheck disable=SC2064 # expanded now: $apt_dir is local
   trap "rm -rf '$apt_dir'" EXIT
   mkdir -p "$apt_dir/lists/partial" "$apt_dir/parts" "$apt_dir/cache/archives/partial"
   deb_source_entries "$codename" >"$apt_dir/sources.list"
@@ -67,8 +69,11 @@ deb_source_fetch() {
 
 # The orig tarball of `package`'s upstream version in `dir` (empty: none).
 deb_source_tarball() {
-  local package="$1" upstream="$2" dir="$3"
-  ls "$dir/${package}_${upstream}".orig.tar.* 2>/dev/null | grep -v '\.sha256$' | head -n 1 || true
+  local package="$1" upstream="$2" dir="$3" f
+  for f in "$dir/${package}_${upstream}".orig.tar.*; do
+    [[ -f $f && $f != *.sha256 ]] && { echo "$f"; return; }
+  done
+  return 0
 }
 
 deb_source_orig() {
