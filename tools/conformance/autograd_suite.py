@@ -12,7 +12,8 @@ actorgrad's; tools/conformance.sh runs it.
     autograd_suite.py compare STOCK.json MODE=OUT.json...
         prints per mode how many tests passed on both, failed on both, only
         on stock, only with actorgrad, and the tests that pass on stock
-        only; exits 1 if there is any.
+        only; exits 1 if there is any, if a run is incomplete, or if a mode
+        that installs actorgrad ran no call on it (then it tested nothing).
 
 A test passes when unittest reports success or an expected failure; a
 failure, an error or an unexpected success fails it; a skip is neither. A
@@ -156,7 +157,9 @@ def compare(stock_path, runs):
         stats = ours.get("stats") or {}
         calls = stats.get("calls", "-") if stats else "-"
         note = "" if ours.get("complete") else "  (incomplete run)"
-        ok = ok and ours.get("complete", False) and counts["stock"] == 0
+        if calls == 0:
+            note += "  (no call ran on actorgrad)"
+        ok = ok and ours.get("complete", False) and counts["stock"] == 0 and calls != 0
         print(f"{mode:<22} {counts['both']:>11} {counts['neither']:>11} {counts['stock']:>10} "
               f"{counts['ours']:>14} {counts['skipped']:>7}  {calls}{note}")
     if only_stock_lines:
