@@ -154,7 +154,9 @@ def test_will_engine_execute_node_answers_in_a_hook_as_torch_does():
         answers.append(outcome(lambda: torch._C._will_engine_execute_node(out.grad_fn)))
         return answers
 
+    stock_function = torch._C._will_engine_execute_node
     results = on_each_engine(program)
+    assert torch._C._will_engine_execute_node is stock_function  # uninstall put it back
     assert results["stock"][0]["a"] == ("returned", True)
     assert results["stock"][0]["a2"] == ("returned", False)
     assert_same_as_stock(results)
