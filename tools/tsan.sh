@@ -12,9 +12,9 @@
 #
 # The instrumented CAF is cached: $ACTORGRAD_TSAN_CACHE, by default
 # ${XDG_CACHE_HOME:-~/.cache}/actorgrad/caf-tsan, one install per CAF version,
-# compiler and flags. A cold run adds a deb-src entry when apt has none
-# (/etc/apt/sources.list.d/actorgrad-deb-src.sources, derived from the deb
-# entries), runs apt-get update and `apt-get source --download-only`.
+# compiler and flags. A cold run fetches Debian's source package with
+# `apt-get source --download-only` (tools/deb_source.sh: a deb-src entry
+# derived from the machine's deb entries, for the fetch only).
 # Environment: TSAN_BUILD_DIR (default build-tsan), TSAN_CXX (default g++),
 # TSAN_JOBS (default nproc), ACTORGRAD_STRESS_SECONDS (default 5 here).
 set -euo pipefail
@@ -35,70 +35,6 @@ targets=(unit_test_node_deletion actors_test_doorbell actors_test_concurrency ac
 (( $# > 0 )) && targets=("$@")
 log() { echo "tsan: $*"; }
 
-as_root() {
-  if [[ $(id -u) == 0 ]]; then
-    "$@"
-  elif command -v sudo >/dev/null; then
-    sudo "$@"
-  else
-    echo "tsan.sh: needs root (or sudo) for: $*" >&2
-    exit 1
-  fi
-}
-
-# Prints a deb822 deb-src stanza for this release's main suite, copied from
-# its first `deb` entry (deb822 .sources files, else the one-line format).
-derive_deb_src() {
-  local codename="$1" stanza
-  stanza="$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk -v suite="$codename" '
-    function flush() {
-      if (!done && (" " types " ") ~ / deb / && (" " suites " ") ~ (" " suite " ") &&
-          (" " comps " ") ~ / main /) {
-        print "Types: deb-src"; print "URIs: " uris; print "Suites: " suite
-        print "Components: main"; if (key != "") print "Signed-By: " key
-        done = 1
-      }
-      types = suites = comps = uris = key = ""
-    }
-    /^[ \t]*$/ { flush(); next }
-    /^Types:/ { sub(/^Types:[ \t]*/, ""); types = $0 }
-    /^URIs:/ { sub(/^URIs:[ \t]*/, ""); uris = $0 }
-    /^Suites:/ { sub(/^Suites:[ \t]*/, ""); suites = $0 }
-    /^Components:/ { sub(/^Components:[ \t]*/, ""); comps = $0 }
-    /^Signed-By:/ { sub(/^Signed-By:[ \t]*/, ""); key = $0 }
-    END { flush() }')"
-  if [[ -z $stanza ]]; then
-    # deb [options] URI suite components...
-    stanza="$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-      awk -v suite="$codename" '$1 == "deb" { i = 2; if ($2 ~ /^\[/) while ($i !~ /\]$/) i++
-                                            if ($2 ~ /^\[/) i++
-                                            if ($(i + 1) == suite && $0 ~ / main( |$)/) {
-                                              print "Types: deb-src"; print "URIs: " $i
-                                              print "Suites: " suite; print "Components: main"; exit } }')"
-  fi
-  [[ -n $stanza ]] && printf '%s\n' "$stanza"
-}
-
-# Makes `apt-get source actor-framework` work: a deb-src entry (added only
-# when none exists) and a source index.
-ensure_deb_src() {
-  if ! grep -qsE '^[[:space:]]*deb-src[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list &&
-     ! grep -qsE '^Types:.*\bdeb-src\b' /etc/apt/sources.list.d/*.sources; then
-    local codename stanza
-    codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
-    stanza="$(derive_deb_src "$codename")" || {
-      echo "tsan.sh: no deb entry for '$codename' main in /etc/apt to derive a deb-src entry from" >&2
-      exit 1
-    }
-    log "adding a deb-src entry: /etc/apt/sources.list.d/actorgrad-deb-src.sources"
-    printf '%s\n' "$stanza" | as_root tee /etc/apt/sources.list.d/actorgrad-deb-src.sources >/dev/null
-  fi
-  if ! apt-cache showsrc actor-framework 2>/dev/null | grep '^Package:' >/dev/null; then
-    log "apt-get update (source index)"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  fi
-}
-
 # The upstream version of the installed libcaf-dev (the headers the normal build uses).
 caf_version="$(dpkg-query -W -f='${source:Upstream-Version}' libcaf-dev 2>/dev/null || true)"
 if [[ -z $caf_version ]]; then
@@ -106,34 +42,8 @@ if [[ -z $caf_version ]]; then
   exit 1
 fi
 src_dir="$cache/src"
-tarball="$src_dir/actor-framework_${caf_version}.orig.tar.gz"
-
-# Fetches the original sources (verified against the .dsc) unless cached.
-fetch_caf_source() {
-  [[ -s $tarball && -s $tarball.sha256 ]] && sha256sum --quiet -c "$tarball.sha256" && return
-  ensure_deb_src
-  mkdir -p "$src_dir"
-  local debian_version
-  debian_version="$(dpkg-query -W -f='${source:Version}' libcaf-dev)"
-  log "apt-get source --download-only actor-framework=$debian_version"
-  # Exits non-zero when the Debian patch tarball is missing on the mirror:
-  # the original sources are enough, and checked below.
-  (cd "$src_dir" && apt-get source -qq --download-only "actor-framework=$debian_version") \
-    >"$src_dir/apt-get-source.log" 2>&1 ||
-    log "apt-get source failed (the Debian patch tarball is often missing); checking the original sources"
-  local dsc="$src_dir/actor-framework_${debian_version#*:}.dsc"
-  if [[ ! -s $tarball || ! -s $dsc ]]; then
-    cat "$src_dir/apt-get-source.log" >&2
-    echo "tsan.sh: apt-get source did not fetch $tarball" >&2
-    exit 1
-  fi
-  local sum
-  sum="$(awk -v f="${tarball##*/}" '/^Checksums-Sha256:/ { on = 1; next } /^[^ ]/ { on = 0 }
-                                    on && $3 == f { print $1 }' "$dsc")"
-  [[ -n $sum ]] || { echo "tsan.sh: $dsc lists no SHA-256 for ${tarball##*/}" >&2; exit 1; }
-  echo "$sum  $tarball" >"$tarball.sha256"
-  sha256sum --quiet -c "$tarball.sha256"
-}
+# shellcheck source=tools/deb_source.sh
+source "$repo_root/tools/deb_source.sh"
 
 # CAF's options: core and io only, shared libraries as Debian ships them.
 caf_options=(-DCAF_NO_EXAMPLES=yes -DCAF_NO_UNIT_TESTS=yes -DCAF_NO_TOOLS=yes -DCAF_NO_PYTHON=yes
@@ -151,7 +61,8 @@ build_caf() {
   local work="$cache/work-$key"
   local src="$work/actor-framework-$caf_version"
   if [[ ! -d $src ]]; then
-    fetch_caf_source
+    local tarball
+    tarball="$(deb_source_orig actor-framework "$(dpkg-query -W -f='${source:Version}' libcaf-dev)" "$src_dir")"
     mkdir -p "$work"
     tar -xzf "$tarball" -C "$work"
   fi

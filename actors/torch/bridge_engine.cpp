@@ -6,12 +6,15 @@
 #include <torch/csrc/autograd/anomaly_mode.h>
 #include <torch/csrc/autograd/utils/warnings.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/torch/nodes_in_graph.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/torch/torch_graph.h"
 #include "actorgrad/libengine/torch/validate_outputs.h"
@@ -25,9 +28,11 @@ using ::torch::autograd::variable_list;
 
 namespace {
 
-/// The libtorch GraphTask whose Trampoline runs on this thread now (null:
-/// none). Written and read by this thread only.
-thread_local const GraphTask* innermost = nullptr;
+class Trampoline;
+
+/// The Trampoline (and so the libtorch GraphTask) that runs on this thread
+/// now (null: none). Written and read by this thread only.
+thread_local Trampoline* innermost = nullptr;
 
 /// This thread's libtorch ready queue for the calls it starts (libtorch's
 /// engine pops the Trampoline from the thread's local_ready_queue, which we
@@ -35,16 +40,16 @@ thread_local const GraphTask* innermost = nullptr;
 thread_local std::shared_ptr<ReadyQueue> thread_queue;
 
 /// Runs the call's graph on the actor engine on this thread and finishes it
-/// (final callbacks, captured gradients); `stock` is the libtorch GraphTask
-/// whose Trampoline runs it (null: none, Note [Calls without a libtorch
+/// (final callbacks, captured gradients); `trampoline` runs it in its
+/// libtorch GraphTask (null: none, Note [Calls without a libtorch
 /// GraphTask]).
 variable_list run_graph(Engine& engine, const std::shared_ptr<TorchGraphTask>& task,
-                        ReadyTask&& first, const GraphTask* stock) {
+                        ReadyTask&& first, Trampoline* trampoline) {
   struct Innermost {
-    const GraphTask* prev = innermost;
-    explicit Innermost(const GraphTask* t) { innermost = t; }
+    Trampoline* prev = innermost;
+    explicit Innermost(Trampoline* t) { innermost = t; }
     ~Innermost() { innermost = prev; }
-  } scope(stock);
+  } scope(trampoline);
   {
     TorchGraph::call_scope state; // Note [Per-thread call state]
     engine.run(task, std::move(first));
@@ -53,15 +58,59 @@ variable_list run_graph(Engine& engine, const std::shared_ptr<TorchGraphTask>& t
   return task->finish();
 }
 
+// Note [Nodes in graph on demand]
+// torch._C._will_engine_execute_node, which a hook may call during a
+// backward, looks a node up in the current libtorch GraphTask's
+// nodes_in_graph_ (and its exec_info), which libtorch's compute_dependencies
+// fills with every node it reaches. The bridge's calls compute their
+// dependencies in the actor engine, so that set stays empty. Filling it in
+// every call whose graph runs user code costs a hash-set insertion and an
+// allocation a node: on a chain of 1,000 adds with one hook (Python, thread
+// CPU time of backward, median of 400, the module with and without it, on
+// this loaded 2-core VM) 30-70 ns a node more, on 120-170 ns. So install()
+// puts a wrapper of torch's function in its place
+// (tools/python/actorgrad/torch.py) that first fills the set of the call
+// running on this thread, once a call, with libtorch's walk
+// (fill_nodes_in_graph): calls nobody asks about pay nothing.
+
+/// Fills libtorch's GraphTask's nodes_in_graph_ as libtorch's
+/// compute_dependencies does: every node reached along an edge from the
+/// roots, without expanding those below the inputs' lowest topological_nr.
+/// `reached`: how many nodes the actor engine's walk of the call found
+/// (about as many).
+void fill_nodes_in_graph(GraphTask& stock, const edge_list& roots, const edge_list& outputs,
+                         std::size_t reached) {
+  stock.nodes_in_graph_.reserve(reached);
+  std::uint64_t min_topo_nr = outputs.empty() ? 0 : std::numeric_limits<std::uint64_t>::max();
+  for (const auto& e : outputs)
+    min_topo_nr = std::min(min_topo_nr, e.function->topological_nr());
+  // Several roots hang below a GraphRoot, of which they are next nodes.
+  std::vector<::torch::autograd::Node*> queue;
+  for (const auto& e : roots)
+    if (roots.size() == 1 || stock.nodes_in_graph_.insert(e.function.get()).second)
+      queue.push_back(e.function.get());
+  while (!queue.empty()) {
+    ::torch::autograd::Node* fn = queue.back();
+    queue.pop_back();
+    if (fn->topological_nr() < min_topo_nr)
+      continue;
+    for (const auto& e : fn->next_edges())
+      if (auto* next = e.function.get(); next && stock.nodes_in_graph_.insert(next).second)
+        queue.push_back(next);
+  }
+}
+
 /// The one node libtorch's engine runs for a call: its apply runs the call's
 /// real graph on the actor engine (Note [The bridge runs inside one libtorch
 /// GraphTask]).
 class Trampoline final : public ::torch::autograd::Node {
 public:
+  /// `roots` and `outputs`: the call's, alive while it runs.
   Trampoline(Engine& engine, std::shared_ptr<TorchGraphTask> task, ReadyTask first,
-             GraphTask& stock)
+             GraphTask& stock, const edge_list& roots, const edge_list& outputs)
     : Node(std::numeric_limits<std::uint64_t>::max()), engine_(engine), task_(std::move(task)),
-      first_(std::move(first)), stock_(stock) {}
+      first_(std::move(first)), stock_(stock), roots_(roots), outputs_(outputs),
+      reached_(task_->num_nodes()) {}
 
   std::string name() const override { return "actorgrad::TorchBridge"; }
 
@@ -79,8 +128,17 @@ public:
   // references are the last ones.
   variable_list apply(variable_list&&) override {
     const std::shared_ptr<TorchGraphTask> task = std::move(task_);
-    result_ = run_graph(engine_, task, std::move(first_), &stock_);
+    result_ = run_graph(engine_, task, std::move(first_), this);
     return {};
+  }
+
+  /// The libtorch GraphTask it runs in.
+  const GraphTask& stock() const { return stock_; }
+  /// Fills stock()'s nodes_in_graph_ unless done (Note [Nodes in graph on demand]).
+  void fill_nodes_in_graph() {
+    if (!nodes_in_graph_filled_)
+      torch_bridge::fill_nodes_in_graph(stock_, roots_, outputs_, reached_);
+    nodes_in_graph_filled_ = true;
   }
 
   /// The call's captured gradients, once libtorch's future completed without error.
@@ -91,6 +149,11 @@ private:
   std::shared_ptr<TorchGraphTask> task_;
   ReadyTask first_;
   GraphTask& stock_;
+  const edge_list& roots_;
+  const edge_list& outputs_;
+  std::size_t reached_;
+  /// Written and read by the thread running the call only.
+  bool nodes_in_graph_filled_ = false;
   variable_list result_;
 };
 
@@ -155,6 +218,11 @@ void copy_exec_info(const TorchGraphTask& task, GraphTask& stock, const Trampoli
 Counters& counters() {
   static Counters c;
   return c;
+}
+
+void fill_current_nodes_in_graph() {
+  if (innermost && ::torch::autograd::get_current_graph_task_exec_info() == &innermost->stock().exec_info_)
+    innermost->fill_nodes_in_graph();
 }
 
 std::atomic<BridgeEngine*>& all_bridge_engines() {
@@ -226,7 +294,7 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
   // Inside a node of a call libtorch's engine runs (a delegated one): its
   // reentrant calls stay there, on that call's ready queue.
   const auto* current = ::torch::autograd::get_current_graph_task_exec_info();
-  if (current && (!innermost || current != &innermost->exec_info_))
+  if (current && (!innermost || current != &innermost->stock().exec_info_))
     return run_on_stock(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
 
   // libtorch's argument checks, with its texts.
@@ -241,6 +309,13 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
       "cycle and avoid the leak.");
   }
   TORCH_CHECK_VALUE(accumulate_grad || !outputs.empty(), "grad requires non-empty inputs.");
+  if (roots.empty()) {
+    // libtorch's engine runs a GraphRoot without edges: no node, no
+    // callback, and for grad() one undefined gradient per input (Python
+    // then returns None for each, or raises its allow_unused error).
+    counters().calls.fetch_add(1, std::memory_order_relaxed);
+    return variable_list(accumulate_grad ? 0 : outputs.size());
+  }
 
   GraphTaskBase* parent = current_graph_task();
   const int depth = parent ? parent->reentrant_depth + 1 : 0;
@@ -262,15 +337,16 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
   if (!current && !parent && !task->selective() && !task->runs_user_code() &&
       !::torch::autograd::AnomalyMode::is_enabled() && !at::hasCallbacks())
     return run_directly(*engine_, task, std::move(first), create_graph);
-  return run_in_graph_task(task, std::move(first), keep_graph, create_graph, depth);
+  return run_in_graph_task(task, std::move(first), roots, outputs, keep_graph, create_graph, depth);
 }
 
 variable_list BridgeEngine::run_in_graph_task(const std::shared_ptr<TorchGraphTask>& task,
-                                              ReadyTask&& first, bool keep_graph,
+                                              ReadyTask&& first, const edge_list& roots,
+                                              const edge_list& outputs, bool keep_graph,
                                               bool create_graph, int depth) {
   std::shared_ptr<ReadyQueue> queue;
   if (innermost) {
-    queue = innermost->cpu_ready_queue_; // the thread's local_ready_queue
+    queue = innermost->stock().cpu_ready_queue_; // the thread's local_ready_queue
   } else {
     if (!thread_queue)
       thread_queue = std::make_shared<ReadyQueue>();
@@ -278,7 +354,8 @@ variable_list BridgeEngine::run_in_graph_task(const std::shared_ptr<TorchGraphTa
     init_local_ready_queue(queue);
   }
   auto stock = std::make_shared<GraphTask>(keep_graph, create_graph, depth, queue);
-  auto trampoline = std::make_shared<Trampoline>(*engine_, task, std::move(first), *stock);
+  auto trampoline =
+    std::make_shared<Trampoline>(*engine_, task, std::move(first), *stock, roots, outputs);
   if (task->selective())
     copy_exec_info(*task, *stock, *trampoline);
   auto future = execute_with_graph_task(stock, trampoline,

@@ -109,10 +109,13 @@ private:
   run(const ::torch::autograd::edge_list& roots, const ::torch::autograd::variable_list& inputs,
       bool keep_graph, bool create_graph, bool accumulate_grad,
       const ::torch::autograd::edge_list& outputs);
-  /// Runs `task` in a Trampoline of a libtorch GraphTask of depth `depth`.
+  /// Runs `task` (the call of `roots` and `outputs`) in a Trampoline of a
+  /// libtorch GraphTask of depth `depth`.
   ::torch::autograd::variable_list
   run_in_graph_task(const std::shared_ptr<TorchGraphTask>& task, ReadyTask&& first,
-                    bool keep_graph, bool create_graph, int depth);
+                    const ::torch::autograd::edge_list& roots,
+                    const ::torch::autograd::edge_list& outputs, bool keep_graph,
+                    bool create_graph, int depth);
 
   std::unique_ptr<actorgrad::Engine> engine_;
   ::torch::autograd::Engine& fallback_;

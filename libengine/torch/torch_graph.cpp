@@ -153,24 +153,29 @@ struct NodeApply : ::torch::autograd::Node {
   return outputs;
 }
 
-/// libtorch's can_accumulate_inplace: a plain dense tensor nobody else holds.
-bool can_accumulate_inplace(const at::Tensor& v) {
+/// A plain dense tensor that only its input buffer holds: one that no one
+/// can see changed (libtorch 2's can_accumulate_inplace).
+bool sole_plain_tensor(const at::Tensor& v) {
   return !(at::isTensorSubclassLike(v) || v._is_zerotensor() || v.is_nested()) &&
          v.is_non_overlapping_and_dense() && v.use_count() == 1 && v.has_storage() &&
          v.storage().use_count() == 1;
 }
 
 // Note [Small in-place accumulation]
-// A gradient that fans in adds into its buffer with libtorch's
-// old.add_(grad): about 2,000 instructions through the dispatcher for a
-// tensor of a few elements, more than all the rest of the engine's work for
-// a node. For what that call would run as one plain loop (dense contiguous
-// CPU float/double tensors of the same shape and type, no views with
+// A gradient that fans in adds to its buffer's with libtorch's old + grad
+// (Note [Accumulation in place as libtorch 1.13 decides]): about 2,000
+// instructions through the dispatcher and an allocation for a tensor of a
+// few elements, more than all the rest of the engine's work for a node.
+// For what that call would run as one plain loop (dense contiguous CPU
+// float/double tensors of the same shape and type, no views with
 // negative/conjugate bits, fewer elements than libtorch's parallel grain)
-// Eigen adds instead: element by element a + b, as libtorch's kernel
-// computes a + 1 * b (its vectorized form is fma(b, 1, a): the same single
-// rounding), so the result is bitwise the same; the version counter is
-// bumped as add_ bumps it.
+// Eigen adds instead, into the buffer's tensor when no one else holds it
+// (sole_plain_tensor: no one can tell the sum from a new tensor):
+// element by element a + b, as libtorch's kernel computes a + 1 * b (its
+// vectorized form is fma(b, 1, a): the same single rounding), so the
+// result is bitwise the same, with the same shape, dtype and contiguous
+// strides; the version counter is bumped as add_ bumps it. Not while a
+// profiler listens (RecordFunction callbacks): it records libtorch's add.
 template <class T>
 void add_into(at::Tensor& old, const at::Tensor& grad) {
   const auto n = static_cast<Eigen::Index>(old.numel());
@@ -200,8 +205,8 @@ bool same_sizes(const at::Tensor& a, const at::Tensor& b) {
 
 /// Adds `grad` into `old` as old.add_(grad) would, when it is a plain small
 /// loop (Note [Small in-place accumulation]); false: not done. Only for an
-/// `old` that may be accumulated in place (can_accumulate_inplace, which
-/// also answers for the thread's dispatch mode).
+/// `old` that may be accumulated in place (sole_plain_tensor, which also
+/// answers for the thread's dispatch mode).
 bool small_add_(at::Tensor& old, const at::Tensor& grad) {
   const auto type = old.scalar_type();
   if (type != grad.scalar_type() || (type != at::kDouble && type != at::kFloat) ||
@@ -352,17 +357,30 @@ void TorchGraph::accumulate(input_buffer& buffer, const node& consumer, std::uin
     old = std::move(grad);
     return;
   }
-  if (!create_graph && can_accumulate_inplace(old) && small_add_(old, grad))
+  if (!create_graph && !this_thread.record && sole_plain_tensor(old) && small_add_(old, grad))
     return;
+  // Note [Accumulation in place as libtorch 1.13 decides]
+  // libtorch 1.13's accumulate (input_buffer.cpp) adds in place only where
+  // a sparse gradient meets a dense one that only the buffer holds: into
+  // the dense one. Two dense gradients are added out of place: in place, a
+  // gradient that is a tensor subclass (vmap's BatchedTensor, with more
+  // elements than the plain tensor it meets) could not be added into the
+  // other, and the sum would keep the strides and dtype of the buffer's
+  // gradient instead of add's. Below are its tests in its order, run in
+  // the call's grad mode (on under create_graph), as libtorch's are.
   c10::AutoGradMode mode(create_graph);
-  if (create_graph)
-    old = old + grad;
-  else if (old.is_sparse() || old.is_sparse_csr())
-    old = can_accumulate_inplace(grad) ? grad.add_(old) : grad + old;
-  else if (can_accumulate_inplace(old) && !grad.is_sparse() && !grad.is_sparse_csr())
+  if (old.is_sparse()) {
+    if (!grad.is_sparse() && grad.is_contiguous() && grad.use_count() == 1 &&
+        grad.storage().use_count() == 1)
+      old = grad.add_(old);
+    else
+      old = grad + old;
+  } else if (grad.is_sparse() && old.is_contiguous() && old.use_count() == 1 &&
+             old.storage().use_count() == 1) {
     old = old.add_(grad);
-  else
+  } else {
     old = old + grad;
+  }
 }
 
 std::shared_ptr<TorchGraph::node> TorchGraph::make_graph_root(const std::vector<edge>& roots,

@@ -15,6 +15,7 @@
 
 #include "actorgrad/actors/default_engine.h"
 #include "actorgrad/actors/torch/install.h"
+#include "actorgrad/actors/torch/nodes_in_graph.h"
 #include "actorgrad/actors/torch/python/fast_backward.h"
 #include "actorgrad/actors/torch/python/run_backward.h"
 #include "actorgrad/tools/trace/report_files.h"
@@ -107,6 +108,9 @@ PYBIND11_MODULE(_C, m) {
     },
     "The method that replaces torch.Tensor.backward (Note [Fast Tensor.backward]).");
   m.def("disable_fast_backward", &torch_python::disable_fast_backward);
+  m.def("fill_nodes_in_graph", &torch_bridge::fill_current_nodes_in_graph,
+        "Fills the current call's nodes_in_graph_ for torch._C._will_engine_execute_node "
+        "(Note [Nodes in graph on demand]).");
   m.def("start_recording", [] { torch::engine().start_recording(); });
   m.def("stop_recording", [] { return Recording(torch::engine().stop_recording()); });
   py::class_<Recording>(m, "Recording")

@@ -15,7 +15,9 @@ install() makes the actor engine libtorch's default engine (C++ and
 TorchScript callers) and puts an engine object in
 ``torch.autograd.Variable._execution_engine``, which torch.autograd.backward,
 torch.autograd.grad, Tensor.backward, torch.autograd.functional and
-torch.utils.checkpoint call, and (unless ``fast_backward=False``) replaces
+torch.utils.checkpoint call, wraps ``torch._C._will_engine_execute_node``
+(which reads what the actor engine's calls fill on demand), and (unless
+``fast_backward=False``) replaces
 ``Tensor.backward`` with a C++ method that does torch's Python prologue for
 the common call. Calls whose graph reaches a CUDA device run on torch's own
 engine (counted in ``stats()["delegated"]``).
@@ -41,6 +43,15 @@ class _ActorEngine:
 
 _stock_engine = None
 _stock_tensor_backward = None
+_stock_will_engine_execute_node = None
+
+
+def _will_engine_execute_node(node):
+    """torch._C._will_engine_execute_node while installed: torch's own, once
+    the set of nodes it reads is filled for the call running on this thread
+    (Note [Nodes in graph on demand] in actors/torch/bridge_engine.cpp)."""
+    _C.fill_nodes_in_graph()
+    return _stock_will_engine_execute_node(node)
 
 
 class _Probe(Exception):
@@ -115,10 +126,12 @@ def install(devices="", max_recursion_depth=60, fast_backward=True):
     actors/torch/python/fast_backward.h). False keeps torch's method.
     Raises RuntimeError when already installed.
     """
-    global _stock_engine, _stock_tensor_backward
+    global _stock_engine, _stock_tensor_backward, _stock_will_engine_execute_node
     _C.install(devices, max_recursion_depth)
     _stock_engine = torch.autograd.Variable._execution_engine
     torch.autograd.Variable._execution_engine = _ActorEngine()
+    _stock_will_engine_execute_node = torch._C._will_engine_execute_node
+    torch._C._will_engine_execute_node = _will_engine_execute_node
     if fast_backward:
         stock = torch.Tensor.__dict__["backward"]
         frames = _prologue_frames(stock)
@@ -130,7 +143,10 @@ def install(devices="", max_recursion_depth=60, fast_backward=True):
 
 def uninstall():
     """Restores torch's engine. Does nothing when not installed."""
-    global _stock_engine, _stock_tensor_backward
+    global _stock_engine, _stock_tensor_backward, _stock_will_engine_execute_node
+    if _stock_will_engine_execute_node is not None:
+        torch._C._will_engine_execute_node = _stock_will_engine_execute_node
+        _stock_will_engine_execute_node = None
     if _stock_tensor_backward is not None:
         torch.Tensor.backward = _stock_tensor_backward
         _stock_tensor_backward = None
