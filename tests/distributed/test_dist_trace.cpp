@@ -139,6 +139,5 @@ BOOST_AUTO_TEST_CASE(merged_trace_of_three_processes_pairs_every_flow_and_shows_
   BOOST_TEST(page.find("RemoteGrad " + tl.processes[0].name + " -&gt; " + wc.name()) !=
              std::string::npos);
   BOOST_TEST(read_file(summary).find("cross-process critical path") != std::string::npos);
-  if (!std::getenv("KEEP_TRACE_DIR"))
-    fs::remove_all(dir);
+  fs::remove_all(dir);
 }

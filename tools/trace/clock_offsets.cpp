@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -67,28 +66,26 @@ std::vector<std::int64_t> estimate_clock_offsets(std::size_t processes,
 
   std::vector<std::int64_t> offsets(processes, 0);
   std::vector<bool> known(processes, false);
-  std::deque<std::size_t> todo;
   for (std::size_t start = 0; start < processes; ++start) {
     if (known[start])
       continue;
-    known[start] = true; // offset 0: process 0, or the first of a group that exchanged nothing with it
-    todo.push_back(start);
-  while (!todo.empty()) {
-    const std::size_t a = todo.front();
-    todo.pop_front();
-    for (const auto& [key, evidence] : pairs) {
-      const auto [lo, hi] = key;
-      if (lo != a && hi != a)
-        continue;
-      const std::size_t b = lo == a ? hi : lo;
-      if (known[b])
-        continue;
-      const std::int64_t theta = theta_of(evidence); // hi's clock minus lo's
-      offsets[b] = offsets[a] + (lo == a ? theta : -theta);
-      known[b] = true;
-      todo.push_back(b);
+    // Offset 0: process 0, or the first of a group that exchanged nothing with it.
+    known[start] = true;
+    std::deque<std::size_t> todo{start};
+    while (!todo.empty()) {
+      const std::size_t a = todo.front();
+      todo.pop_front();
+      for (const auto& [key, evidence] : pairs) {
+        const auto [lo, hi] = key;
+        if ((lo != a && hi != a) || known[lo == a ? hi : lo])
+          continue;
+        const std::size_t b = lo == a ? hi : lo;
+        const std::int64_t theta = theta_of(evidence); // hi's clock minus lo's
+        offsets[b] = offsets[a] + (lo == a ? theta : -theta);
+        known[b] = true;
+        todo.push_back(b);
+      }
     }
-  }
   }
   return offsets;
 }
