@@ -69,8 +69,8 @@
 // receiver records it, and the Ack is recorded under the same id by the
 // side that sends it and the side that receives it. A flow id is the
 // agent's counter, started at a random 64-bit value, so the ids of two
-// processes overlap only if their starts fall within as many ids of each
-// other as they send (odds about n^2 / 2^64). Only successful Acks are
+// processes that send n each overlap only if their starts fall within n of
+// each other (odds about 2n / 2^64). Only successful Acks are
 // recorded: an error reply, a timeout or a lost peer leaves the request's
 // send unpaired, which the trace shows as a message never received.
 
@@ -157,10 +157,6 @@ void detail::launch(Self self, std::uint64_t context_id, LocalStep step, caf::re
                                        std::move(answering)});
   if (step.outgoing.empty())
     return deliver(self, parent_id, {});
-  if (st.next_flow == 0) {
-    std::random_device rd;
-    st.next_flow = std::uint64_t{rd()} << 32 | rd();
-  }
   for (auto& out : step.outgoing) {
     const std::uint64_t nested_id = st.next_id++;
     std::uint64_t flow = st.next_flow++;
@@ -267,6 +263,8 @@ void stop(Self self, const caf::exit_msg& msg) {
 
 caf::behavior agent(Self self, AgentConfig config) {
   self->state.config = std::move(config);
+  std::random_device rd;
+  self->state.next_flow = std::uint64_t{rd()} << 32 | rd();
   self->set_down_handler([self](caf::down_msg& dm) { peer_down(self, dm); });
   self->set_exit_handler([self](caf::exit_msg& msg) { stop(self, msg); });
   return {

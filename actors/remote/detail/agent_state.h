@@ -76,8 +76,8 @@ struct AgentState {
   /// Callers that said Hello, by agent: their names, for the log.
   std::unordered_map<caf::actor_addr, std::string> callers;
   std::uint64_t next_id = 1;
-  /// The next flow id of a gradient sent (random start: Note [Flows
-  /// between processes] in agent.cpp).
+  /// The next flow id of a gradient sent (a random start, 0 skipped: Note
+  /// [Flows between processes] in agent.cpp).
   std::uint64_t next_flow = 0;
   /// The agent as the recorder sees it (its track, "distributed agent").
   ObservedActor observed{ObservedActor::Role::agent, Device::cpu(), 0};
