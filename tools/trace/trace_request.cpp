@@ -41,13 +41,12 @@ TraceRequest parse_trace_request(const std::string& spec, const std::string& wha
   }
   if (!ends_with(path, ".json") && !ends_with(path, ".html"))
     throw std::invalid_argument(quoted + ": name a .json (Chrome trace) or .html (report) file");
-  for (std::size_t i = 0; i < path.size(); ++i)
+  for (std::size_t i = 0; i < path.size(); ++i) // a '%' is never last: the path ends .json or .html
     if (path[i] == '%') {
-      const char next = i + 1 < path.size() ? path[i + 1] : '\0';
+      const char next = path[++i];
       if (next != 'p' && next != 'r' && next != '%')
-        throw std::invalid_argument(quoted + ": '%" + std::string(next ? 1 : 0, next) +
+        throw std::invalid_argument(quoted + ": '%" + next +
                                     "' is not one of %p (process id), %r (rank), %% (a '%')");
-      ++i;
     }
   r.path = std::move(path);
   return r;
