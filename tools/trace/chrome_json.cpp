@@ -401,7 +401,8 @@ Timeline read_chrome_json(const std::string& path) {
       } else if (ph == "X" && cat == "remote") {
         const pt::ptree& a = e.get_child("args");
         tl.remote_ends.push_back({parse_message_name(e.get<std::string>("name")),
-                                  a.get<std::string>("side") == "send", a.get<std::uint64_t>("flow"),
+                                  a.get<std::string>("side") == "send",
+                                  a.get<std::uint64_t>("flow"),
                                   a.get<std::uint64_t>("graph_task"), a.get<std::string>("peer"),
                                   actor(e), to_ns(e.get<double>("ts"))});
       } else if (ph == "X" && cat == "message" && e.get<bool>("args.unreceived", false)) {

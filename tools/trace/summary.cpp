@@ -331,7 +331,8 @@ Summary summarize(const Timeline& tl) {
 
   std::map<TaskKey, std::vector<std::size_t>> task_spans;
   for (std::size_t j = 0; j < tl.device_spans.size(); ++j)
-    if (const DeviceSpan& d = tl.device_spans[j]; d.kind != DeviceWork::record) // an instant: gates nothing
+    if (const DeviceSpan& d = tl.device_spans[j];
+        d.kind != DeviceWork::record) // an instant: gates nothing
       task_spans[{tl.process_of_actor(d.launcher), d.graph_task}].push_back(j);
   for (auto& [key, idx] : task_slices) {
     std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
