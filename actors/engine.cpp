@@ -251,9 +251,17 @@ void Engine::set_observer(std::shared_ptr<EngineObserver> observer) {
   core_->publish_observer();
 }
 
-void Engine::start_recording() {
-  core_->recorder = std::make_shared<trace::Recorder>();
+void Engine::start_recording(trace::RecordingOptions options) {
+  core_->recorder = std::make_shared<trace::Recorder>(std::move(options));
   core_->publish_observer();
+}
+
+const trace::Recorder* Engine::recording() const {
+  return static_cast<const trace::Recorder*>(core_->recorder.get());
+}
+
+std::shared_ptr<EngineObserver> Engine::observer() const {
+  return core_->observer.load(std::memory_order_acquire);
 }
 
 trace::Trace Engine::stop_recording() {

@@ -10,6 +10,7 @@
 #include "actorgrad/actors/engine_config.h"
 #include "actorgrad/actors/observer.h"
 #include "actorgrad/actors/trace/event.h"
+#include "actorgrad/actors/trace/recording_options.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/engine/executor.h"
 
@@ -23,6 +24,9 @@ namespace actorgrad {
 
 namespace detail {
 struct EngineCore;
+}
+namespace trace {
+class Recorder;
 }
 
 /// Counters of reentrant execution.
@@ -151,8 +155,18 @@ public:
   /// node made ready, fed, started and finished, on each actor that runs a
   /// part of it (actors/trace/recorder.h, installed as the observer).
   /// Starts a new recording when one is in progress (the calls already
-  /// started keep the old one).
-  void start_recording();
+  /// started keep the old one). `options`: keep only the last passes, or
+  /// warn when the recording grows large (trace/recording_options.h).
+  void start_recording(trace::RecordingOptions options = {});
+  /// The recording in progress (null when none), valid until
+  /// stop_recording; for its counters (Recorder::events_held). Same thread
+  /// rule as the observer calls.
+  const trace::Recorder* recording() const;
+  /// The observer the calls starting now get (the installed one, the
+  /// recorder, both, or null): for code outside the engine's actors that
+  /// reports to it (the distributed agent, actors/remote/agent.cpp). Any
+  /// thread.
+  std::shared_ptr<EngineObserver> observer() const;
   /// Stops recording and returns what the calls
   /// started while recording have recorded so far (all of it once they
   /// returned), after waiting (up to 10 s) for the device work they

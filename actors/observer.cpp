@@ -17,6 +17,9 @@ const std::string& ObservedActor::name() const {
   case Role::async_coordinator:
     name_ = "async coordinator " + std::to_string(actor_id);
     break;
+  case Role::agent:
+    name_ = "distributed agent";
+    break;
   }
   return name_;
 }

@@ -2,6 +2,7 @@
 /// @file observer.h
 /// Watching what the actor engine does: the observer interface.
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -17,7 +18,7 @@ namespace actorgrad {
 class ObservedActor {
 public:
   /// What the actor does.
-  enum class Role : std::uint8_t { caller, device_worker, async_coordinator };
+  enum class Role : std::uint8_t { caller, device_worker, async_coordinator, agent };
 
   ObservedActor(Role role, Device device, std::uint64_t actor_id)
     : role(role), device(device), actor_id(actor_id) {}
@@ -27,8 +28,8 @@ public:
   Device device;
   /// The CAF actor id (0 for a caller without a mailbox).
   std::uint64_t actor_id;
-  /// "caller <thread id>", "sim:0 worker" or "async coordinator <actor id>"
-  /// (computed on first use, on the actor's thread).
+  /// "caller <thread id>", "sim:0 worker", "async coordinator <actor id>"
+  /// or "distributed agent" (computed on first use, on the actor's thread).
   const std::string& name() const;
 
   /// Scratch for one observer: lets it find its per-actor state (a trace
@@ -41,6 +42,24 @@ public:
 
 private:
   mutable std::string name_;
+};
+
+/// A message between the distributed agents of two processes
+/// (actors/remote/agent.h), as one of them saw it.
+struct RemoteMessage {
+  /// Sent by this process; false: received.
+  bool sent = false;
+  /// remote_grad (a gradient) or remote_ack (the reply to one).
+  trace::MessageKind kind = trace::MessageKind::remote_grad;
+  /// The same number on both processes (Note [Flows between processes] in
+  /// actors/remote/agent.cpp).
+  std::uint64_t flow = 0;
+  /// The local pass it belongs to, as trace::Event says (0: none).
+  std::uint64_t graph_task = 0;
+  /// The other process (its agent's name).
+  std::string peer;
+  /// When it was sent or received.
+  std::chrono::steady_clock::time_point at;
 };
 
 /// Receives what the engine's actors do, as they do it. Installed per
@@ -96,6 +115,9 @@ public:
   /// A node of `task` failed on `actor` (the first error wins; later ones
   /// are reported too).
   virtual void error(const ObservedActor& actor, const GraphTaskBase& task, std::exception_ptr e) {}
+  /// `actor`, a process's distributed agent, sent a message to another
+  /// process or received one (actors/remote/agent.cpp).
+  virtual void remote_message(const ObservedActor& actor, const RemoteMessage& m) {}
 };
 
 } // namespace actorgrad

@@ -17,6 +17,14 @@
 /// snapshot (stop_recording), which is not in ns_per_node. The overhead
 /// figures (on minus off, per event and as a share of the backward) are
 /// computed from the two minima, as bench/RESULTS.md shows.
+///
+/// BM_mlp_long_recording: one recording across all the iterations, as a
+/// long program recorded with ACTORGRAD_TRACE is: off (range 0), every pass
+/// kept (1), the last 5 kept (2, RecordingOptions::keep_passes: older
+/// passes' chunks dropped as new ones finish). Counters: ns_per_pass (min)
+/// and mean_ns_per_pass, the bytes the recording holds a pass (kept: grows
+/// with the passes; last 5: a constant), and the snapshot's time at the end
+/// (snapshot_ms, not in the pass times: what exit pays to write the file).
 
 #include <benchmark/benchmark.h>
 
@@ -24,6 +32,7 @@
 #include <chrono>
 
 #include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/trace/recorder.h"
 #include "bench/common/workloads.h"
 
 using namespace actorgrad;
@@ -81,10 +90,44 @@ void BM_mlp_recording(benchmark::State& state) {
   run_recording(state, net);
 }
 
+void BM_mlp_long_recording(benchmark::State& state) {
+  static const Graph net = mlp();
+  const auto mode = state.range(0);
+  Engine engine{EngineConfig{}};
+  run_backward(engine, net); // warm-up
+  if (mode == 1)
+    engine.start_recording();
+  else if (mode == 2)
+    engine.start_recording(trace::RecordingOptions::last(5));
+  double best = 1e300, total = 0;
+  for (auto _ : state) {
+    const auto t0 = clk::now();
+    run_backward(engine, net);
+    const double ns = std::chrono::duration<double, std::nano>(clk::now() - t0).count();
+    best = std::min(best, ns);
+    total += ns;
+    state.SetIterationTime(ns * 1e-9);
+  }
+  const double passes = static_cast<double>(state.iterations());
+  state.counters["ns_per_pass"] = best;
+  state.counters["mean_ns_per_pass"] = total / passes;
+  if (mode != 0) {
+    state.counters["bytes_held_per_pass"] =
+      static_cast<double>(engine.recording()->bytes_held()) / passes;
+    state.counters["events_held"] = static_cast<double>(engine.recording()->events_held());
+    const auto s0 = clk::now();
+    const trace::Trace t = engine.stop_recording();
+    state.counters["snapshot_ms"] = std::chrono::duration<double, std::milli>(clk::now() - s0).count();
+  }
+  state.SetLabel(mode == 0 ? "off" : mode == 1 ? "every pass kept" : "last 5 kept");
+}
+
 } // namespace
 
 // Off, on, off again: a drift of the machine's speed shows as a gap between the two offs.
 BENCHMARK(BM_chain_recording)->Arg(0)->Arg(1)->Arg(0)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_mlp_recording)->Arg(0)->Arg(1)->Arg(0)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+// Off, every pass kept, the last 5 kept, off again.
+BENCHMARK(BM_mlp_long_recording)->Arg(0)->Arg(1)->Arg(2)->Arg(0)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 
 BENCHMARK_MAIN();

@@ -12,7 +12,8 @@ set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$repo_root/${ASAN_BUILD_DIR:-build-asan}"
 targets=(actors_test_concurrency actors_test_reentrant actors_test_faults actors_test_thread_exit
-         actors_test_recorder actors_test_stream_tracks actors_test_engine_calls
+         actors_test_recorder actors_test_recording_window actors_test_stream_tracks
+         actors_test_engine_calls
          semantics_test_backward_semantics semantics_test_hook_results
          semantics_test_hook_handles streams_test_sim_streams
          streams_test_input_buffer_streams streams_test_engine_streams streams_test_pending_reads

@@ -74,6 +74,10 @@ public:
     first_->error(a, t, e);
     second_->error(a, t, e);
   }
+  void remote_message(const ObservedActor& a, const RemoteMessage& m) override {
+    first_->remote_message(a, m);
+    second_->remote_message(a, m);
+  }
 
 private:
   std::shared_ptr<EngineObserver> first_;

@@ -1,5 +1,6 @@
 #include "actorgrad/actors/remote/agent.h"
 
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/system_messages.hpp>
 
+#include "actorgrad/actors/engine.h"
 #include "actorgrad/actors/remote/detail/agent_state.h"
 #include "actorgrad/actors/remote/errors.h"
 #include "actorgrad/actors/remote/local_messages.h"
@@ -54,6 +56,23 @@
 // graph part, its send nodes and its gradients. An agent told to stop
 // (Runtime::shutdown) fails the requests it still answers for before it
 // exits; one busy in a local pass cannot, and its callers see it go down.
+//
+// Note [Flows between processes]
+// While the process's Engine records (Engine::start_recording), the agent
+// reports each GradRequest it sends or receives and each successful Ack
+// it sends or receives to the recording (EngineObserver::remote_message):
+// one event on its track ("distributed agent"), naming the peer and the
+// local pass the gradient came from or started. For a trace merge
+// (tools/trace/merge.h) to pair a send in one file with its receipt in
+// another, both must record the same number: the sender draws a flow id
+// for each GradRequest and sends it along (GradRequest::flow), the
+// receiver records it, and the Ack is recorded under the same id by the
+// side that sends it and the side that receives it. A flow id is the
+// agent's counter, started at a random 64-bit value, so the ids of two
+// processes that send n each overlap only if their starts fall within n of
+// each other (odds about 2n / 2^64). Only successful Acks are
+// recorded: an error reply, a timeout or a lost peer leaves the request's
+// send unpaired, which the trace shows as a message never received.
 
 namespace actorgrad::remote {
 
@@ -75,8 +94,21 @@ void deliver(Self self, std::uint64_t parent_id, std::string error) {
   auto it = self->state.parents.find(parent_id);
   if (it == self->state.parents.end())
     return;
+  const Answering& a = it->second.answering;
+  if (error.empty() && a.flow != 0)
+    report(self, true, trace::MessageKind::remote_ack, a.flow, a.graph_task, a.peer);
   it->second.promise.deliver(Ack{std::move(error)});
   self->state.parents.erase(it);
+}
+
+void report(Self self, bool sent, trace::MessageKind kind, std::uint64_t flow,
+            std::uint64_t graph_task, const std::string& peer,
+            std::chrono::steady_clock::time_point at) {
+  Engine* engine = self->state.config.engine;
+  if (!engine)
+    return;
+  if (auto observer = engine->observer())
+    observer->remote_message(self->state.observed, {sent, kind, flow, graph_task, peer, at});
 }
 
 } // namespace detail
@@ -90,6 +122,9 @@ void finish_nested(Self self, std::uint64_t nested_id, std::string error) {
   auto it = self->state.nested.find(nested_id);
   if (it == self->state.nested.end())
     return;
+  if (error.empty())
+    report(self, false, trace::MessageKind::remote_ack, it->second.flow, it->second.graph_task,
+           it->second.peer_name);
   const std::uint64_t parent_id = it->second.parent;
   self->state.nested.erase(it);
   auto p = self->state.parents.find(parent_id);
@@ -114,29 +149,34 @@ void accumulate(ContextState& ctx, std::vector<LocalStep::Leaf>& leaves) {
 } // namespace
 
 void detail::launch(Self self, std::uint64_t context_id, LocalStep step, caf::response_promise promise,
-            bool anomaly) {
+            bool anomaly, Answering answering) {
   auto& st = self->state;
   accumulate(st.contexts[context_id], step.leaves);
-  if (step.outgoing.empty()) {
-    promise.deliver(Ack{});
-    return;
-  }
   const std::uint64_t parent_id = st.next_id++;
-  st.parents.emplace(parent_id, Parent{context_id, std::move(promise), step.outgoing.size()});
+  st.parents.emplace(parent_id, Parent{context_id, std::move(promise), step.outgoing.size(),
+                                       std::move(answering)});
+  if (step.outgoing.empty())
+    return deliver(self, parent_id, {});
   for (auto& out : step.outgoing) {
     const std::uint64_t nested_id = st.next_id++;
+    std::uint64_t flow = st.next_flow++;
+    if (flow == 0)
+      flow = st.next_flow++;
     const caf::actor& peer = out.recv->peer();
     std::string peer_name = out.recv->peer_name();
-    st.nested.emplace(nested_id, Nested{parent_id, peer.address(), peer_name, context_id});
+    st.nested.emplace(nested_id, Nested{parent_id, peer.address(), peer_name, context_id, flow,
+                                        step.graph_task});
     if (!peer) {
       finish_nested(self, nested_id, peer_name + ": no handle to send the gradient to");
       continue;
     }
     monitor_once(self, peer);
+    report(self, true, trace::MessageKind::remote_grad, flow, step.graph_task, peer_name);
     auto timeout = st.config.timeout;
     self
       ->request(peer, timeout,
-                GradRequest{context_id, out.recv->peer_send_id(), WireTensor(out.grad), anomaly})
+                GradRequest{context_id, out.recv->peer_send_id(), WireTensor(out.grad), anomaly,
+                            flow, st.config.name})
       .then([=](Ack& ack) { finish_nested(self, nested_id, std::move(ack.error)); },
             [=](caf::error& e) {
               finish_nested(self, nested_id, peer_name + ": " + describe(e, timeout));
@@ -223,6 +263,8 @@ void stop(Self self, const caf::exit_msg& msg) {
 
 caf::behavior agent(Self self, AgentConfig config) {
   self->state.config = std::move(config);
+  std::random_device rd;
+  self->state.next_flow = std::uint64_t{rd()} << 32 | rd();
   self->set_down_handler([self](caf::down_msg& dm) { peer_down(self, dm); });
   self->set_exit_handler([self](caf::exit_msg& msg) { stop(self, msg); });
   return {

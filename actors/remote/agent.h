@@ -15,8 +15,9 @@ class actor_system;
 }
 
 namespace actorgrad {
+class Engine;
 class Executor;
-}
+} // namespace actorgrad
 
 namespace actorgrad::remote {
 
@@ -24,6 +25,10 @@ namespace actorgrad::remote {
 struct AgentConfig {
   /// Runs the local passes (the process's Engine); must outlive the agent.
   Executor* executor = nullptr;
+  /// Told of each gradient sent to or received from another process and
+  /// of each reply, when it has an observer (a recording): null for none.
+  /// Must outlive the agent.
+  Engine* engine = nullptr;
   /// How long a gradient request may wait for its reply.
   std::chrono::milliseconds timeout{10000};
   /// Serve the test ops of remote_ops.h.

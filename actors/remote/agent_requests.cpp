@@ -85,6 +85,7 @@ ForwardReply forward(Self self, ForwardRequest& req) {
 }
 
 caf::result<Ack> backward(Self self, GradRequest& req) {
+  const auto received = std::chrono::steady_clock::now();
   auto& st = self->state;
   const std::string& me = st.config.name;
   auto cit = st.contexts.find(req.context_id);
@@ -109,8 +110,12 @@ caf::result<Ack> backward(Self self, GradRequest& req) {
   } catch (const std::exception& e) {
     return Ack{me + ": backward of " + ctx_str(req.context_id) + " failed: " + e.what()};
   }
+  if (req.flow != 0)
+    report(self, false, trace::MessageKind::remote_grad, req.flow, step.graph_task, req.sender,
+           received);
   auto promise = self->make_response_promise();
-  launch(self, req.context_id, std::move(step), promise, req.anomaly);
+  launch(self, req.context_id, std::move(step), promise, req.anomaly,
+         {req.flow, step.graph_task, req.sender});
   return promise;
 }
 

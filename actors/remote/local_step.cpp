@@ -3,6 +3,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "actorgrad/actors/trace/recorder.h"
 #include "actorgrad/libengine/autograd/accumulate_grad.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 
@@ -76,6 +77,7 @@ LocalStep run_local_step(Executor& executor, const edge_list& roots, variable_li
     return out;
 
   variable_list captured;
+  const std::uint64_t pass_before = trace::Recorder::last_pass_started_here();
   {
     AnomalyScope scope(anomaly);
     ExecuteOptions options;
@@ -84,6 +86,8 @@ LocalStep run_local_step(Executor& executor, const edge_list& roots, variable_li
     options.accumulate_grad = false;
     captured = executor.execute(engine_roots, std::move(engine_grads), options, captures);
   }
+  if (const std::uint64_t pass = trace::Recorder::last_pass_started_here(); pass != pass_before)
+    out.graph_task = pass;
   captured.resize(captures.size());
   for (std::size_t i = 0; i < recvs.size(); ++i)
     if (captured[i].defined())

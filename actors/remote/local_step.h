@@ -28,6 +28,9 @@ struct LocalStep {
   };
   std::vector<Leaf> leaves;
   std::vector<Outgoing> outgoing;
+  /// The pass's GraphTask id when a recording watched it (0: none, or no
+  /// pass ran): the traces name it with the gradients it sent.
+  std::uint64_t graph_task = 0;
 };
 
 /// Runs the backward pass from `roots` with `root_grads` on `executor`

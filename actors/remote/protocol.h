@@ -43,7 +43,7 @@ class actor_system_config;
 namespace actorgrad::remote {
 
 /// The version of the messages below (Note [Protocol version]).
-inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kProtocolVersion = 2;
 
 /// The first message of a caller to a worker it connects to. Frozen.
 struct Hello {
@@ -113,6 +113,11 @@ struct GradRequest {
   WireTensor grad;
   /// Anomaly mode of the caller of dist_backward.
   bool anomaly = false;
+  /// Names this gradient in both processes' traces (Note [Flows between
+  /// processes] in agent.cpp; protocol 2).
+  std::uint64_t flow = 0;
+  /// The sending agent's name.
+  std::string sender;
 };
 
 /// A reply carrying only success or an error (which names a worker).
@@ -205,7 +210,7 @@ typename Inspector::result_type inspect(Inspector& f, ForwardReply& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, GradRequest& x) {
   return f(caf::meta::type_name("actorgrad.grad_request"), x.context_id, x.send_id, x.grad,
-           x.anomaly);
+           x.anomaly, x.flow, x.sender);
 }
 
 /// @relates Ack

@@ -59,6 +59,7 @@ Runtime::Runtime(RuntimeConfig config)
     engine_(std::make_unique<Engine>(*system_, config_.engine)), process_tag_(random_tag()) {
   AgentConfig agent_config;
   agent_config.executor = engine_.get();
+  agent_config.engine = engine_.get();
   agent_config.timeout = config_.timeout;
   agent_config.test_ops = config_.test_ops;
   agent_config.log = config_.log;

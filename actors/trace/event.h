@@ -25,16 +25,28 @@ enum class EventKind : std::uint8_t {
   device_run, ///< a stream ran launched work, from `ts_ns` to `end_ns` (on the stream's own track)
 };
 
-/// The engine message an Event of kind send or receive is about.
-enum class MessageKind : std::uint8_t { none, grad, task, wake_up };
+/// The engine message an Event of kind send or receive is about. The last
+/// two cross processes (actors/remote/): a gradient a distributed agent
+/// sends to another process's agent (a GradRequest), and the reply that the
+/// work it caused there is done (its Ack).
+enum class MessageKind : std::uint8_t { none, grad, task, wake_up, remote_grad, remote_ack };
 
-/// `Grad`, `Task`, `WakeUp` (the message type names of actors/messages.h).
+/// `Grad`, `Task`, `WakeUp` (the message type names of actors/messages.h),
+/// `RemoteGrad`, `RemoteAck`.
 const char* message_name(MessageKind k);
+/// Whether `k` goes to another process (remote_grad, remote_ack).
+inline bool crosses_processes(MessageKind k) {
+  return k == MessageKind::remote_grad || k == MessageKind::remote_ack;
+}
 /// Inverse of message_name; MessageKind::none for any other text.
 MessageKind parse_message_name(const std::string& name);
 
 /// One recorded event. For a message, `node` is the node it is for (the
-/// consumer of a Grad, the node of a Task; none for a WakeUp).
+/// consumer of a Grad, the node of a Task; none for a WakeUp); for a
+/// message that crosses processes it names the other process (its agent's
+/// name, `host:port`), and `graph_task` is the local pass that sent the
+/// gradient, that the received gradient started, or whose end (with what
+/// it caused) the reply reports.
 struct Event {
   /// Nanoseconds on the recorder's monotonic clock (steady_clock) since the
   /// recording started; shared by every actor.
@@ -44,6 +56,9 @@ struct Event {
   /// GraphTask::id of the backward call.
   std::uint64_t graph_task = 0;
   /// Pairs a send with its receive (unique within a recording; 0 otherwise).
+  /// For a message that crosses processes: the flow id that both processes
+  /// record (unique across them; Note [Flows between processes] in
+  /// actors/remote/agent.cpp).
   std::uint64_t message_id = 0;
   /// Node::name(), empty when there is no node.
   std::string node;
@@ -86,6 +101,12 @@ struct Track {
 /// A recording: one track per actor that recorded anything.
 struct Trace {
   std::vector<Track> tracks;
+  /// The wall clock (system_clock, ns since the Unix epoch) when the
+  /// recording started, i.e. at its ts_ns 0: lines up the recordings of
+  /// several processes (tools/trace/merge.h).
+  std::int64_t epoch_unix_ns = 0;
+  /// The recording process's id.
+  std::int64_t pid = 0;
 };
 
 } // namespace actorgrad::trace

@@ -4,6 +4,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 namespace actorgrad::trace {
 
 namespace {
@@ -20,11 +22,41 @@ struct StreamBuffer {
 /// thread runs one stream; a GPU driver's callback thread may run several.
 thread_local std::vector<StreamBuffer> stream_buffers;
 
+/// This thread's caller buffer, of one recording at a time: a caller's
+/// Runner (and its ObservedActor, whose cache would find it) lives for one
+/// call only, and a buffer per call would hold a chunk per call forever.
+struct CallerBuffer {
+  std::uint64_t recording = 0;
+  EventBuffer* buffer = nullptr;
+};
+thread_local CallerBuffer caller_buffer;
+
+/// The last top-level pass this thread started under a recording.
+thread_local std::uint64_t last_pass_here = 0;
+
+std::int64_t unix_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
 } // namespace
 
-Recorder::Recorder()
+Recorder::Recorder(RecordingOptions options)
   : serial_(next_serial.fetch_add(1, std::memory_order_relaxed)),
-    epoch_(std::chrono::steady_clock::now()) {}
+    epoch_(std::chrono::steady_clock::now()), epoch_unix_ns_(unix_now_ns()),
+    options_(std::move(options)) {
+  if (options_.keep_passes != 0) {
+    finished_ = std::make_unique<std::atomic<std::uint64_t>[]>(options_.keep_passes);
+  } else if (options_.warn_bytes != 0 && options_.on_large) {
+    const auto chunk = static_cast<std::int64_t>(EventBuffer::chunk_bytes());
+    retention_.warn_chunks = std::max<std::int64_t>(
+      1, (static_cast<std::int64_t>(options_.warn_bytes) + chunk - 1) / chunk);
+    retention_.on_large = [this](std::int64_t bytes) {
+      options_.on_large(passes_finished(), static_cast<std::size_t>(bytes));
+    };
+  }
+}
 
 Recorder::~Recorder() {
   for (EventBuffer* b = buffers_.load(std::memory_order_acquire); b;) {
@@ -35,7 +67,7 @@ Recorder::~Recorder() {
 }
 
 EventBuffer& Recorder::open_buffer(std::string actor) {
-  auto* b = new EventBuffer(std::move(actor));
+  auto* b = new EventBuffer(std::move(actor), retention_);
   b->next_buffer = buffers_.load(std::memory_order_relaxed);
   while (!buffers_.compare_exchange_weak(b->next_buffer, b, std::memory_order_release,
                                          std::memory_order_relaxed)) {
@@ -45,10 +77,93 @@ EventBuffer& Recorder::open_buffer(std::string actor) {
 
 Trace Recorder::snapshot() const {
   Trace t;
+  t.epoch_unix_ns = epoch_unix_ns_;
+  t.pid = ::getpid();
+  retention_.readers.fetch_add(1, std::memory_order_seq_cst);
   for (const EventBuffer* b = buffers_.load(std::memory_order_acquire); b; b = b->next_buffer)
     t.tracks.push_back({b->actor(), b->published()});
+  retention_.readers.fetch_sub(1, std::memory_order_seq_cst);
+  // Read after the walk: at least what any producer dropped by.
+  const std::uint64_t below = retention_.drop_below.load(std::memory_order_acquire);
+  if (below != 0) {
+    for (Track& track : t.tracks)
+      std::erase_if(track.events,
+                    [&](const Event& e) { return e.graph_task != 0 && e.graph_task < below; });
+    std::erase_if(t.tracks, [](const Track& track) { return track.events.empty(); });
+  }
   std::reverse(t.tracks.begin(), t.tracks.end());
   return t;
+}
+
+std::size_t Recorder::events_held() const {
+  std::size_t held = 0;
+  retention_.readers.fetch_add(1, std::memory_order_seq_cst);
+  for (const EventBuffer* b = buffers_.load(std::memory_order_acquire); b; b = b->next_buffer)
+    held += b->held();
+  retention_.readers.fetch_sub(1, std::memory_order_seq_cst);
+  return held;
+}
+
+std::size_t Recorder::bytes_held() const {
+  return static_cast<std::size_t>(retention_.chunks.load(std::memory_order_relaxed)) *
+         EventBuffer::chunk_bytes();
+}
+
+std::uint64_t Recorder::last_pass_started_here() { return last_pass_here; }
+
+void Recorder::task_started(const ObservedActor&, const GraphTaskBase& t) {
+  if (t.reentrant_depth != 0)
+    return;
+  last_pass_here = t.id;
+  if (!finished_)
+    return;
+  for (auto& slot : running_) {
+    std::uint64_t free = 0;
+    if (slot.load(std::memory_order_relaxed) == 0 &&
+        slot.compare_exchange_strong(free, t.id, std::memory_order_acq_rel))
+      return;
+  }
+  unslotted_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void Recorder::task_finished(const ObservedActor&, const GraphTaskBase& t) {
+  if (t.reentrant_depth != 0)
+    return;
+  const std::uint64_t k = finished_count_.fetch_add(1, std::memory_order_relaxed);
+  if (!finished_)
+    return;
+  bool slotted = false;
+  for (auto& slot : running_) {
+    std::uint64_t mine = t.id;
+    if (slot.compare_exchange_strong(mine, 0, std::memory_order_acq_rel)) {
+      slotted = true;
+      break;
+    }
+  }
+  if (!slotted)
+    unslotted_.fetch_sub(1, std::memory_order_acq_rel);
+  finished_[k % options_.keep_passes].store(t.id, std::memory_order_release);
+  if (k + 1 >= options_.keep_passes)
+    advance_window();
+}
+
+void Recorder::advance_window() {
+  if (unslotted_.load(std::memory_order_acquire) != 0)
+    return;
+  std::uint64_t below = UINT64_MAX;
+  for (std::size_t i = 0; i < options_.keep_passes; ++i) {
+    const std::uint64_t id = finished_[i].load(std::memory_order_acquire);
+    if (id == 0)
+      return; // a slot not yet written: fewer than keep_passes known
+    below = std::min(below, id);
+  }
+  for (const auto& slot : running_)
+    if (const std::uint64_t id = slot.load(std::memory_order_acquire); id != 0)
+      below = std::min(below, id);
+  std::uint64_t now = retention_.drop_below.load(std::memory_order_relaxed);
+  while (now < below && !retention_.drop_below.compare_exchange_weak(
+                          now, below, std::memory_order_release, std::memory_order_relaxed)) {
+  }
 }
 
 void Recorder::wait_for_device_work(std::chrono::milliseconds limit) const {
@@ -59,9 +174,19 @@ void Recorder::wait_for_device_work(std::chrono::milliseconds limit) const {
 }
 
 EventBuffer& Recorder::buffer_of(const ObservedActor& a) {
-  if (a.cache.owner != serial_)
-    a.cache = {serial_, &open_buffer(a.name())};
-  return *static_cast<EventBuffer*>(a.cache.state);
+  if (a.cache.owner == serial_)
+    return *static_cast<EventBuffer*>(a.cache.state);
+  EventBuffer* b = nullptr;
+  if (a.role != ObservedActor::Role::caller) {
+    b = &open_buffer(a.name());
+  } else if (caller_buffer.recording == serial_) {
+    b = caller_buffer.buffer; // this thread's, opened by an earlier call
+  } else {
+    b = &open_buffer(a.name());
+    caller_buffer = {serial_, b};
+  }
+  a.cache = {serial_, b};
+  return *b;
 }
 
 EventBuffer& Recorder::stream_buffer(Stream s) {
@@ -127,6 +252,19 @@ std::uint64_t Recorder::message_sent(const ObservedActor& a, const GraphTaskBase
 void Recorder::message_received(const ObservedActor& a, const GraphTaskBase& t, MessageKind kind,
                                 const NodeInfo& n, std::uint64_t id, std::uint32_t input_nr) {
   record(a, EventKind::receive, t, n, kind, id, input_nr);
+}
+
+void Recorder::remote_message(const ObservedActor& a, const RemoteMessage& m) {
+  EventBuffer& buffer = buffer_of(a);
+  Event e;
+  e.ts_ns = since_start(m.at);
+  e.kind = m.sent ? EventKind::send : EventKind::receive;
+  e.message = m.kind;
+  e.message_id = m.flow;
+  e.graph_task = m.graph_task;
+  e.node = m.peer;
+  e.device = a.device;
+  buffer.append(std::move(e));
 }
 
 DeviceRun Recorder::work_launched(const ObservedActor& a, const GraphTaskBase& t,

@@ -193,7 +193,8 @@ BOOST_AUTO_TEST_CASE(reentrant_calls_past_the_depth_limit) {
 }
 
 BOOST_AUTO_TEST_CASE(buffer_readable_while_its_actor_appends) {
-  trace::EventBuffer buffer("producer");
+  trace::Retention retention;
+  trace::EventBuffer buffer("producer", retention);
   constexpr std::int64_t kEvents = 200'000;
   std::thread producer([&] {
     for (std::int64_t i = 0; i < kEvents; ++i) {

@@ -144,13 +144,14 @@ BOOST_AUTO_TEST_CASE(flag_value_and_flag_equals_value_parse_the_same_for_every_f
      {{"--model", "chain"}, {"--devices", "cpu"}, {"--hidden", "5"}, {"--points", "6"},
       {"--nodes", "7"}, {"--seed", "0"}, {"--in", in}, {"--out", "-"}, {"--html", "-"},
       {"--summary", "-"}, {"--ops-csv", "-"}, {"--top", "5"}, {"--all", ""},
-      {"--diff", {in, {}, {in}}}}},
+      {"--diff", {in, {}, {in}}}, {"--merge", {in, {}, {in}}}}},
     [](const Parsed& p) -> const TraceOptions& { return p.trace; });
   check_both_forms<WorkerOptions>(
     "worker",
     {{"--port", "0"},
      {{"--port", "4242"}, {"--host", "0.0.0.0"}, {"--timeout-ms", "5"},
-      {"--enable-test-ops", ""}, {"--quiet", ""}, {"--verbose", ""}}},
+      {"--enable-test-ops", ""}, {"--quiet", ""}, {"--verbose", ""},
+      {"--trace", out + "_%r.json:5"}}},
     [](const Parsed& p) -> const WorkerOptions& { return p.worker; });
   fs::remove(in);
 }

@@ -373,6 +373,21 @@ def test_profile_from_python(on_actorgrad, tmp_path):
     assert "ExpBackward0" in p.summary()
 
 
+def test_profile_paths_name_the_rank_and_process(on_actorgrad, tmp_path, monkeypatch):
+    # As ACTORGRAD_TRACE does: %r is RANK, %p the process id, %% a '%'.
+    monkeypatch.setenv("RANK", "2")
+    x = torch.randn(4, requires_grad=True)
+    with ag.profile() as p:
+        (x.exp() * 2).sum().backward()
+    p.save(str(tmp_path / "t_%r_%p_%%.json"))
+    p.save_html(str(tmp_path / "t_%r.html"))
+    written = tmp_path / f"t_2_{os.getpid()}_%.json"
+    assert written.exists(), sorted(os.listdir(tmp_path))
+    assert (tmp_path / "t_2.html").exists()
+    processes = [e for e in json.load(open(written))["traceEvents"] if e.get("name") == "process_name"]
+    assert [e["args"]["name"] for e in processes] == ["rank 2"]
+
+
 def test_profile_report_renders_in_headless_chromium(tmp_path):
     """The HTML report of `python3 -m actorgrad.profile` draws the example's
     nodes (libtorch's names) in Chromium; the screenshot is a real image,

@@ -1,7 +1,8 @@
 #pragma once
 /// @file chrome_trace_check.h
 /// Boost.Test checks of a Chrome trace file's structure (tools/trace/
-/// chrome_json.h): every event in process 1 on a named track, timestamps
+/// chrome_json.h): every event on a named track of a named process (one
+/// per recording merged, else 1; a track in one process only), timestamps
 /// monotonic per track, node slices with their args, and every message a
 /// paired flow arrow (`s` and `f` with the same id, cat, name and bp "e",
 /// each end inside a slice on its track), as is every launch of device work
@@ -31,7 +32,8 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
   BOOST_TEST(root.get<std::string>("displayTimeUnit") == "ns");
   const boost::property_tree::ptree& events = root.get_child("traceEvents");
 
-  std::map<int, std::string> thread_names;
+  std::map<int, std::string> thread_names, process_names;
+  std::map<int, int> pid_of_tid;
   std::map<int, double> last_ts;
   struct FlowEnd {
     int tid;
@@ -45,14 +47,20 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
   for (const auto& [key, e] : events) {
     BOOST_TEST(key.empty(), "traceEvents is an array");
     const std::string ph = e.get<std::string>("ph");
-    BOOST_TEST(e.get<int>("pid") == 1);
+    const int pid = e.get<int>("pid");
     const int tid = e.get<int>("tid");
     if (ph == "M") {
-      if (e.get<std::string>("name") == "thread_name")
+      if (e.get<std::string>("name") == "process_name")
+        process_names[pid] = e.get<std::string>("args.name");
+      if (e.get<std::string>("name") == "thread_name") {
+        BOOST_TEST(process_names.count(pid) == 1u, "process " << pid << " named before its tracks");
         thread_names[tid] = e.get<std::string>("args.name");
+        BOOST_TEST(pid_of_tid.emplace(tid, pid).second, "tid " << tid << " in one process");
+      }
       continue;
     }
     BOOST_TEST_REQUIRE(thread_names.count(tid) == 1u, "tid " << tid << " named before use");
+    BOOST_TEST(pid == pid_of_tid[tid], "an event in its track's process");
     const double ts = e.get<double>("ts");
     BOOST_TEST(ts >= last_ts[tid], "timestamps monotonic on track " << thread_names[tid]);
     last_ts[tid] = ts;
@@ -82,6 +90,8 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
   }
   BOOST_TEST(thread_names.size() == tl.actors.size() + tl.streams.size(),
              "one track per actor and per stream");
+  BOOST_TEST(process_names.size() == std::max<std::size_t>(1, tl.processes.size()),
+             "one process per recording");
   BOOST_TEST(starts.size() == finishes.size());
   for (const auto& [id, s] : starts) {
     BOOST_TEST_CONTEXT("flow " << id) {

@@ -20,6 +20,7 @@
 #include "tools/cli/mlp.h"
 #include "tools/cli/spirals.h"
 #include "actorgrad/tools/trace/chrome_json.h"
+#include "actorgrad/tools/trace/merge.h"
 #include "actorgrad/tools/trace/report_files.h"
 
 namespace actorgrad::cli {
@@ -42,8 +43,24 @@ one unrecorded warm-up pass), or reads a recording (--in), and writes:
 With --diff BEFORE AFTER, two recordings are compared instead: the summary
 lists per operation and per actor the counts and times before and after and
 the change; --html writes AFTER's report with the comparison in it.
+With --merge A.json B.json ..., the recordings of several processes (each
+written with ACTORGRAD_TRACE=t%r.json, `actorgrad worker --trace`, or a
+program's own recording) become one: one process per recording in Perfetto,
+named by its rank (or worker name, or pid), each gradient sent between
+processes by actorgrad's distributed autograd an arrow from the sender to
+the receiver (RemoteGrad; its reply RemoteAck), and in the summary and the
+report the cross-process critical path of each distributed backward: from
+the caller's pass, through each gradient sent and the pass it started on
+another process, to the reply that came back last. Clocks: each recording's
+timestamps are first lined up by the wall clock at which it started, then
+corrected by each process's clock offset, estimated from the messages as
+NTP does: for each gradient and its reply, ((r1 - s1) - (r2 - s2)) / 2
+(s: sent, r: received, each on its own process's clock), the median over
+them; and bounded by causality (nothing is received before it was sent),
+which is all that messages going one way only give. The offset applied to
+each process is in its process_name args (shift_ns) in the merged file.
 Only the outputs named are written; with none named, --out trace.json and
---summary - (with --in or --diff, only the summary). A FILE of - is standard output
+--summary - (with --in, --diff or --merge, only the summary). A FILE of - is standard output
 (for one output at most), and --in - reads standard input. Output paths are
 checked before anything runs.
 
@@ -117,6 +134,13 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
     ->expected(2)
     ->check(input_file())
     ->excludes("--in");
+  cmd->add_option("--merge", o.merge,
+                  "join the recordings of several processes into one (a process per file; "
+                  "clocks lined up and corrected from the messages between them)")
+    ->expected(1, -1)
+    ->check(input_file())
+    ->excludes("--in")
+    ->excludes("--diff");
   cmd->add_option("--out", o.out, "Chrome trace JSON")->check(output_file());
   cmd->add_option("--html", o.html, "HTML report")->check(output_file());
   cmd->add_option("--summary", o.summary, "text summary")->check(output_file());
@@ -127,7 +151,7 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
     if (!o.diff.empty() && o.diff.size() != 2)
       throw CLI::ValidationError("--diff", "takes two recordings, BEFORE and AFTER");
     if (o.out.empty() && o.html.empty() && o.summary.empty() && o.ops_csv.empty()) {
-      if (o.in.empty() && o.diff.empty())
+      if (o.in.empty() && o.diff.empty() && o.merge.empty())
         o.out = "trace.json";
       o.summary = "-";
     }
@@ -139,13 +163,22 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
   return cmd;
 }
 
+/// The recordings named by --merge as one timeline.
+trace::Timeline merged(const std::vector<std::string>& paths) {
+  std::vector<trace::Timeline> parts;
+  for (const std::string& path : paths)
+    parts.push_back(trace::read_chrome_json(path));
+  return trace::merge_timelines(parts);
+}
+
 int run_trace(const TraceOptions& o) {
   std::optional<trace::Timeline> before;
   if (!o.diff.empty())
     before = trace::read_chrome_json(o.diff[0]);
-  const trace::Timeline tl = !o.diff.empty() ? trace::read_chrome_json(o.diff[1])
-                             : o.in.empty()  ? record(o)
-                                             : trace::read_chrome_json(o.in);
+  const trace::Timeline tl = !o.diff.empty()  ? trace::read_chrome_json(o.diff[1])
+                             : !o.merge.empty() ? merged(o.merge)
+                             : o.in.empty()     ? record(o)
+                                                : trace::read_chrome_json(o.in);
   trace::ReportPaths paths;
   paths.json = o.out;
   paths.html = o.html;

@@ -25,6 +25,8 @@ struct TraceOptions {
   std::string in;
   /// --diff BEFORE AFTER: compare two recordings (AFTER is read as --in).
   std::vector<std::string> diff;
+  /// --merge A B ...: the recordings of several processes as one.
+  std::vector<std::string> merge;
   /// Outputs ("" for none, "-" for standard output). With none of them
   /// given: `--out trace.json --summary -` (only the summary with --in).
   std::string out;

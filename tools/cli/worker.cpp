@@ -8,11 +8,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <pthread.h>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 
+#include "actorgrad/actors/engine.h"
 #include "actorgrad/actors/remote/runtime.h"
+#include "actorgrad/tools/trace/trace_request.h"
 #include "actorgrad/version.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/format.h"
@@ -33,6 +37,13 @@ with --verbose each request too; with --quiet only failures. It stops within
 a second of SIGINT or SIGTERM: a backward pass still running then is
 abandoned, and its caller gets an error naming this worker.
 
+With --trace FILE it records the backward parts it runs and the gradients it
+sends and receives, and writes them when it stops: FILE.json (Chrome trace) or
+FILE.html (report), FILE.json:N for the last N passes only; %p in FILE is the
+process id, %r its rank (RANK when set, else the worker's host-port), %% a %.
+A worker that ran no backward pass writes nothing. `actorgrad trace --merge`
+joins the traces of the caller and its workers into one.
+
 Exit status: 0 after a signal, 1 when it cannot listen (the reason is
 printed), 2 on a bad command line.
 )";
@@ -52,6 +63,17 @@ void log_line(const std::string& text) {
   std::fflush(stdout);
 }
 
+/// Writes what the worker recorded (nothing when it ran no backward pass).
+void write_trace(remote::Runtime& runtime, const trace::TraceRequest& request) {
+  try {
+    const std::string path = trace::write_recording(
+      runtime.engine().stop_recording(), request, trace::TraceProcess::current(runtime.name()));
+    log_line(path.empty() ? "no backward pass ran here: no trace written" : "wrote trace " + path);
+  } catch (const std::exception& e) {
+    log_line(std::string("writing the trace failed: ") + e.what());
+  }
+}
+
 } // namespace
 
 CLI::App* add_worker(CLI::App& app, WorkerOptions& o) {
@@ -69,6 +91,19 @@ CLI::App* add_worker(CLI::App& app, WorkerOptions& o) {
                 "serve the test ops test.slow_backward, test.nan_backward");
   CLI::Option* quiet = cmd->add_flag("--quiet", o.quiet, "log only failures");
   cmd->add_flag("--verbose", o.verbose, "also log each request")->excludes(quiet);
+  cmd->add_option("--trace", o.trace,
+                  "record the backward parts run here; write FILE.json or FILE.html[:N] "
+                  "(%p pid, %r rank) when stopping")
+    ->check(CLI::Validator(
+      [](std::string& s) {
+        try {
+          trace::parse_trace_request(s, "--trace");
+          return std::string();
+        } catch (const std::invalid_argument& e) {
+          return std::string(e.what());
+        }
+      },
+      "FILE"));
   return cmd;
 }
 
@@ -92,6 +127,11 @@ int run_worker(const WorkerOptions& o) {
       log_line(text);
   };
   remote::Runtime runtime(config);
+  std::optional<trace::TraceRequest> trace_request;
+  if (!o.trace.empty()) {
+    trace_request = trace::parse_trace_request(o.trace, "--trace");
+    runtime.engine().start_recording(trace::RecordingOptions::last(trace_request->keep_passes));
+  }
   const std::uint16_t port = runtime.publish(static_cast<std::uint16_t>(o.port), o.host);
   log_line(format("actorgrad worker %s (protocol %u, pid %d) listening on %s:%u",
                   ACTORGRAD_VERSION, static_cast<unsigned>(remote::kProtocolVersion),
@@ -99,6 +139,8 @@ int run_worker(const WorkerOptions& o) {
   int sig = 0;
   sigwait(&stop, &sig);
   log_line(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+  if (trace_request)
+    write_trace(runtime, *trace_request);
   if (!runtime.shutdown(kGrace)) {
     log_line(format("a backward pass was still running after %lld ms: exiting without it",
                     static_cast<long long>(kGrace.count())));

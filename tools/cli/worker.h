@@ -23,6 +23,9 @@ struct WorkerOptions {
   bool quiet = false;
   /// Also log each request served.
   bool verbose = false;
+  /// Record the backward parts served and write them here when stopping
+  /// (ACTORGRAD_TRACE's syntax: tools/trace/trace_request.h); "": no.
+  std::string trace;
   bool operator==(const WorkerOptions&) const = default;
 };
 

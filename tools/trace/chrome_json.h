@@ -3,8 +3,11 @@
 /// A timeline as a Chrome Trace Event JSON file (loads in Perfetto and
 /// chrome://tracing), and back.
 ///
-/// Layout: one process (pid 1); one track (tid) per actor, named by a
-/// `thread_name` metadata event. Per node execution an `X` slice (cat
+/// Layout: one process (pid 1; a merge, merge.h, has one per recording,
+/// pid = its index + 1), named by a `process_name` metadata event whose
+/// args also hold os_pid, epoch_unix_ns and shift_ns (Process); one track
+/// (tid, unique in the file) per actor, named by a `thread_name` metadata
+/// event. Per node execution an `X` slice (cat
 /// "node") whose args carry graph_task, sequence_nr, depth, device, stream,
 /// actor, ready_us, queue_wait_us and local_inputs. Per received message a
 /// flow: `s` on the sender at the send, `f` on the receiver at the receipt,
@@ -19,7 +22,11 @@
 /// args kind, point, launch_us, launched_by, graph_task, node, sequence_nr,
 /// id, stream and, for a wait, waits_for and waits_for_point; a flow (cat
 /// "launch", `bp` "e") goes from the launch on the launching actor's track
-/// to the span's start (not for a record, an instant).
+/// to the span's start (not for a record, an instant). A message between
+/// processes whose other end is in another recording is an `X` marker
+/// (cat "remote", named RemoteGrad or RemoteAck; args flow, side, peer,
+/// graph_task); paired by a merge, it is a flow like any message, its `s`
+/// args adding flow and to_graph_task.
 
 #include <iosfwd>
 #include <string>

@@ -200,8 +200,8 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
 
   for (std::size_t a = 0; a < tl.actors.size(); ++a) {
     const double top = lane_top(a);
-    open_lane(out, top, "class=\"lane\" data-actor=\"" + escape(tl.actors[a]) + "\"",
-              tl.actors[a]);
+    open_lane(out, top, "class=\"lane\" data-actor=\"" + escape(tl.actor_label(a)) + "\"",
+              tl.actor_label(a));
     for (std::size_t i = 0; i < tl.slices.size(); ++i) {
       const Slice& sl = tl.slices[i];
       if (sl.actor != a)
@@ -240,7 +240,8 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
         << num(lane_top(m.from_actor) + kLaneHeight / 2) << "\" x2=\"" << num(axis.x(*m.recv_ns))
         << "\" y2=\"" << num(lane_top(*m.to_actor) + kLaneHeight / 2)
         << "\" marker-end=\"url(#arrow)\"><title>" << message_name(m.kind) << ' ' << m.id
-        << ": " << escape(tl.actors[m.from_actor]) << " -&gt; " << escape(tl.actors[*m.to_actor])
+        << ": " << escape(tl.actor_label(m.from_actor)) << " -&gt; "
+        << escape(tl.actor_label(*m.to_actor))
         << (m.node.empty() ? "" : ", for " + escape(m.node)) << ", "
         << escape(format_duration(m.latency_ns())) << "</title></line>\n";
   }
@@ -368,13 +369,23 @@ void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
     out << "<h2>Messages</h2>\n<table id=\"edges\">\n<tr><th>from</th><th>to</th><th>kind</th>"
            "<th>count</th><th>mean latency</th></tr>\n";
     for (const EdgeStats& e : s.edges)
-      out << "<tr><td>" << escape(tl.actors[e.from_actor]) << "</td><td>"
-          << escape(tl.actors[e.to_actor]) << "</td><td>" << message_name(e.kind) << "</td><td>"
+      out << "<tr><td>" << escape(tl.actor_label(e.from_actor)) << "</td><td>"
+          << escape(tl.actor_label(e.to_actor)) << "</td><td>" << message_name(e.kind) << "</td><td>"
           << e.count << "</td><td>" << format_duration(e.mean_latency_ns) << "</td></tr>\n";
     out << "</table>\n";
   }
+  for (const ProcessPath& p : s.process_paths) {
+    out << "<h2>Cross-process critical path</h2>\n<p class=\"meta\">" << p.steps.size()
+        << " steps, " << format_duration(p.end_ns - p.start_ns)
+        << " from the caller's pass to the last reply; each step is what the next one "
+           "waited for last"
+           "</p>\n<ol class=\"process-path\">\n";
+    for (const ProcessStep& step : p.steps)
+      out << "<li>" << escape(describe_step(tl, s, step)) << "</li>\n";
+    out << "</ol>\n";
+  }
   for (const CriticalPath& p : s.critical_paths) {
-    out << "<h2>Critical path of GraphTask " << p.graph_task << "</h2>\n<p class=\"meta\">"
+    out << "<h2>Critical path of " << escape(task_name(tl, p)) << "</h2>\n<p class=\"meta\">"
         << p.steps.size() << " steps, " << format_duration(p.length_ns)
         << " from its first start to its end (" << format_duration(p.wall_ns)
         << " wall)</p>\n<ol class=\"critical-path\">\n";
@@ -390,7 +401,7 @@ void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
         continue;
       }
       const Slice& sl = tl.slices[step.slice];
-      out << escape(sl.node) << " seq " << sl.sequence_nr << " on " << escape(tl.actors[sl.actor])
+      out << escape(sl.node) << " seq " << sl.sequence_nr << " on " << escape(tl.actor_label(sl.actor))
           << ": " << format_duration(sl.duration_ns()) << "</li>\n";
     }
     out << "</ol>\n";
@@ -414,11 +425,11 @@ void write_queues(const Timeline& tl, const Summary& s, std::ostream& out) {
   for (const QueueDepth& q : s.queues) {
     const double top = lane * double(q.actor);
     const double scale = double(std::max<std::int64_t>(1, std::max(q.max_mailbox, q.max_ready)));
-    out << "<g class=\"queue-lane\" data-actor=\"" << escape(tl.actors[q.actor]) << "\">"
+    out << "<g class=\"queue-lane\" data-actor=\"" << escape(tl.actor_label(q.actor)) << "\">"
         << "<rect class=\"lane-bg\" x=\"" << num(kLabelWidth) << "\" y=\"" << num(top + 2)
         << "\" width=\"" << num(plot) << "\" height=\"" << num(lane - 4) << "\"/>"
         << "<text class=\"lane-label\" x=\"6\" y=\"" << num(top + lane / 2 + 4) << "\">"
-        << escape(tl.actors[q.actor]) << " (max " << q.max_mailbox << " / " << q.max_ready
+        << escape(tl.actor_label(q.actor)) << " (max " << q.max_mailbox << " / " << q.max_ready
         << ")</text>\n";
     for (const bool mailbox : {true, false}) {
       out << "<polyline class=\"" << (mailbox ? "mailbox" : "ready") << "\" points=\"";
@@ -442,7 +453,7 @@ void write_queues(const Timeline& tl, const Summary& s, std::ostream& out) {
     char m[32], r[32];
     std::snprintf(m, sizeof m, "%.2f", q.mean_mailbox);
     std::snprintf(r, sizeof r, "%.2f", q.mean_ready);
-    out << "<tr><td>" << escape(tl.actors[q.actor]) << "</td>";
+    out << "<tr><td>" << escape(tl.actor_label(q.actor)) << "</td>";
     sorted_cell(out, q.max_mailbox, std::to_string(q.max_mailbox));
     sorted_cell(out, m, m);
     sorted_cell(out, q.received, std::to_string(q.received));

@@ -70,7 +70,7 @@ struct Element {
 
 /// The critical path of the slices `task_slices` (sorted by start) and the
 /// device spans `task_spans` of one task.
-CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
+CriticalPath critical_path(const Timeline& tl, std::size_t process, std::uint64_t task,
                            const std::vector<std::size_t>& task_slices,
                            const std::vector<std::size_t>& task_spans) {
   struct In {
@@ -94,7 +94,8 @@ CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
       if (auto it = by_seq.find(p); it != by_seq.end())
         in[i].push_back({{it->second, false}, tl.slices[it->second].end_ns, 0, false});
   for (const Message& m : tl.messages) {
-    if (m.graph_task != task || !m.producer || !m.received())
+    if (m.graph_task != task || !m.producer || !m.received() ||
+        tl.process_of_actor(m.from_actor) != process)
       continue;
     auto from = by_seq.find(*m.producer);
     auto to = by_seq.find(m.sequence_nr);
@@ -136,7 +137,7 @@ CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
     for (std::size_t i : task_slices)
       consider({i, false});
 
-  CriticalPath path{task, {}, 0, 0};
+  CriticalPath path{task, process, {}, 0, 0, 0};
   std::set<std::pair<std::size_t, bool>> on_path;
   for (Element at = *last; on_path.insert({at.index, at.on_device}).second;) {
     const In* gate = nullptr;
@@ -160,6 +161,104 @@ CriticalPath critical_path(const Timeline& tl, std::uint64_t task,
   path.wall_ns = last_end - first_start;
   path.start_ns = first_start;
   return path;
+}
+
+// Note [Cross-process critical path]
+// A distributed backward (Note [Distributed backward] in
+// actors/remote/agent.cpp) is a tree of local passes joined by messages: a
+// pass's gradients for other processes leave as RemoteGrads when it ends,
+// each starts a pass on its receiver, and each receiver replies (RemoteAck)
+// once its pass and every request that pass sent are answered; the
+// caller's backward ends with the last reply to the requests of its own
+// pass. So, as within a pass, the path runs back from what came last: the
+// last reply the caller's pass got; from a reply, to what its sender waited
+// for last: its own pass's end, or the last reply to a request that pass
+// sent; from a pass, to the RemoteGrad that started it, and from that to
+// the pass that sent it, up to the caller's pass, which no message started.
+// Each pass on the path is one step, with its own critical path.
+
+using TaskKey = std::pair<std::size_t, std::uint64_t>; // process, graph task
+
+std::vector<ProcessPath> process_paths(const Timeline& tl, const std::vector<CriticalPath>& paths) {
+  std::map<TaskKey, std::size_t> pass_of;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    pass_of[{paths[i].process, paths[i].graph_task}] = i;
+  std::map<std::uint64_t, std::size_t> grad_of, ack_of; // by flow
+  std::map<TaskKey, std::vector<std::size_t>> sent_by;  // the RemoteGrads a pass sent
+  std::map<TaskKey, std::size_t> started_by;            // the RemoteGrad that started a pass
+  for (std::size_t j = 0; j < tl.messages.size(); ++j) {
+    const Message& m = tl.messages[j];
+    if (m.flow == 0 || !m.received())
+      continue;
+    if (m.kind == MessageKind::remote_ack) {
+      ack_of[m.flow] = j;
+    } else if (m.kind == MessageKind::remote_grad) {
+      grad_of[m.flow] = j;
+      sent_by[{tl.process_of_actor(m.from_actor), m.graph_task}].push_back(j);
+      started_by[{tl.process_of_actor(*m.to_actor), m.to_graph_task}] = j;
+    }
+  }
+  auto last_reply = [&](const TaskKey& pass) -> std::optional<std::size_t> {
+    std::optional<std::size_t> last;
+    for (std::size_t g : sent_by[pass])
+      if (auto a = ack_of.find(tl.messages[g].flow); a != ack_of.end())
+        if (!last || *tl.messages[a->second].recv_ns > *tl.messages[*last].recv_ns)
+          last = a->second;
+    return last;
+  };
+  auto add_pass = [&](std::vector<ProcessStep>& steps, const TaskKey& pass) {
+    if (auto it = pass_of.find(pass); it != pass_of.end())
+      steps.push_back({false, it->second});
+  };
+
+  std::vector<ProcessPath> out;
+  for (const auto& [root, grads] : sent_by) {
+    if (started_by.count(root))
+      continue;
+    const std::optional<std::size_t> last = last_reply(root);
+    if (!last)
+      continue;
+    std::vector<ProcessStep> rev; // from the end back
+    std::size_t reply = *last;
+    for (std::size_t guard = 0; guard <= tl.messages.size(); ++guard) {
+      rev.push_back({true, reply});
+      auto g = grad_of.find(tl.messages[reply].flow);
+      if (g == grad_of.end())
+        break;
+      const Message& grad = tl.messages[g->second];
+      const TaskKey pass{tl.process_of_actor(*grad.to_actor), grad.to_graph_task};
+      std::int64_t pass_end = *grad.recv_ns;
+      if (auto it = pass_of.find(pass); it != pass_of.end())
+        pass_end = paths[it->second].start_ns + paths[it->second].wall_ns;
+      if (auto nested = last_reply(pass); nested && *tl.messages[*nested].recv_ns > pass_end) {
+        reply = *nested;
+        continue;
+      }
+      add_pass(rev, pass);
+      rev.push_back({true, g->second});
+      TaskKey sender{tl.process_of_actor(grad.from_actor), grad.graph_task};
+      for (std::size_t up = 0; up <= tl.messages.size(); ++up) {
+        add_pass(rev, sender);
+        auto in = started_by.find(sender);
+        if (sender == root || in == started_by.end())
+          break;
+        rev.push_back({true, in->second});
+        const Message& m = tl.messages[in->second];
+        sender = {tl.process_of_actor(m.from_actor), m.graph_task};
+      }
+      break;
+    }
+    ProcessPath p;
+    p.steps.assign(rev.rbegin(), rev.rend());
+    auto root_pass = pass_of.find(root);
+    p.start_ns = root_pass != pass_of.end() ? paths[root_pass->second].start_ns
+                                             : tl.messages[grads.front()].send_ns;
+    p.end_ns = *tl.messages[*last].recv_ns;
+    out.push_back(std::move(p));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ProcessPath& a, const ProcessPath& b) { return a.start_ns < b.start_ns; });
+  return out;
 }
 
 std::vector<StreamStats> stream_stats(const Timeline& tl, std::int64_t span_ns) {
@@ -189,8 +288,8 @@ Summary summarize(const Timeline& tl) {
   std::vector<std::vector<const Slice*>> per_actor(tl.actors.size());
   std::vector<std::vector<std::int64_t>> waits(tl.actors.size());
   std::vector<std::int64_t> all_waits;
-  std::vector<std::uint64_t> task_order;
-  std::map<std::uint64_t, std::vector<std::size_t>> task_slices;
+  using TaskKey = std::pair<std::size_t, std::uint64_t>; // process, graph task
+  std::map<TaskKey, std::vector<std::size_t>> task_slices;
   for (std::size_t i = 0; i < tl.slices.size(); ++i) {
     const Slice& sl = tl.slices[i];
     per_actor[sl.actor].push_back(&sl);
@@ -198,11 +297,11 @@ Summary summarize(const Timeline& tl) {
       waits[sl.actor].push_back(*w);
       all_waits.push_back(*w);
     }
-    task_slices[sl.graph_task].push_back(i);
+    task_slices[{tl.process_of_actor(sl.actor), sl.graph_task}].push_back(i);
   }
   for (std::size_t a = 0; a < tl.actors.size(); ++a) {
     ActorStats st;
-    st.actor = tl.actors[a];
+    st.actor = tl.actor_label(a);
     st.busy_ns = busy_time(per_actor[a]);
     st.busy_percent = s.span_ns > 0 ? 100.0 * double(st.busy_ns) / double(s.span_ns) : 0;
     st.tasks = per_actor[a].size();
@@ -230,22 +329,44 @@ Summary summarize(const Timeline& tl) {
                        value.second / static_cast<std::int64_t>(value.first)});
   }
 
-  std::map<std::uint64_t, std::vector<std::size_t>> task_spans;
+  std::map<TaskKey, std::vector<std::size_t>> task_spans;
   for (std::size_t j = 0; j < tl.device_spans.size(); ++j)
-    if (tl.device_spans[j].kind != DeviceWork::record) // an instant: gates nothing
-      task_spans[tl.device_spans[j].graph_task].push_back(j);
-  for (auto& [task, idx] : task_slices) {
+    if (const DeviceSpan& d = tl.device_spans[j];
+        d.kind != DeviceWork::record) // an instant: gates nothing
+      task_spans[{tl.process_of_actor(d.launcher), d.graph_task}].push_back(j);
+  for (auto& [key, idx] : task_slices) {
     std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
       return tl.slices[a].start_ns < tl.slices[b].start_ns;
     });
-    s.critical_paths.push_back(critical_path(tl, task, idx, task_spans[task]));
+    s.critical_paths.push_back(critical_path(tl, key.first, key.second, idx, task_spans[key]));
   }
   s.streams = stream_stats(tl, s.span_ns);
   s.ops = op_table(tl);
   s.queues = queue_depths(tl);
   std::sort(s.critical_paths.begin(), s.critical_paths.end(),
             [&](const CriticalPath& a, const CriticalPath& b) { return a.start_ns < b.start_ns; });
+  s.process_paths = process_paths(tl, s.critical_paths);
   return s;
+}
+
+std::string describe_step(const Timeline& tl, const Summary& s, const ProcessStep& step) {
+  if (step.message) {
+    const Message& m = tl.messages[step.index];
+    return std::string(message_name(m.kind)) + " " +
+           tl.process_name(tl.process_of_actor(m.from_actor)) + " -> " +
+           tl.process_name(tl.process_of_actor(*m.to_actor)) + ": " +
+           format_duration(m.latency_ns()) + " in flight";
+  }
+  const CriticalPath& p = s.critical_paths[step.index];
+  return "pass " + task_name(tl, p) + ": " + format_duration(p.wall_ns) + ", its critical path " +
+         std::to_string(p.steps.size()) + " nodes";
+}
+
+std::string task_name(const Timeline& tl, const CriticalPath& p) {
+  std::string name = "GraphTask " + std::to_string(p.graph_task);
+  if (tl.processes.size() > 1)
+    name += " on " + tl.process_name(p.process);
+  return name;
 }
 
 std::string format_duration(std::int64_t ns) {
@@ -309,7 +430,7 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
     out << line;
     for (const QueueDepth& q : s.queues) {
       std::snprintf(line, sizeof line, "%-26s %8lld %8.2f %11s %11s %8lld %8.2f\n",
-                    tl.actors[q.actor].c_str(), static_cast<long long>(q.max_mailbox),
+                    tl.actor_label(q.actor).c_str(), static_cast<long long>(q.max_mailbox),
                     q.mean_mailbox, format_duration(q.mean_mailbox_wait_ns()).c_str(),
                     format_duration(q.max_mailbox_wait_ns).c_str(),
                     static_cast<long long>(q.max_ready), q.mean_ready);
@@ -339,15 +460,22 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
     for (std::size_t i = 0; i < rows_shown(s.edges.size(), top); ++i) {
       const EdgeStats& e = s.edges[i];
       std::snprintf(line, sizeof line, "  %s -> %s: %s x%zu, %s\n",
-                    tl.actors[e.from_actor].c_str(), tl.actors[e.to_actor].c_str(),
+                    tl.actor_label(e.from_actor).c_str(), tl.actor_label(e.to_actor).c_str(),
                     message_name(e.kind), e.count, format_duration(e.mean_latency_ns).c_str());
       out << line;
     }
     note_rows_left_out(out, s.edges.size(), top, "message edges");
   }
 
+  for (const ProcessPath& p : s.process_paths) {
+    out << "\ncross-process critical path: " << format_duration(p.end_ns - p.start_ns)
+        << " from the caller's pass to the last reply, " << p.steps.size() << " steps\n";
+    for (const ProcessStep& step : p.steps)
+      out << "  " << describe_step(tl, s, step) << "\n";
+  }
+
   for (const CriticalPath& p : s.critical_paths) {
-    out << "\ncritical path of GraphTask " << p.graph_task << ": " << p.steps.size()
+    out << "\ncritical path of " << task_name(tl, p) << ": " << p.steps.size()
         << " steps, " << format_duration(p.length_ns) << " from its first start to its end ("
         << format_duration(p.wall_ns) << " wall)\n";
     for (std::size_t i = 0; i < rows_shown(p.steps.size(), top); ++i) {
@@ -363,7 +491,7 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
         const Slice& sl = tl.slices[step.slice];
         std::snprintf(line, sizeof line, "  %-24s seq %-8llu %-22s %11s\n", sl.node.c_str(),
                       static_cast<unsigned long long>(sl.sequence_nr),
-                      tl.actors[sl.actor].c_str(), format_duration(sl.duration_ns()).c_str());
+                      tl.actor_label(sl.actor).c_str(), format_duration(sl.duration_ns()).c_str());
       }
       out << line;
     }

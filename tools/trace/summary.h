@@ -63,6 +63,8 @@ struct PathStep {
 /// last-arriving input.
 struct CriticalPath {
   std::uint64_t graph_task = 0;
+  /// The process that ran it (index into Timeline::processes).
+  std::size_t process = 0;
   std::vector<PathStep> steps;
   /// From the first step's start to the last step's end (at most wall_ns).
   std::int64_t length_ns = 0;
@@ -71,6 +73,25 @@ struct CriticalPath {
   std::int64_t wall_ns = 0;
   /// When the call's first node started.
   std::int64_t start_ns = 0;
+};
+
+/// One step of a cross-process critical path: a local pass, or a message
+/// between processes (a RemoteGrad or a RemoteAck).
+struct ProcessStep {
+  bool message = false;
+  /// Into Summary::critical_paths for a pass, into Timeline::messages for
+  /// a message.
+  std::size_t index = 0;
+};
+
+/// What gated a distributed backward's end across processes (Note
+/// [Cross-process critical path] in summary.cpp): from its caller's local
+/// pass to the reply that came back last.
+struct ProcessPath {
+  std::vector<ProcessStep> steps;
+  /// The caller's pass's first node's start, and the last reply's receipt.
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
 };
 
 /// What one device stream ran of the recorded work.
@@ -97,6 +118,9 @@ struct Summary {
   std::size_t unreceived = 0;
   /// One per backward call, in order of their first node.
   std::vector<CriticalPath> critical_paths;
+  /// One per distributed backward whose messages between processes the
+  /// timeline holds (a merge of its processes' recordings), in order.
+  std::vector<ProcessPath> process_paths;
   /// Per node name, by total time (op_table.h).
   std::vector<OpStats> ops;
   /// Per actor, in Timeline::actors order (queue_depth.h).
@@ -112,6 +136,14 @@ Summary summarize(const Timeline& tl);
 /// operations, message edges, and each critical path with its nodes. Each list shows its first `top` rows
 /// (0: all) and says how many it left out.
 std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top = 20);
+
+/// One step of a cross-process critical path in words: `RemoteGrad rank 0
+/// -> rank 1: 85.2 us in flight`, `pass GraphTask 7 on rank 1: 1.2 ms, its
+/// critical path 12 nodes`.
+std::string describe_step(const Timeline& tl, const Summary& s, const ProcessStep& step);
+
+/// `GraphTask N`, and ` on PROCESS` when the timeline has several processes.
+std::string task_name(const Timeline& tl, const CriticalPath& p);
 
 /// `1.234 ms`, `56.7 us`, `890 ns`.
 std::string format_duration(std::int64_t ns);

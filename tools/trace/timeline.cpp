@@ -32,6 +32,11 @@ std::vector<Track> merge_tracks(const Trace& trace) {
   return merged;
 }
 
+/// The end of a message between processes that `e` recorded on `actor`.
+RemoteEnd remote_end(const Event& e, std::size_t actor) {
+  return {e.message, e.kind == EventKind::send, e.message_id, e.graph_task, e.node, actor, e.ts_ns};
+}
+
 /// The device spans of the launches that ran, and the records (Note [Stream tracks]).
 template <class StreamNamed>
 void add_device_spans(Timeline& tl,
@@ -95,6 +100,8 @@ void Timeline::normalize() {
   });
   std::stable_sort(messages.begin(), messages.end(),
                    [](const Message& a, const Message& b) { return a.send_ns < b.send_ns; });
+  std::stable_sort(remote_ends.begin(), remote_ends.end(),
+                   [](const RemoteEnd& a, const RemoteEnd& b) { return a.ts_ns < b.ts_ns; });
   std::stable_sort(device_spans.begin(), device_spans.end(),
                    [](const DeviceSpan& a, const DeviceSpan& b) {
                      return a.stream != b.stream ? a.stream < b.stream : a.start_ns < b.start_ns;
@@ -118,10 +125,13 @@ void Timeline::normalize() {
     see(d.launch_ns);
     see(d.end_ns);
   }
+  for (const RemoteEnd& r : remote_ends)
+    see(r.ts_ns);
 }
 
 Timeline build_timeline(const Trace& trace) {
   Timeline tl;
+  tl.processes.push_back({"pid " + std::to_string(trace.pid), trace.pid, trace.epoch_unix_ns, 0});
   // Note [Nodes that share a sequence number]
   // Ready times and inputs are keyed by (graph task, sequence_nr), which
   // libtorch does not make unique: every AccumulateGrad has UINT64_MAX. So
@@ -184,14 +194,20 @@ Timeline build_timeline(const Trace& trace) {
         if (auto producer = running_node(e.graph_task))
           inputs[{e.graph_task, e.sequence_nr}].push_back(*producer);
         break;
-      case EventKind::send: {
-        Message& m = messages[e.message_id];
-        m = {e.message_id, e.message, e.graph_task, e.node, e.sequence_nr, e.input_nr, e.depth,
-             e.device, actor, e.ts_ns, running_node(e.graph_task), std::nullopt, std::nullopt};
+      case EventKind::send:
+        if (crosses_processes(e.message))
+          tl.remote_ends.push_back(remote_end(e, actor));
+        else
+          messages[e.message_id] = {e.message_id, e.message, e.graph_task, e.node,
+                                    e.sequence_nr, e.input_nr, e.depth, e.device,
+                                    actor, e.ts_ns, running_node(e.graph_task),
+                                    std::nullopt, std::nullopt, 0, 0};
         break;
-      }
       case EventKind::receive:
-        receipts[e.message_id] = {actor, e.ts_ns};
+        if (crosses_processes(e.message))
+          tl.remote_ends.push_back(remote_end(e, actor));
+        else
+          receipts[e.message_id] = {actor, e.ts_ns};
         break;
       case EventKind::launch:
         launches.emplace(e.message_id, std::pair{actor, e});

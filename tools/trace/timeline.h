@@ -57,6 +57,11 @@ struct Message {
   /// WakeUp that arrived after its task was done).
   std::optional<std::size_t> to_actor;
   std::optional<std::int64_t> recv_ns;
+  /// A message between processes (RemoteGrad, RemoteAck; paired by a merge,
+  /// merge.h): its flow id, and the receiver's pass (`graph_task` is the
+  /// sender's; see trace::Event).
+  std::uint64_t flow = 0;
+  std::uint64_t to_graph_task = 0;
 
   bool received() const { return recv_ns.has_value(); }
   std::int64_t latency_ns() const { return recv_ns ? *recv_ns - send_ns : 0; }
@@ -92,10 +97,44 @@ struct DeviceSpan {
   std::int64_t duration_ns() const { return end_ns - start_ns; }
 };
 
+/// One end of a message between processes whose other end is in another
+/// process's recording (a send or receive event of kind RemoteGrad or
+/// RemoteAck): a merge (merge.h) pairs it into a Message.
+struct RemoteEnd {
+  MessageKind kind = MessageKind::remote_grad;
+  bool sent = false;
+  std::uint64_t flow = 0;
+  /// The local pass (see trace::Event).
+  std::uint64_t graph_task = 0;
+  /// The other process's name.
+  std::string peer;
+  std::size_t actor = 0; ///< index into Timeline::actors
+  std::int64_t ts_ns = 0;
+};
+
+/// A process whose recording a timeline holds.
+struct Process {
+  /// "rank 0", a worker's "host:port", or "pid N".
+  std::string name;
+  std::int64_t pid = 0;
+  /// When its recording started, on the wall clock (Trace::epoch_unix_ns).
+  std::int64_t epoch_unix_ns = 0;
+  /// What a merge added to its timestamps to put them on the merged clock
+  /// (its epoch's distance from the earliest one, less its estimated clock
+  /// offset; 0 in a single recording).
+  std::int64_t shift_ns = 0;
+};
+
 /// The node executions and messages of a recording.
 struct Timeline {
+  /// The processes recorded: one, or one per recording merged (merge.h).
+  std::vector<Process> processes;
   /// Actor names, one track each, in the order their first event happened.
   std::vector<std::string> actors;
+  /// The process (index into `processes`) of each actor and of each
+  /// stream; empty: all in process 0.
+  std::vector<std::size_t> actor_process;
+  std::vector<std::size_t> stream_process;
   /// Device streams that ran observed work, one track each (Stream::str()).
   std::vector<std::string> streams;
   /// Sorted by stream, then start time.
@@ -104,12 +143,30 @@ struct Timeline {
   std::vector<Slice> slices;
   /// Sorted by send time.
   std::vector<Message> messages;
+  /// Ends of messages between processes not paired here, by time.
+  std::vector<RemoteEnd> remote_ends;
   /// First and last timestamp of the recording.
   std::int64_t begin_ns = 0;
   std::int64_t end_ns = 0;
 
   /// Sorts slices and messages as documented and sets begin_ns / end_ns.
   void normalize();
+  /// The process of actor `a` / of stream `s`.
+  std::size_t process_of_actor(std::size_t a) const {
+    return actor_process.empty() ? 0 : actor_process[a];
+  }
+  std::size_t process_of_stream(std::size_t s) const {
+    return stream_process.empty() ? 0 : stream_process[s];
+  }
+  /// Actor `a`'s name, after its process's (`rank 1 / caller 4242`) when
+  /// there are several processes.
+  std::string actor_label(std::size_t a) const {
+    return processes.size() > 1 ? process_name(process_of_actor(a)) + " / " + actors[a] : actors[a];
+  }
+  /// The name of process `p` ("" when the timeline names none).
+  std::string process_name(std::size_t p) const {
+    return p < processes.size() ? processes[p].name : std::string();
+  }
 };
 
 /// Builds the timeline of `trace`. Tracks of the same actor (a caller
@@ -118,7 +175,8 @@ struct Timeline {
 /// of one message id; a send made while a node of the same task ran on the
 /// sending actor is attributed to that node. A device span pairs a launch
 /// with its device_run (a launch not yet run is left out); a record gets
-/// its time from its stream's spans.
+/// its time from its stream's spans. A message to or from another process
+/// is a RemoteEnd. The one process is named "pid N".
 Timeline build_timeline(const Trace& trace);
 
 } // namespace actorgrad::trace

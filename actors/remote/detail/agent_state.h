@@ -16,6 +16,7 @@
 #include <caf/result.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "actorgrad/actors/observer.h"
 #include "actorgrad/actors/remote/agent.h"
 #include "actorgrad/actors/remote/dist_nodes.h"
 #include "actorgrad/actors/remote/local_step.h"
@@ -35,11 +36,21 @@ struct ContextState {
   std::uint64_t next_send_id = 1;
 };
 
+/// The gradient a reply answers, for the traces (Note [Flows between
+/// processes] in agent.cpp): its flow (0: a local caller's, not traced),
+/// the pass it started here, and its sender.
+struct Answering {
+  std::uint64_t flow = 0;
+  std::uint64_t graph_task = 0;
+  std::string peer;
+};
+
 /// A request being handled: answered when `remaining` requests it sent are done.
 struct Parent {
   std::uint64_t context_id;
   caf::response_promise promise;
   std::size_t remaining;
+  Answering answering;
 };
 
 /// A request this agent sent on behalf of a Parent.
@@ -48,6 +59,9 @@ struct Nested {
   caf::actor_addr peer;
   std::string peer_name;
   std::uint64_t context_id;
+  /// Its flow, and the local pass that made its gradient.
+  std::uint64_t flow;
+  std::uint64_t graph_task;
 };
 
 struct AgentState {
@@ -62,6 +76,11 @@ struct AgentState {
   /// Callers that said Hello, by agent: their names, for the log.
   std::unordered_map<caf::actor_addr, std::string> callers;
   std::uint64_t next_id = 1;
+  /// The next flow id of a gradient sent (a random start, 0 skipped: Note
+  /// [Flows between processes] in agent.cpp).
+  std::uint64_t next_flow = 0;
+  /// The agent as the recorder sees it (its track, "distributed agent").
+  ObservedActor observed{ObservedActor::Role::agent, Device::cpu(), 0};
   static inline const char* name = "actorgrad.agent";
 };
 
@@ -75,10 +94,16 @@ void log(Self self, LogLevel level, const std::string& text);
 void monitor_once(Self self, const caf::actor& peer);
 /// Completes a parent request (first error wins; the parent is forgotten).
 void deliver(Self self, std::uint64_t parent_id, std::string error);
+/// Tells the Engine's observer (a recording) of a message to or from
+/// another process, if it has one.
+void report(Self self, bool sent, trace::MessageKind kind, std::uint64_t flow,
+            std::uint64_t graph_task, const std::string& peer,
+            std::chrono::steady_clock::time_point at = std::chrono::steady_clock::now());
 /// Records `step` in the context and sends its outgoing gradients; `promise`
-/// is answered when all of them are (Note [Distributed backward]).
+/// is answered when all of them are (Note [Distributed backward]), and the
+/// reply traced as `answering` says.
 void launch(Self self, std::uint64_t context_id, LocalStep step, caf::response_promise promise,
-            bool anomaly);
+            bool anomaly, Answering answering = {});
 
 /// ForwardRequest: runs a remote op within a context (agent_requests.cpp).
 ForwardReply forward(Self self, ForwardRequest& req);

@@ -21,6 +21,7 @@
 #include "actorgrad/tools/trace/report_files.h"
 #include "actorgrad/tools/trace/summary.h"
 #include "actorgrad/tools/trace/timeline.h"
+#include "actorgrad/tools/trace/trace_request.h"
 
 namespace py = pybind11;
 
@@ -30,7 +31,9 @@ namespace {
 /// What a profile() recorded: the message flow of its backward passes.
 class Recording {
 public:
-  explicit Recording(trace::Trace t) : timeline_(trace::build_timeline(t)) {}
+  explicit Recording(trace::Trace t) : timeline_(trace::build_timeline(t)) {
+    timeline_.processes.front().name = trace::TraceProcess::current().label();
+  }
   /// Writes the Chrome trace (Perfetto, `actorgrad trace --in`).
   void save(const std::string& path) const {
     trace::ReportPaths paths;
@@ -56,8 +59,14 @@ public:
   }
 
 private:
-  void write(const trace::ReportPaths& paths) const {
+  /// Writes `paths`, each with `%p`, `%r` and `%%` expanded as in
+  /// ACTORGRAD_TRACE (Note [Trace file names of many processes]).
+  void write(trace::ReportPaths paths) const {
     py::gil_scoped_release no_gil;
+    const trace::TraceProcess me = trace::TraceProcess::current();
+    for (std::string* path : {&paths.json, &paths.html, &paths.ops_csv})
+      if (!path->empty() && *path != "-")
+        *path = trace::expand_trace_path(*path, me);
     trace::write_reports(timeline_, paths);
   }
   trace::Timeline timeline_;

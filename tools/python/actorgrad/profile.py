@@ -48,8 +48,8 @@ def main(argv=None):
     ours, script, script_args = _split(argv)
     parser = argparse.ArgumentParser(prog="python3 -m actorgrad.profile", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--html", help="write the HTML report here")
-    parser.add_argument("--json", help="write the Chrome trace (Perfetto) here")
+    parser.add_argument("--html", help="write the HTML report here (%%r: rank, %%p: pid)")
+    parser.add_argument("--json", help="write the Chrome trace (Perfetto) here (%%r: rank, %%p: pid)")
     parser.add_argument("--summary", action="store_true", help="print the text summary")
     parser.add_argument("--devices", default="", help="devices besides the CPU (sim:2)")
     opts = parser.parse_args(ours)

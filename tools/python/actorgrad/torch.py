@@ -185,7 +185,11 @@ class Profile:
         self._recording = None
 
     def save(self, path):
-        """Writes a Chrome trace (Perfetto, `actorgrad trace --in`)."""
+        """Writes a Chrome trace (Perfetto, `actorgrad trace --in`, `--merge`).
+
+        In every path here, `%r` is the rank (RANK, else `pid` and the process
+        id), `%p` the process id and `%%` a `%`, as in ACTORGRAD_TRACE, so that
+        each process of a torchrun or mp.spawn job writes its own file."""
         self._recording.save(path)
 
     def save_html(self, path):
