@@ -1,5 +1,5 @@
 """Python backward passes, torch's engine vs actorgrad's (install(), and
-install(fast_backward=False) with torch's own Tensor.backward), side by side in one process (bench/RESULTS.md,
+install(fast_backward=False) with torch's own Tensor.backward), side by side in one process (bench/HISTORY.md,
 "Python bridge"): median wall time of many backward calls of each case, one
 intra-op thread.
 

@@ -7,7 +7,7 @@
 /// the transformer layer and the 4-layer MLP of bench/torch/torch_cases.h,
 /// and the pass-through add chain of 1,000 nodes (the engines' own cost).
 /// Each benchmark builds its graph once and runs backward with retain_graph.
-/// Wall (real) time; counters: nodes, ns_per_node (wall). bench/RESULTS.md ("Torch bridge") has the
+/// Wall (real) time; counters: nodes, ns_per_node (wall). bench/HISTORY.md ("Torch bridge") has the
 /// figures and the command.
 
 #include <benchmark/benchmark.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The torch bridge's engine instructions per node, stock libtorch engine vs
-# the actor engine, under valgrind's callgrind (bench/RESULTS.md, "Torch
+# the actor engine, under valgrind's callgrind (bench/HISTORY.md, "Torch
 # bridge").
 #
 #   tools/bench/callgrind_torch.sh [BUILD_DIR] [OUT_TSV]

@@ -8,7 +8,8 @@ callgrind_chain.tsv (tools/bench/callgrind_chain.sh), memory.tsv; with
 add before/after tables, the issue-20 targets (met or not, with the figure)
 and the earlier overhead to the plot.
 The hand-recorded tail of an existing RESULTS.md (from the heading
-HAND_RECORDED on) is kept below the generated part.
+HAND_RECORDED on: the current figures no run here measures) is kept below
+the generated part; earlier figures live in bench/HISTORY.md.
 """
 import argparse
 import csv
@@ -25,6 +26,17 @@ from callgrind_breakdown import bare_name
 BOUND = {"torch": "torch_seq"}
 ENGINE_ORDER = ["sequential", "torch_seq", "reference", "baseline", "actor", "torch"]
 HAND_RECORDED = "## Further measurements"
+# The page's title and what it holds; earlier figures go to bench/HISTORY.md by hand.
+PAGE_HEAD = ["# actorgrad engine benchmarks: the current figures", "",
+             "This page holds the figures that describe the code as it is: the last",
+             "regenerated run of the benchmark suite (`tools/bench/run_benchmarks.sh`,",
+             "which writes this page through `tools/bench/make_results.py`; its command,",
+             "machine and date are just below) and, after it, the latest hand-recorded",
+             "measurement of each thing that run does not cover, each with its command.",
+             "Every earlier figure (each change's own measurement, with the figures of",
+             "its day) is in [HISTORY.md](HISTORY.md), verbatim;",
+             "regenerating this page keeps everything from the heading \"Further",
+             "measurements\" on.", ""]
 REENTRANT_NOTE = ("`reentrant`, N = 100: a node whose backward runs a nested backward on a fresh small "
                   "graph, 100 levels deep (bench/common/reentrant.h); 101 backward calls of 3 nodes each "
                   "per pass, so instructions (or ns) per backward call = 3 x per node. Past depth 60 "
@@ -500,7 +512,7 @@ def main():
     after = load_results(a.results)
     before = load_results(a.before) if a.before else None
     cg, mem, js = after["cg"], after["mem"], after["js"]
-    lines = ["# actorgrad engine benchmarks", "",
+    lines = PAGE_HEAD + [
              f"- machine: {model}, {ncpu} cores, {plat}",
              f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}",
              f"- load average when the report was written: {load}",

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Start-up cost of a command: runs it N times (default 20) and prints the
-median wall time and the median peak RSS (bench/RESULTS.md, "CUDA loaded only
+median wall time and the median peak RSS (bench/HISTORY.md, "CUDA loaded only
 when used"). The RSS is read by /usr/bin/time: a child of this interpreter
 would count the interpreter's pages it had before exec in its peak.
 
