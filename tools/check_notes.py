@@ -7,7 +7,8 @@ A Note is defined by a comment line that is exactly its title after the
 comment marker ("//", "///" or "#", then the word Note and the title in
 square brackets) followed by a comment line that goes on with its text.
 Every other mention of a titled Note in the repository's sources, scripts,
-build files and docs is a citation, also when it wraps over two lines.
+build files and docs is a citation, also when it wraps over two lines
+(a title starts with a letter or digit, so placeholders are none).
 
 Checks (ctest: check_notes):
   1. Every citation names a defined Note.
@@ -28,7 +29,8 @@ SUFFIXES = {'.h', '.hpp', '.cpp', '.cc', '.cu', '.cuh', '.py', '.sh', '.cmake', 
 NAMES = {'CMakeLists.txt', 'run'}
 LEFT_OUT = {'bench/HISTORY.md'}
 
-NOTE = r'Note\s+\[([^\]\[]+)\]'
+# A title starts with a letter or digit: 'Note [...]' and format strings are no citation.
+NOTE = r'Note\s+\[([A-Za-z0-9][^\]\[]*)\]'
 DEFINITION = re.compile(r'^\s*(?:///?|#)\s*' + NOTE + r'\s*$')
 # A comment line's marker: what the joined text of a wrapped citation drops.
 MARKER = re.compile(r'^\s*(?:/\*+|\*+/?|///?|#+|>)?\s?')
