@@ -11,7 +11,12 @@
 # Idempotent: packages already installed are not touched, `apt-get update`
 # runs only when something is missing, and a configured build/ is reused.
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default Release),
-# ACTORGRAD_WERROR (ON: warnings are errors; tools/test.sh, CI).
+# ACTORGRAD_WERROR (default ON: warnings are errors, as in CI). tools/run.sh and
+# tools/test.sh both take these defaults, so they share one configuration of
+# build/: tools/run.sh right after tools/test.sh compiles nothing, and the
+# other way round only what the test dependencies bring in when they were
+# missing (the torch and Python bridges, their tests, the benchmarks that
+# compare with libtorch; no other target's flags depend on them).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +28,7 @@ for arg in "$@"; do
   case "$arg" in
     --with-test-deps) with_test_deps=1 ;;
     --no-build) do_build=0 ;;
-    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -57,7 +62,7 @@ if (( ${#missing[@]} > 0 )); then
 fi
 
 cmake_args=(-S "$repo_root" -B "$repo_root/$build_dir" -DCMAKE_BUILD_TYPE="$build_type"
-            -DACTORGRAD_WERROR="${ACTORGRAD_WERROR:-OFF}")
+            -DACTORGRAD_WERROR="${ACTORGRAD_WERROR:-ON}")
 # CMake builds the CUDA backend when nvcc works (tools/cmake/Cuda.cmake; off
 # with -DACTORGRAD_CUDA=OFF): say which build this is.
 if [[ -x /usr/local/cuda/bin/nvcc ]]; then

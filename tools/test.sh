@@ -10,8 +10,9 @@
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# CI's build: the project's own warnings are errors.
-ACTORGRAD_WERROR=ON bash "$repo_root/tools/setup.sh" --with-test-deps
+# The configuration of tools/run.sh (setup.sh's defaults: the project's own
+# warnings are errors), so the two commands share build/.
+bash "$repo_root/tools/setup.sh" --with-test-deps
 (cd "$repo_root/${BUILD_DIR:-build}" && ctest --output-on-failure --no-tests=error -j2 "$@")
 if (( $# == 0 )); then
   bash "$repo_root/tools/sanitize.sh"
