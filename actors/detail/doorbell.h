@@ -29,7 +29,7 @@ namespace actorgrad::detail {
 /// polls the flag a few rounds (pause, then sched_yield) before the futex.
 /// A raw futex call without that poll counted about 150 instructions fewer
 /// a hop under callgrind; its wall time was within this 2-core VM's noise
-/// (bench/RESULTS.md, "Engine actors sleep on a doorbell"), so the portable
+/// (bench/HISTORY.md, "Engine actors sleep on a doorbell"), so the portable
 /// call stays.
 class Doorbell {
 public:

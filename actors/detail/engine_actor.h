@@ -18,7 +18,7 @@ namespace actorgrad::detail {
 /// then arrives takes that mutex to notify it. Device workers and pool
 /// actors run out of work after nearly every node of a cross-device graph,
 /// so the mutex and the condition variable were a fifth of a device hop
-/// (about 340 of its 1,700 instructions: bench/RESULTS.md, "Device hop").
+/// (about 340 of its 1,700 instructions: bench/HISTORY.md, "Device hop").
 /// Here `await_data`, which `dequeue` and `receive` call when the mailbox
 /// is empty, sleeps on a Doorbell instead and never marks the mailbox
 /// blocked, so CAF's push stays a lone compare-exchange, and `enqueue`
@@ -27,8 +27,7 @@ namespace actorgrad::detail {
 /// blocked mailbox is notified by CAF's push itself. A ring needs the actor
 /// alive, which it is: CAF's senders call `enqueue` through a strong
 /// reference, which the sender must hold until `enqueue` returns, not
-/// reach through the message it sends (Note [A forward holds its own
-/// handle] in runner.cpp).
+/// reach through the message it sends.
 class EngineActor : public caf::blocking_actor {
 public:
   explicit EngineActor(caf::actor_config& cfg) : caf::blocking_actor(cfg) {}

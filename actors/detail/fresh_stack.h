@@ -23,7 +23,7 @@ namespace actorgrad::detail {
 // thread-local state, CAF's) is none the wiser. What it does see is
 // stack_is_short() (stack_guard.h), which measures the stack it runs on.
 //
-// Measured against the handoff (bench/RESULTS.md, "A fresh stack in place
+// Measured against the handoff (bench/HISTORY.md, "A fresh stack in place
 // of the depth handoff"): in a nest 100 deep, the 40 calls past the limit
 // ran on a pool thread, with its own malloc arena, and freed each other's
 // blocks across the two threads; on one thread, with the storage of 128

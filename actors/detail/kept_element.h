@@ -32,7 +32,7 @@ namespace actorgrad::detail {
 // fits each of them: the freeing thread keeps up to 64 of them, and its next
 // send takes the last one kept, a few instructions each way: a device hop
 // went from 1,254 to 1,145 instructions in the regenerated table
-// (bench/RESULTS.md, "Mailbox elements kept by the thread that frees
+// (bench/HISTORY.md, "Mailbox elements kept by the thread that frees
 // them"). A thread that only sends (a caller that makes a root Task) still
 // allocates, and one that only receives frees past its 64, as before.
 //

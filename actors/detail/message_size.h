@@ -18,7 +18,7 @@ namespace actorgrad::detail {
 // since sent only under an observer: Note [Wake-up without a message] in
 // actors/detail/runner.cpp). With the messages a pass sends for its nodes
 // (Grad, Task, WakeUp) all of one size, the chunk a thread frees is the one
-// it allocates next, whichever of them it sends (bench/RESULTS.md, "A
+// it allocates next, whichever of them it sends (bench/HISTORY.md, "A
 // coordinator woken without a message"). Task and WakeUp are filled
 // up to Grad's size; the static_asserts keep the three equal, so a field
 // added to one of them shrinks its fill (or raises this size for all).

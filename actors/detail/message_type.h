@@ -15,7 +15,7 @@ namespace actorgrad::detail {
 /// handlers branch on. CAF 0.17's `content.match_elements<T>()` builds a
 /// pattern and calls through it for every type tried, about 130
 /// instructions a try, so a handler that tried four types before the right
-/// one spent more on matching than on the message (bench/RESULTS.md, "A
+/// one spent more on matching than on the message (bench/HISTORY.md, "A
 /// parked caller mailbox, kept monitors and one type read a message").
 /// Here each try is a compare.
 class MessageType {

@@ -35,7 +35,7 @@ namespace actorgrad::detail {
 // that cost what any message costs: a mailbox element allocated on one
 // thread and freed on the other, CAF's enqueue and dequeue, a handler that
 // does nothing (about 450 instructions of a 2-node call rooted on a device:
-// bench/RESULTS.md, "A coordinator woken without a message"). Now the
+// bench/HISTORY.md, "A coordinator woken without a message"). Now the
 // releasing actor rings the coordinator's doorbell (EngineActor::wake), and
 // the coordinator's wait for mail (EngineActor::await_mail_or in
 // await_message) also ends once its frame is done. The race is the
@@ -321,8 +321,8 @@ void Runner::dispatch_until(Done done) {
     }
     ReadyTask t = queue_.heap.pop();
     if (t.is_shutdown()) {
-      // Note [Shutdown during a frame]: a Shutdown waits until this actor
-      // coordinates nothing.
+      // Note [Shutdown during a frame]
+      // A Shutdown waits until this actor coordinates nothing.
       if (frames_.empty())
         stop_ = true;
       else
@@ -467,7 +467,7 @@ inline void cpu_relax() {
 // A hop between devices, and the end of a call whose nodes ran on a
 // worker, each wake a thread asleep on its mailbox's doorbell (Note
 // [Waking an actor without a lock] in engine_actor.h). On the lent GPU
-// machines (Firecracker VMs, bench/RESULTS.md, "First run on a GPU") such
+// machines (Firecracker VMs, bench/HISTORY.md, "First run on a GPU") such
 // a wake-up took 10-60 µs, far more than the node it waited for. With
 // EngineConfig::spin_before_block set, a thread that runs out of work
 // first polls its own mailbox for that long: a message that comes

@@ -173,7 +173,7 @@ private:
 // libtorch's GraphTask sets it and its warnings delayed and replayed as
 // libtorch's warning handler does. That saves libtorch's GraphTask, its
 // thread_main around the Trampoline and its post-processing, which set and
-// restore the whole thread-local state twice each (bench/RESULTS.md,
+// restore the whole thread-local state twice each (bench/HISTORY.md,
 // "Python bridge": the costs of a one-node call). Code that is not a node can still run inside such a call
 // (a saved tensor's unpack hook, a tensor subclass's __torch_dispatch__): a
 // nested backward there is an outermost call for libtorch's depth count

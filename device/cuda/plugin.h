@@ -3,7 +3,8 @@
 /// What the CUDA plugin (libactorgrad_cuda.so) hands the core: its stream
 /// backend, its caching allocator, its memory copies and the kernel table.
 ///
-/// Note [CUDA only when used]: the CUDA runtime and cuBLAS are linked into
+/// Note [CUDA only when used]
+/// The CUDA runtime and cuBLAS are linked into
 /// the plugin only, which the core loads (plugin_loader.h) on the first use
 /// of a CUDA device, so a CPU or sim run never maps libcudart or libcublas.
 /// The boundary is this table of plain functions over raw pointers, Device

@@ -22,7 +22,8 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   if (!new_grad.defined())
     return {};
   auto& m = variable_.impl()->meta();
-  // Note [Concurrent accumulation]: several GraphTasks may reach the same
+  // Note [Concurrent accumulation]
+  // Several GraphTasks may reach the same
   // leaf at once (each caller thread runs its own CPU nodes), so the leaf's
   // gradient is guarded like PyTorch's AccumulateGrad guards it.
   std::lock_guard<std::mutex> lock(m.mutex);
