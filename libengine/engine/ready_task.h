@@ -15,8 +15,7 @@ struct ReadyKey {
   int reentrant_depth = 0;
   bool shutdown = false;
   /// No node: it only makes a waiting loop look at its exit condition again
-  /// (the mutex/condvar baseline's wake-up; actors ring the waiting actor's
-  /// doorbell instead, and send msg::WakeUp only for an observed task).
+  /// (the mutex/condvar baseline's wake-up; actors use a message instead).
   bool wake_up = false;
 };
 
