@@ -145,7 +145,7 @@ void CoordinatorPool::retire_idle(Clock::time_point now) {
   }
   if (threads_.size() - leaving.size() > keep)
     if (caf::actor parked = core_->take_coordinator())
-      idle_.push_back({std::move(parked), now});
+      became_idle(std::move(parked)); // idle from now on, or a waiting call's
   stop(leaving);
 }
 
