@@ -12,8 +12,14 @@
 // (all of them end in ~Engine), about the idle phase (they stop while
 // ~Engine runs) and shorter (most stopped before).
 // Repeated for the time budget (ACTORGRAD_STRESS_SECONDS; 8 s by default,
-// at least 3 rounds).
+// at least 3 rounds). Two more cases repeat the pool's bounds under bursts
+// (Note [Coordinator threads come and go] in actors/detail/coordinator_pool.cpp):
+// 10,000 calls from 8 threads never run on more coordinators than the cap,
+// and after each burst the pool is back at its warm minimum within twice
+// the idle time.
 
+#include <algorithm>
+#include <atomic>
 #include <future>
 #include <memory>
 #include <vector>
@@ -73,6 +79,89 @@ BOOST_AUTO_TEST_CASE(engine_destroyed_after_a_burst_of_async_calls) {
     }
   }
   BOOST_TEST_MESSAGE(rounds << " rounds of 1,000 async calls and a destroyed engine");
+}
+
+/// A shared cpu graph (retain_graph) and its gradient's check.
+struct SharedGraph {
+  Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
+  Tensor loss = sum(mul(x, x));
+  std::future<variable_list> call(Engine& e) {
+    return e.grad_async({loss}, {x}, {.retain_graph = true});
+  }
+  /// 1 when `f` gave no result in time or a wrong one.
+  static int wrong(std::future<variable_list>& f) {
+    return !ready_within(f, kCallLimit) || f.get().at(0).to_vector() != std::vector<double>{2.0, -4.0};
+  }
+};
+
+BOOST_AUTO_TEST_CASE(bursts_never_run_on_more_coordinators_than_the_cap) {
+  const auto deadline = after(budget(5));
+  Engine engine{EngineConfig{.max_async_coordinators = 4}};
+  SharedGraph g;
+  const std::size_t before = testing::process_threads();
+  int rounds = 0;
+  for (; rounds < 2 || Clock::now() < deadline; ++rounds) {
+    std::atomic<bool> sampling{true};
+    std::atomic<std::size_t> most{0}; // written by the sampler, read after it ended
+    std::thread sampler([&] {
+      while (sampling.load()) {
+        most.store(std::max(most.load(), testing::process_threads()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 8; ++t)
+      callers.emplace_back([&] {
+        std::vector<std::future<variable_list>> fs;
+        for (int i = 0; i < 1250; ++i)
+          fs.push_back(g.call(engine));
+        for (auto& f : fs)
+          wrong += SharedGraph::wrong(f);
+      });
+    for (auto& c : callers)
+      c.join();
+    sampling.store(false);
+    sampler.join();
+    BOOST_TEST(wrong.load() == 0, "round " << rounds << ": " << wrong.load() << " of 10,000 calls");
+    // 8 callers and the sampler are the test's; the cap allows 4 coordinators.
+    BOOST_TEST(most.load() <= before + 8 + 1 + 4, "round " << rounds << ": " << most.load()
+                                                            << " threads at the peak, " << before
+                                                            << " before");
+  }
+  BOOST_TEST(engine.stats().peak_async_coordinators <= 4u);
+  BOOST_TEST_MESSAGE(rounds << " bursts of 10,000 calls from 8 threads on a cap of 4");
+}
+
+BOOST_AUTO_TEST_CASE(the_pool_shrinks_to_its_warm_minimum_after_each_burst) {
+  const auto deadline = after(budget(5));
+  const std::chrono::milliseconds idle{300};
+  Engine engine{EngineConfig{.max_async_coordinators = 1000, .async_coordinator_idle_time = idle}};
+  SharedGraph g;
+  {
+    auto first = g.call(engine);
+    BOOST_TEST_REQUIRE(SharedGraph::wrong(first) == 0);
+  }
+  const std::size_t warm = testing::process_threads(); // one coordinator kept
+  int rounds = 0;
+  for (; rounds < 2 || Clock::now() < deadline; ++rounds) {
+    std::vector<std::future<variable_list>> burst;
+    for (int i = 0; i < 1000; ++i)
+      burst.push_back(g.call(engine));
+    int wrong = 0;
+    for (auto& f : burst)
+      wrong += SharedGraph::wrong(f);
+    BOOST_TEST(wrong == 0, "round " << rounds);
+    const auto limit = Clock::now() + 2 * idle;
+    while ((testing::process_threads() != warm || engine.stats().async_coordinators != 1) &&
+           Clock::now() < limit)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    BOOST_TEST(testing::process_threads() == warm,
+               "round " << rounds << ": " << testing::process_threads() << " threads "
+                        << 2 * idle.count() << " ms after the burst, " << warm << " when warm");
+  }
+  BOOST_TEST_MESSAGE(rounds << " bursts of 1,000 calls, peak "
+                            << engine.stats().peak_async_coordinators << " coordinators");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
