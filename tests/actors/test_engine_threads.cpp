@@ -270,10 +270,9 @@ int calls_from_8_threads(Engine& engine) {
 
 // Note [Engine threads are joined]: right after ~Engine the process has
 // exactly the threads it had before the engine was made, after calls of 8
-// threads, 50 times over. "Right after" allows the kernel 100 ms to unlist
-// a joined thread: pthread_join returns once the kernel cleared the
-// thread's id, a moment before it takes the thread off /proc/self/task
-// (before the fix, hundreds of threads were still running seconds later).
+// threads, 50 times over ("right after": testing::threads_become allows the
+// kernel its moment to unlist a joined thread; before the fix, hundreds of
+// threads were still running seconds later).
 BOOST_AUTO_TEST_CASE(engine_destruction_joins_every_thread_it_started) {
   const EngineConfig config{.devices = {Device::sim(0), Device::sim(1)},
                             .max_async_coordinators = 6};
@@ -281,13 +280,14 @@ BOOST_AUTO_TEST_CASE(engine_destruction_joins_every_thread_it_started) {
     Engine first{config}; // the sim streams' threads (the device backend's, for the process)
     BOOST_TEST(calls_from_8_threads(first) == 0);
   }
+  std::this_thread::sleep_for(milliseconds(100)); // the kernel unlists the joined threads
+  const std::size_t before = process_threads(); // every repetition ends with these
   for (int rep = 0; rep < 50; ++rep) {
     BOOST_TEST_CONTEXT("repetition " << rep) {
-      const std::size_t before = process_threads();
       auto engine = std::make_unique<Engine>(config);
       BOOST_TEST(calls_from_8_threads(*engine) == 0);
       bounded([&] { engine.reset(); });
-      BOOST_TEST(eventually([&] { return process_threads() == before; }, milliseconds(100)),
+      BOOST_TEST(testing::threads_become(before),
                  "threads right after ~Engine: " << process_threads() << ", before: " << before);
     }
   }

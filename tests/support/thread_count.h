@@ -2,8 +2,10 @@
 /// @file thread_count.h
 /// How many threads this process has now (Linux: /proc/self/task).
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <thread>
 
 namespace actorgrad::testing {
 
@@ -14,6 +16,23 @@ inline std::size_t process_threads() {
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
     ++n;
   return n;
+}
+
+/// Whether process_threads() is `n` within `limit` (polled every
+/// millisecond). A joined thread leaves the kernel's list a moment after
+/// pthread_join returned: the kernel wakes the joiner when it clears the
+/// thread's id, just before it unlists the thread. So a count taken right
+/// after threads were joined allows that moment; a thread still running
+/// (as before Note [Engine threads are joined]) stays far longer.
+inline bool threads_become(std::size_t n,
+                           std::chrono::milliseconds limit = std::chrono::milliseconds(100)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (process_threads() != n) {
+    if (std::chrono::steady_clock::now() > end)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 } // namespace actorgrad::testing
