@@ -85,7 +85,7 @@ void check_all(std::vector<std::future<variable_list>>& fs) {
 // once they are done and idle, the pool stops all but the warm one within
 // twice the idle time, and the next call starts no thread.
 BOOST_AUTO_TEST_CASE(the_pool_shrinks_to_its_warm_minimum_after_a_burst) {
-  const milliseconds idle{400};
+  const milliseconds idle{400 * testing::kThreadTimeScale};
   Engine engine{EngineConfig{.max_async_coordinators = 1000,
                              .min_async_coordinators = 1,
                              .async_coordinator_idle_time = idle}};

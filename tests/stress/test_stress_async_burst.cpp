@@ -46,6 +46,7 @@ BOOST_AUTO_TEST_SUITE(stress)
 
 BOOST_AUTO_TEST_CASE(engine_destroyed_after_a_burst_of_async_calls) {
   const auto deadline = after(budget(8));
+  testing::start_runtime_threads();
   const std::size_t before = testing::process_threads(); // every round ends with these
   int rounds = 0;
   for (; (rounds < 3 || Clock::now() < deadline) && !hung(); ++rounds) {
@@ -136,7 +137,7 @@ BOOST_AUTO_TEST_CASE(bursts_never_run_on_more_coordinators_than_the_cap) {
 
 BOOST_AUTO_TEST_CASE(the_pool_shrinks_to_its_warm_minimum_after_each_burst) {
   const auto deadline = after(budget(5));
-  const std::chrono::milliseconds idle{300};
+  const std::chrono::milliseconds idle{300 * testing::kThreadTimeScale};
   Engine engine{EngineConfig{.max_async_coordinators = 1000, .async_coordinator_idle_time = idle}};
   SharedGraph g;
   {

@@ -18,6 +18,20 @@ inline std::size_t process_threads() {
   return n;
 }
 
+/// How much slower threads start and end in this build: 10 under
+/// ThreadSanitizer (which also runs a thread of its own), else 1. Scales the
+/// idle times of the tests that wait for idle threads to end.
+inline constexpr int kThreadTimeScale =
+#ifdef __SANITIZE_THREAD__
+  10;
+#else
+  1;
+#endif
+
+/// Starts and joins a thread, so that a sanitizer's own threads (started
+/// with a process's first thread) exist before a test counts threads.
+inline void start_runtime_threads() { std::thread([] {}).join(); }
+
 /// Whether process_threads() is `n` within `limit` (polled every
 /// millisecond). A joined thread leaves the kernel's list a moment after
 /// pthread_join returned: the kernel wakes the joiner when it clears the
