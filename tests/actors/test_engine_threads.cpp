@@ -134,14 +134,7 @@ BOOST_AUTO_TEST_CASE(no_more_coordinators_than_the_cap) {
   GatedGraph g;
   g.open();
   const std::size_t before = process_threads();
-  std::atomic<bool> sampling{true};
-  std::atomic<std::size_t> most{0}; // written by the sampler, read after it ended
-  std::thread sampler([&] {
-    while (sampling.load()) {
-      most.store(std::max(most.load(), process_threads()));
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-  });
+  testing::PeakThreads sampled;
   std::vector<std::thread> callers;
   std::atomic<int> wrong{0};
   for (int t = 0; t < 4; ++t)
@@ -155,16 +148,15 @@ BOOST_AUTO_TEST_CASE(no_more_coordinators_than_the_cap) {
     });
   for (auto& c : callers)
     c.join();
-  sampling.store(false);
-  sampler.join();
+  const std::size_t most = sampled.peak();
   BOOST_TEST(wrong.load() == 0);
   const EngineStats s = engine.stats();
   BOOST_TEST(s.peak_async_coordinators <= 4u);
   BOOST_TEST(s.async_calls_waited > 0, "some of 10,000 calls waited for a coordinator");
   // The sampler and the 4 callers are threads of the test; no coordinator
   // existed before the first call.
-  BOOST_TEST(most.load() <= before + 1 + 4 + 4,
-             "at most 4 coordinators (the cap): peak " << most.load() << " threads, " << before
+  BOOST_TEST(most <= before + 1 + 4 + 4,
+             "at most 4 coordinators (the cap): peak " << most << " threads, " << before
                                                        << " before the calls");
 }
 

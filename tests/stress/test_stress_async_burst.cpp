@@ -103,14 +103,7 @@ BOOST_AUTO_TEST_CASE(bursts_never_run_on_more_coordinators_than_the_cap) {
   const std::size_t before = testing::process_threads();
   int rounds = 0;
   for (; rounds < 2 || Clock::now() < deadline; ++rounds) {
-    std::atomic<bool> sampling{true};
-    std::atomic<std::size_t> most{0}; // written by the sampler, read after it ended
-    std::thread sampler([&] {
-      while (sampling.load()) {
-        most.store(std::max(most.load(), testing::process_threads()));
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-    });
+    testing::PeakThreads sampled;
     std::atomic<int> wrong{0};
     std::vector<std::thread> callers;
     for (int t = 0; t < 8; ++t)
@@ -123,11 +116,10 @@ BOOST_AUTO_TEST_CASE(bursts_never_run_on_more_coordinators_than_the_cap) {
       });
     for (auto& c : callers)
       c.join();
-    sampling.store(false);
-    sampler.join();
+    const std::size_t most = sampled.peak();
     BOOST_TEST(wrong.load() == 0, "round " << rounds << ": " << wrong.load() << " of 10,000 calls");
     // 8 callers and the sampler are the test's; the cap allows 4 coordinators.
-    BOOST_TEST(most.load() <= before + 8 + 1 + 4, "round " << rounds << ": " << most.load()
+    BOOST_TEST(most <= before + 8 + 1 + 4, "round " << rounds << ": " << most
                                                             << " threads at the peak, " << before
                                                             << " before");
   }

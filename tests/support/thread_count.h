@@ -2,6 +2,8 @@
 /// @file thread_count.h
 /// How many threads this process has now (Linux: /proc/self/task).
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
@@ -48,5 +50,35 @@ inline bool threads_become(std::size_t n,
   }
   return true;
 }
+
+/// The most threads this process had while it lived: samples
+/// process_threads() every millisecond on a thread of its own (counted
+/// too) from construction until peak().
+class PeakThreads {
+public:
+  PeakThreads() = default;
+  PeakThreads(const PeakThreads&) = delete;
+  PeakThreads& operator=(const PeakThreads&) = delete;
+  ~PeakThreads() { peak(); }
+
+  /// Stops sampling; the highest count seen.
+  std::size_t peak() {
+    if (sampler_.joinable()) {
+      sampling_.store(false);
+      sampler_.join();
+    }
+    return most_.load();
+  }
+
+private:
+  std::atomic<bool> sampling_{true};  ///< written by peak(), read by the sampler
+  std::atomic<std::size_t> most_{0};  ///< written by the sampler, read after it ended
+  std::thread sampler_{[this] {
+    while (sampling_.load()) {
+      most_.store(std::max(most_.load(), process_threads()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }};
+};
 
 } // namespace actorgrad::testing
