@@ -51,6 +51,16 @@ namespace actorgrad::detail {
 // the coordinator leaves the slot (or both try, and the one compare-exchange
 // that wins decides), never neither.
 
+namespace {
+
+/// Reports `why` as the outcome of the msg::AsyncCall that `call` holds.
+void fail(caf::mailbox_element& call, const char* why) {
+  (*call.content().get_mutable_as<msg::AsyncCall>(0).done)(std::make_exception_ptr(EngineError(why)),
+                                                            {});
+}
+
+} // namespace
+
 CoordinatorPool::CoordinatorPool(caf::actor_config& cfg, std::shared_ptr<EngineCore> core)
   : EngineActor(cfg), core_(std::move(core)) {}
 
@@ -95,11 +105,8 @@ void CoordinatorPool::take_call(caf::mailbox_element_ptr call) {
       return;
     }
     if (threads_.empty()) { // nothing would ever take it
-      auto& m = call->content().get_mutable_as<msg::AsyncCall>(0);
-      (*m.done)(std::make_exception_ptr(EngineError(
-                  "an asynchronous call could not start: no thread could be started for its "
-                  "coordinator")),
-                {});
+      fail(*call, "an asynchronous call could not start: no thread could be started for its "
+                  "coordinator");
       return;
     }
   }
@@ -161,12 +168,8 @@ void CoordinatorPool::stop(const std::vector<caf::actor>& leaving) {
 }
 
 void CoordinatorPool::stop_all() {
-  for (auto& call : waiting_) {
-    auto& m = call->content().get_mutable_as<msg::AsyncCall>(0);
-    (*m.done)(std::make_exception_ptr(EngineError(
-                "the engine was destroyed while an asynchronous call waited for a coordinator")),
-              {});
-  }
+  for (auto& call : waiting_)
+    fail(*call, "the engine was destroyed while an asynchronous call waited for a coordinator");
   waiting_.clear();
   core_->calls_waiting.store(false);
   core_->take_coordinator(); // Note [Coordinator threads come and go]

@@ -11,7 +11,6 @@
 #include "actorgrad/actors/detail/async_call.h"
 #include "actorgrad/actors/detail/engine_actor.h"
 #include "actorgrad/actors/detail/engine_core.h"
-#include "actorgrad/actors/detail/foreign_thread.h"
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/messages.h"
 #include "actorgrad/libengine/engine/call_args.h"
