@@ -40,6 +40,13 @@ struct EngineConfig {
   /// KiB of stack; see actors/detail/stack_guard.h), so a large value is
   /// effectively clamped to what a stack holds.
   int max_recursion_depth = 60;
+  /// Threads that run the CPU nodes of one call (at least 1): the caller
+  /// and `cpu_workers - 1` CPU worker actors the engine shares among its
+  /// calls. 1, the default, runs every CPU node on the caller, as PyTorch
+  /// does. With more, the ready CPU nodes of a CPU-only call spread over the
+  /// workers, and a gradient's bits do not depend on which worker ran what
+  /// (Note [Parallel CPU nodes] in actors/detail/cpu_lanes.h).
+  std::size_t cpu_workers = 1;
   /// How long an engine thread with nothing to do (a device worker, or a
   /// caller waiting for its call's workers) polls its mailbox before it
   /// blocks (zero or more; 0, the default, blocks at once). Spinning spends

@@ -20,6 +20,9 @@ const std::string& ObservedActor::name() const {
   case Role::agent:
     name_ = "distributed agent";
     break;
+  case Role::cpu_worker:
+    name_ = "cpu worker " + std::to_string(actor_id);
+    break;
   }
   return name_;
 }

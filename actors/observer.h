@@ -18,7 +18,7 @@ namespace actorgrad {
 class ObservedActor {
 public:
   /// What the actor does.
-  enum class Role : std::uint8_t { caller, device_worker, async_coordinator, agent };
+  enum class Role : std::uint8_t { caller, device_worker, async_coordinator, agent, cpu_worker };
 
   ObservedActor(Role role, Device device, std::uint64_t actor_id)
     : role(role), device(device), actor_id(actor_id) {}
@@ -28,8 +28,9 @@ public:
   Device device;
   /// The CAF actor id (0 for a caller without a mailbox).
   std::uint64_t actor_id;
-  /// "caller <thread id>", "sim:0 worker", "async coordinator <actor id>"
-  /// or "distributed agent" (computed on first use, on the actor's thread).
+  /// "caller <thread id>", "sim:0 worker", "async coordinator <actor id>",
+  /// "distributed agent" or "cpu worker <actor id>" (computed on first use,
+  /// on the actor's thread).
   const std::string& name() const;
 
   /// Scratch for one observer: lets it find its per-actor state (a trace

@@ -29,6 +29,9 @@ void EngineCore::validate(const EngineConfig& cfg) {
     throw std::invalid_argument("EngineConfig.async_coordinator_idle_time is " +
                                 std::to_string(cfg.async_coordinator_idle_time.count()) +
                                 " ms: it must be more than 0");
+  if (cfg.cpu_workers < 1 || cfg.cpu_workers > 256)
+    throw std::invalid_argument("EngineConfig.cpu_workers is " + std::to_string(cfg.cpu_workers) +
+                                ": it must be 1 (the caller alone) to 256");
   if (cfg.max_recursion_depth < 1)
     throw std::invalid_argument("EngineConfig.max_recursion_depth is " +
                                 std::to_string(cfg.max_recursion_depth) +
