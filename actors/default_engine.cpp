@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/engine/reference_executor.h"
@@ -21,6 +23,21 @@ std::vector<Device> parse_devices(const std::string& text) {
     if (!item.empty() && item != "cpu")
       devices.push_back(Device::parse(item));
   return devices;
+}
+
+std::size_t cpu_workers_from_env(const char* name) {
+  const char* env = std::getenv(name);
+  if (!env || !*env)
+    return 1;
+  const std::string text = env;
+  std::size_t n = 0;
+  const bool digits = text.size() <= 3 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (digits)
+    n = std::stoul(text);
+  if (!digits || n < 1 || n > 256)
+    throw std::invalid_argument(std::string(name) + " is '" + text +
+                                "': expected the number of threads that run CPU nodes, 1 to 256");
+  return n;
 }
 
 namespace {
@@ -58,7 +75,11 @@ std::shared_ptr<Executor> lazy_default() {
 // end with the process. An application that needs an orderly shutdown
 // owns an Engine and destroys it before main returns.
 Engine& default_engine() {
-  static Engine* engine = new Engine(EngineConfig{devices_from_env()});
+  static Engine* engine = [] {
+    EngineConfig config{devices_from_env()};
+    config.cpu_workers = cpu_workers_from_env();
+    return new Engine(std::move(config));
+  }();
   return *engine;
 }
 

@@ -2,6 +2,7 @@
 /// @file default_engine.h
 /// The process-wide actor engine behind the public API.
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,9 +18,16 @@ class Engine;
 /// Throws std::invalid_argument naming an item that is not a device.
 std::vector<Device> parse_devices(const std::string& text);
 
+/// The EngineConfig::cpu_workers an environment variable `name` sets
+/// (ACTORGRAD_CPU_WORKERS): 1 when it is unset or empty. Throws
+/// std::invalid_argument naming the variable and its value when that is not
+/// a whole number from 1 to 256.
+std::size_t cpu_workers_from_env(const char* name = "ACTORGRAD_CPU_WORKERS");
+
 /// The process-wide Engine, created on first use. It serves the devices
 /// named by ACTORGRAD_DEVICES ("sim:2" serves sim:0 and sim:1; "sim:0,cuda:0"
-/// those two), or sim:0 to sim:3 when it is unset. A value that cannot be
+/// those two), or sim:0 to sim:3 when it is unset, and runs CPU nodes on
+/// ACTORGRAD_CPU_WORKERS threads (cpu_workers_from_env). A value that cannot be
 /// parsed, or names a device this process cannot serve, throws
 /// std::invalid_argument naming it (each first use tries again). Linking
 /// actorgrad_actors installs it as the default executor, so
