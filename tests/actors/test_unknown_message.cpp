@@ -26,17 +26,17 @@
 #include "actorgrad/libengine/engine/errors.h"
 #include "tests/actors/actor_test_util.h"
 
-namespace actorgrad::actors_test {
+namespace actorgrad::testing {
 /// A message no engine actor handles.
 struct NotAnEngineMessage {
   int value = 0;
 };
-} // namespace actorgrad::actors_test
+} // namespace actorgrad::testing
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::actors_test::NotAnEngineMessage)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::testing::NotAnEngineMessage)
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
+using namespace actorgrad::testing;
 
 namespace {
 
