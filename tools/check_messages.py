@@ -378,15 +378,19 @@ class Checker:
         return self.problems
 
 
+def report(check, problems):
+    """Prints each problem and a count; the exit status: 1 when there are any."""
+    for p in problems:
+        print(p)
+    print(f'{check}: {len(problems)} problems')
+    return 1 if problems else 0
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
-    problems = Checker(pathlib.Path(sys.argv[1])).run()
-    for p in problems:
-        print(p)
-    print(f'check_messages: {len(problems)} problems')
-    return 1 if problems else 0
+    return report('check_messages', Checker(pathlib.Path(sys.argv[1])).run())
 
 
 if __name__ == '__main__':
