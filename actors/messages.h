@@ -1,22 +1,39 @@
 #pragma once
 /// @file messages.h
 /// Every message the actor engine sends, in one place: the map of who talks
-/// to whom. tools/check_messages.py (ctest check_messages) fails when a send
-/// in actors/ uses a message that is not listed here.
+/// to whom.
 ///
 /// | message   | sent by (file: function)                              | received by  | handled in (file: function)                 |
 /// |-----------|-------------------------------------------------------|--------------|---------------------------------------------|
-/// | Grad      | runner.cpp: Runner::send                              | owner of the consumer node (coordinator or DeviceWorker) | runner.cpp: Runner::handle |
-/// | Task      | runner.cpp: Runner::coordinate_here; cpu_lanes.cpp: share_ready_work (Note [Parallel CPU nodes]) | DeviceWorker of the root's device; an idle CPU lane of a spread call (CPU worker or coordinator) | runner.cpp: Runner::handle |
-/// | WakeUp    | runner.cpp: Runner::finish_one (only for a task with an observer; else a doorbell ring: Note [Wake-up without a message]) | the task's coordinator | runner.cpp: Runner::handle (a no-op: the loop re-checks) |
-/// | Job       | engine.cpp: Engine::post                              | a DeviceWorker | runner.cpp: Runner::handle |
-/// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; coordinator_pool.cpp: CoordinatorPool::stop (idle coordinators, and all at Shutdown) | DeviceWorker, CoordinatorPool, AsyncCoordinator, the request actor | runner.cpp: Runner::handle; coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act; request_server.cpp: request_server |
-/// | AsyncCall | async_call.cpp: spawn_call (when no coordinator is parked and the call is not made inside a node; a parked one is handed the call without a message: Note [A call handed to a parked coordinator]); coordinator_pool.cpp: CoordinatorPool::take_call, became_idle (forward, to an idle or new coordinator) | CoordinatorPool, then an AsyncCoordinator | coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act (run_call in async_call.cpp) |
+/// | Grad      | runner.cpp: Runner::send                              | coordinator, DeviceWorker (the owner of the consumer node) | runner.cpp: Runner::handle |
+/// | Task      | runner.cpp: Runner::coordinate_here; cpu_lanes.cpp: share_ready_work (Note [Parallel CPU nodes]) | DeviceWorker (of the root's device), coordinator (an idle lane of a spread call) | runner.cpp: Runner::handle |
+/// | WakeUp    | runner.cpp: Runner::finish_one (only for a task with an observer; else a doorbell ring: Note [Wake-up without a message]) | coordinator (the task's) | runner.cpp: Runner::handle (a no-op: the loop re-checks) |
+/// | Job       | engine.cpp: Engine::post                              | DeviceWorker | runner.cpp: Runner::handle |
+/// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; coordinator_pool.cpp: CoordinatorPool::stop (idle coordinators, and all at Shutdown) | DeviceWorker, CoordinatorPool, AsyncCoordinator, request actor | runner.cpp: Runner::handle; coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act; request_server.cpp: request_server |
+/// | AsyncCall | async_call.cpp: spawn_call (when no coordinator is parked and the call is not made inside a node; a parked one is handed the call without a message: Note [A call handed to a parked coordinator]); coordinator_pool.cpp: CoordinatorPool::take_call, CoordinatorPool::became_idle (forward, to an idle or new coordinator) | CoordinatorPool, AsyncCoordinator (from the pool) | coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act (run_call in async_call.cpp) |
 /// | Idle      | async_call.cpp: run_call (when it cannot park, or calls wait: Note [Calls that wait for a coordinator]) | CoordinatorPool | coordinator_pool.cpp: CoordinatorPool::act (became_idle) |
-/// | BackwardRequest | the application: any actor, `request(engine.request_actor(), timeout, msg::BackwardRequest{...})` | the request actor | request_server.cpp: request_server |
-/// | GradRequest | the application, as BackwardRequest                     | the request actor | request_server.cpp: request_server |
-/// | BackwardResponse | request_server.cpp: answer (on the call's coordinator, through detail::respond) | the requester | the requester's response handler (`.then`, `.receive`) |
-/// | GradResponse | request_server.cpp: answer, as BackwardResponse          | the requester | the requester's response handler |
+/// | BackwardRequest | the application: any actor, `request(engine.request_actor(), timeout, msg::BackwardRequest{...})` | request actor | request_server.cpp: request_server |
+/// | GradRequest | the application, as BackwardRequest                     | request actor | request_server.cpp: request_server |
+/// | BackwardResponse | request_server.cpp: request_server (through serve and Requester::answer, on the call's coordinator) | requester | the requester's response handler (`.then`, `.receive`) |
+/// | GradResponse | request_server.cpp: request_server (as BackwardResponse) | requester | the requester's response handler |
+///
+/// The actors that receive them (an actor's handler: the function that
+/// tells its messages apart):
+///
+/// | actor            | is (file: class)                     | handles messages in (file: function) |
+/// |------------------|--------------------------------------|--------------------------------------|
+/// | DeviceWorker     | device_worker.h: DeviceWorker (one per device; runs a Runner) | runner.cpp: Runner::handle |
+/// | coordinator      | runner.h: Runner (whoever coordinates a GraphTask: the caller's thread with its CallerMailbox, an AsyncCoordinator, or a DeviceWorker whose node made a call) | runner.cpp: Runner::handle |
+/// | CoordinatorPool  | coordinator_pool.h: CoordinatorPool  | coordinator_pool.cpp: CoordinatorPool::act |
+/// | AsyncCoordinator | coordinator_pool.h: AsyncCoordinator | coordinator_pool.cpp: AsyncCoordinator::act |
+/// | request actor    | request_server.cpp: RequestServer (Engine::request_actor()) | request_server.cpp: request_server |
+/// | requester        | the application's actor              | the application |
+///
+/// tools/check_messages.py (ctest check_messages) reads both tables and
+/// fails when they disagree with the code: a sender that does not send the
+/// message through detail::post (or forward, respond), a send that is not
+/// in the table, a handler that does not handle it, a receiver missing from
+/// the actor table, or a send in actors/ made with CAF directly.
 ///
 /// Every engine message is sent through detail::post (actors/detail/post.h),
 /// which accepts only the types listed in `engine_messages` below, passed on
@@ -36,12 +53,13 @@
 /// DeviceWorker died; runner.cpp: Runner::handle) and `exit_msg` (a worker
 /// asked to stop; runner.cpp: Runner::handle). CAF atoms the distributed
 /// runtime sends to CAF's own actors: `caf::connect_atom` (to the
-/// middleman; remote/runtime.cpp: Runtime::connect).
+/// middleman; remote/runtime.cpp: Runtime::open_connection).
 ///
 /// The distributed runtime (actors/remote/) has its own messages, serialized
 /// across processes: they are declared in actors/remote/protocol.h (between
-/// processes) and actors/remote/local_messages.h (inside one process), and
-/// listed in `remote_messages` there; the same check covers them.
+/// processes) and actors/remote/local_messages.h (inside one process), each
+/// with a table like the ones above, sent through actors/remote/detail/send.h
+/// (which lists them in `is_remote_message`); the same check covers them.
 ///
 /// These messages stay inside one process and carry shared_ptrs to engine
 /// state, so they are declared with CAF_ALLOW_UNSAFE_MESSAGE_TYPE (CAF 0.17's

@@ -10,8 +10,8 @@
 /// - BM_remote_call_4MiB: the same with a 4 MiB tensor (512 Ki float64): 4 MiB
 ///   each way, bytes_per_second counts both.
 /// - BM_dist_backward_4MiB: one dist_backward whose 4 MiB gradient goes to
-///   the worker (GradRequest) and comes back to the caller's leaf (a second
-///   GradRequest), with the Acks and the leaf's accumulation into the
+///   the worker (RemoteGrad) and comes back to the caller's leaf (a second
+///   RemoteGrad), with the Acks and the leaf's accumulation into the
 ///   context: bytes_per_second counts the 8 MiB of gradient moved.
 ///
 /// Wall time (UseRealTime): the work is in other threads and the other

@@ -24,9 +24,9 @@ namespace actorgrad::detail {
 // added to one of them shrinks its fill (or raises this size for all).
 // Their mailbox elements still differed (CAF's element of a Task took 232
 // bytes, a Grad's 240: malloc chunks of 240 and 256 bytes), until they
-// became KeptElements, which take one block size from one per-thread stack
+// became RecycledElements, which take one block size from one per-thread stack
 // (Note [Mailbox elements kept by the thread that frees them] in
-// kept_element.h).
+// recycled_element.h).
 
 /// The size of Grad, Task and WakeUp.
 inline constexpr std::size_t per_node_message_size = 144;

@@ -3,6 +3,10 @@
 /// The type of a message an engine actor handles. Internal.
 
 #include <cstdint>
+#include <cstdlib>
+#include <cxxabi.h>
+#include <memory>
+#include <string>
 #include <typeinfo>
 
 #include <caf/rtti_pair.hpp>
@@ -31,6 +35,21 @@ public:
       return rtti_.first == nr; // a CAF builtin (down_msg, exit_msg)
     else // the same type_info object, or an equal one from another library
       return rtti_.second != nullptr && *rtti_.second == typeid(T);
+  }
+
+  /// The type's name, for an error: a C++ type's demangled name, CAF's name
+  /// of a builtin (`@i32`, `@str`, ...), or a note that the message is not
+  /// one value.
+  std::string name() const {
+    if (rtti_.second) {
+      int status = 0;
+      std::unique_ptr<char, void (*)(void*)> demangled{
+        abi::__cxa_demangle(rtti_.second->name(), nullptr, nullptr, &status), std::free};
+      return status == 0 ? demangled.get() : rtti_.second->name();
+    }
+    if (rtti_.first != 0)
+      return caf::numbered_type_names[rtti_.first - 1];
+    return "(a message of other than one value)";
   }
 
 private:

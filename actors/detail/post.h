@@ -11,7 +11,7 @@
 #include <caf/message_id.hpp>
 #include <caf/send.hpp>
 
-#include "actorgrad/actors/detail/kept_element.h"
+#include "actorgrad/actors/detail/recycled_element.h"
 #include "actorgrad/actors/messages.h"
 
 namespace actorgrad::detail {
@@ -19,8 +19,8 @@ namespace actorgrad::detail {
 /// Sends `m` to `to` without a sender (the engine's own actors never reply).
 /// Accepts only the messages of actors/messages.h, so the map there stays
 /// complete; `high` messages (Shutdown) overtake normal ones. A per-node
-/// message goes in a KeptElement (Note [Mailbox elements kept by the thread
-/// that frees them] in kept_element.h).
+/// message goes in a RecycledElement (Note [Mailbox elements kept by the thread
+/// that frees them] in recycled_element.h).
 template <caf::message_priority P = caf::message_priority::normal, class M>
 void post(const caf::actor& to, M&& m) {
   using message = std::decay_t<M>;
@@ -28,7 +28,7 @@ void post(const caf::actor& to, M&& m) {
                 "an engine message must be declared in actors/messages.h");
   if constexpr (msg::is_per_node_message<message>) {
     if (to)
-      to->enqueue(caf::mailbox_element_ptr{new KeptElement<message>(caf::make_message_id(P),
+      to->enqueue(caf::mailbox_element_ptr{new RecycledElement<message>(caf::make_message_id(P),
                                                                     std::forward<M>(m))},
                   nullptr);
   } else {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <utility>
 
+#include <caf/sec.hpp>
 #include <caf/system_messages.hpp>
 
 #include "actorgrad/actors/detail/cpu_lanes.h"
@@ -568,6 +569,25 @@ void Runner::handle(caf::mailbox_element& element) {
           " was running on it")));
         frame.aborted = true;
       }
+    }
+  } else {
+    // A type no engine actor handles: a sender with the wrong handle, or a
+    // message added without its handler. Dropped, it would hide the bug and
+    // strand whatever waits on it, so it fails loudly, naming the type. A
+    // DeviceWorker (Engine::worker hands out its handle) stops as on an exit
+    // message: its exit reason and the passes it coordinates name the type,
+    // the passes that use it fail so (Runner::on_worker_down), and the engine
+    // replaces it. Any other actor's mailbox is the engine's own: the call
+    // it coordinates throws.
+    const std::string what = actor_.name() + " received a message of unknown type " +
+                             type.name() + " (engine actors take those of actors/messages.h)";
+    if (actor_.role != ObservedActor::Role::device_worker)
+      throw EngineError(what);
+    self_->fail_state(caf::make_error(caf::sec::unexpected_message, what));
+    stop_ = true;
+    for (auto& frame : frames_) {
+      frame.task->set_error(std::make_exception_ptr(EngineError(what)));
+      frame.aborted = true;
     }
   }
 }

@@ -10,6 +10,7 @@
 
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/actors/remote/detail/agent_state.h"
+#include "actorgrad/actors/remote/detail/send.h"
 #include "actorgrad/actors/remote/errors.h"
 #include "actorgrad/actors/remote/local_messages.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
@@ -28,7 +29,7 @@
 // pass (run_local_step): leaves' gradients and the gradients reaching each
 // RecvBackward are captured, not accumulated into .grad. It hands them to
 // its agent (LocalRoot), which adds the leaf gradients into the context and
-// sends each RecvBackward's gradient as a GradRequest to the agent owning
+// sends each RecvBackward's gradient as a RemoteGrad to the agent owning
 // the matching send node. That agent runs its local pass from the send
 // node, and so on. An agent answers a request (Ack) only when its own pass
 // and every request that pass sent have been answered, so the caller's
@@ -59,13 +60,13 @@
 //
 // Note [Flows between processes]
 // While the process's Engine records (Engine::start_recording), the agent
-// reports each GradRequest it sends or receives and each successful Ack
+// reports each RemoteGrad it sends or receives and each successful Ack
 // it sends or receives to the recording (EngineObserver::remote_message):
 // one event on its track ("distributed agent"), naming the peer and the
 // local pass the gradient came from or started. For a trace merge
 // (tools/trace/merge.h) to pair a send in one file with its receipt in
 // another, both must record the same number: the sender draws a flow id
-// for each GradRequest and sends it along (GradRequest::flow), the
+// for each RemoteGrad and sends it along (RemoteGrad::flow), the
 // receiver records it, and the Ack is recorded under the same id by the
 // side that sends it and the side that receives it. A flow id is the
 // agent's counter, started at a random 64-bit value, so the ids of two
@@ -173,10 +174,9 @@ void detail::launch(Self self, std::uint64_t context_id, LocalStep step, caf::re
     monitor_once(self, peer);
     report(self, true, trace::MessageKind::remote_grad, flow, step.graph_task, peer_name);
     auto timeout = st.config.timeout;
-    self
-      ->request(peer, timeout,
-                GradRequest{context_id, out.recv->peer_send_id(), WireTensor(out.grad), anomaly,
-                            flow, st.config.name})
+    detail::request_from(self, peer, timeout,
+                         RemoteGrad{context_id, out.recv->peer_send_id(), WireTensor(out.grad),
+                                    anomaly, flow, st.config.name})
       .then([=](Ack& ack) { finish_nested(self, nested_id, std::move(ack.error)); },
             [=](caf::error& e) {
               finish_nested(self, nested_id, peer_name + ": " + describe(e, timeout));
@@ -270,7 +270,7 @@ caf::behavior agent(Self self, AgentConfig config) {
   return {
     [self](Hello& req) { return hello(self, req); },
     [self](ForwardRequest& req) { return forward(self, req); },
-    [self](GradRequest& req) { return backward(self, req); },
+    [self](RemoteGrad& req) { return backward(self, req); },
     [self](CreateParam& req) -> Ack {
       if (req.name.empty() || !req.value.tensor.defined())
         return Ack{self->state.config.name + ": create_param needs a name and a defined tensor"};

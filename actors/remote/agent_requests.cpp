@@ -84,7 +84,7 @@ ForwardReply forward(Self self, ForwardRequest& req) {
   return reply;
 }
 
-caf::result<Ack> backward(Self self, GradRequest& req) {
+caf::result<Ack> backward(Self self, RemoteGrad& req) {
   const auto received = std::chrono::steady_clock::now();
   auto& st = self->state;
   const std::string& me = st.config.name;

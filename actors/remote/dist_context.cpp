@@ -2,9 +2,8 @@
 
 #include <algorithm>
 
-#include <caf/send.hpp>
-
 #include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/remote/detail/send.h"
 #include "actorgrad/actors/remote/dist_nodes.h"
 #include "actorgrad/actors/remote/local_messages.h"
 #include "actorgrad/actors/remote/local_step.h"
@@ -101,7 +100,7 @@ variable_list remote_call(DistContext& ctx, const RemoteWorker& worker, const st
       auto node = make_node<SendBackward>(ctx.id(), send_id, a);
       // Registered before the request leaves, so it is known to the agent
       // before any gradient for it can come back.
-      caf::anon_send(rt.agent(), LocalRegisterSend{ctx.id(), std::move(node)});
+      detail::tell(rt.agent(), LocalRegisterSend{ctx.id(), std::move(node)});
     }
     req.args.emplace_back(a.detach());
     req.arg_send_ids.push_back(send_id);

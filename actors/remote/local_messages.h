@@ -2,7 +2,16 @@
 /// @file local_messages.h
 /// Messages between the caller's threads and its own Agent. They never
 /// leave the process and hold engine objects, so they are declared with
-/// CAF_ALLOW_UNSAFE_MESSAGE_TYPE (as actors/messages.h does).
+/// CAF_ALLOW_UNSAFE_MESSAGE_TYPE (as actors/messages.h does). Sent through
+/// actors/remote/detail/send.h; the Agent is in protocol.h's actor table.
+///
+/// | message           | sent by (file: function)         | received by          | handled in (file: function) | reply |
+/// |-------------------|----------------------------------|----------------------|-----------------------------|-------|
+/// | LocalRegisterSend | dist_context.cpp: remote_call    | Agent (the caller's) | agent.cpp: agent            | - |
+/// | LocalRoot         | dist_context.cpp: dist_backward  | Agent (the caller's) | agent.cpp: agent            | Ack |
+/// | LocalGradients    | dist_context.cpp: get_gradients  | Agent (the caller's) | agent.cpp: agent            | LocalGradientsReply |
+/// | Watch             | runtime.cpp: Runtime::connect    | Agent (the caller's) | agent.cpp: agent            | - |
+/// | SetName           | runtime.cpp: Runtime::publish    | Agent (a worker's)   | agent.cpp: agent            | - |
 
 #include <atomic>
 #include <cstdint>

@@ -14,7 +14,7 @@ void register_remote_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<std::vector<WireTensor>>("actorgrad.tensor_list");
   cfg.add_message_type<ForwardRequest>("actorgrad.forward_request");
   cfg.add_message_type<ForwardReply>("actorgrad.forward_reply");
-  cfg.add_message_type<GradRequest>("actorgrad.grad_request");
+  cfg.add_message_type<RemoteGrad>("actorgrad.grad_request"); // named GradRequest before
   cfg.add_message_type<Ack>("actorgrad.ack");
   cfg.add_message_type<CreateParam>("actorgrad.create_param");
   cfg.add_message_type<FetchParam>("actorgrad.fetch_param");

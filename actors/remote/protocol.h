@@ -3,18 +3,28 @@
 /// The messages that cross processes, with their CAF `inspect` overloads.
 ///
 /// Who sends what (a "caller" is the process that runs remote_call and
-/// dist_backward; a "worker" runs `actorgrad worker`; both run an Agent):
+/// dist_backward; a "worker" runs `actorgrad worker`; both run an Agent).
+/// Every message is sent through actors/remote/detail/send.h (tell,
+/// request_from; Runtime::ask waits for the reply on a caller's thread);
+/// the reply is the value the Agent's clause returns.
 ///
-/// | message          | from -> to            | reply        |
-/// |------------------|-----------------------|--------------|
-/// | Hello            | caller -> worker      | HelloReply   |
-/// | CreateParam      | caller -> worker      | Ack          |
-/// | FetchParam       | caller -> worker      | ParamReply   |
-/// | ForwardRequest   | caller -> worker      | ForwardReply |
-/// | GradRequest      | agent -> agent        | Ack          |
-/// | GradientsRequest | caller -> worker      | GradientsReply |
-/// | ReleaseContext   | caller -> agent       | Ack          |
-/// | StatsRequest     | anyone -> agent       | StatsReply   |
+/// | message          | sent by (file: function)                        | received by           | handled in (file: function) | reply |
+/// |------------------|-------------------------------------------------|-----------------------|-----------------------------|-------|
+/// | Hello            | runtime.cpp: Runtime::connect                   | Agent (a worker's)    | agent.cpp: agent            | HelloReply |
+/// | CreateParam      | runtime.cpp: RemoteWorker::create_param         | Agent (a worker's)    | agent.cpp: agent            | Ack |
+/// | FetchParam       | runtime.cpp: RemoteWorker::fetch_param          | Agent (a worker's)    | agent.cpp: agent            | ParamReply |
+/// | ForwardRequest   | dist_context.cpp: remote_call                   | Agent (a worker's)    | agent.cpp: agent            | ForwardReply |
+/// | RemoteGrad       | agent.cpp: detail::launch (agent to agent)      | Agent (the send node's) | agent.cpp: agent          | Ack |
+/// | GradientsRequest | dist_context.cpp: get_gradients                 | Agent (a worker's)    | agent.cpp: agent            | GradientsReply |
+/// | ReleaseContext   | dist_context.cpp: DistContext::release          | Agent (any)           | agent.cpp: agent            | Ack |
+/// | StatsRequest     | runtime.cpp: Runtime::stats, RemoteWorker::stats | Agent (any)          | agent.cpp: agent            | StatsReply |
+///
+/// | actor | is (file: function)                           | handles messages in (file: function) |
+/// |-------|-----------------------------------------------|--------------------------------------|
+/// | Agent | agent.cpp: agent (one per process, spawn_agent) | agent.cpp: agent                   |
+///
+/// tools/check_messages.py (ctest check_messages) checks these tables and
+/// local_messages.h's against the code, as it does actors/messages.h's.
 ///
 /// Every type here is registered under a fixed name by
 /// register_remote_types (CAF 0.17 has no type-id lists: both ends must
@@ -107,7 +117,7 @@ struct ForwardReply {
 /// A gradient for send node `send_id` of `context_id` on the receiving
 /// agent, which runs its part of the backward pass and replies Ack once
 /// that part and all remote work it caused are done.
-struct GradRequest {
+struct RemoteGrad {
   std::uint64_t context_id = 0;
   std::uint64_t send_id = 0;
   WireTensor grad;
@@ -206,9 +216,9 @@ typename Inspector::result_type inspect(Inspector& f, ForwardReply& x) {
            x.output_send_ids);
 }
 
-/// @relates GradRequest
+/// @relates RemoteGrad
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, GradRequest& x) {
+typename Inspector::result_type inspect(Inspector& f, RemoteGrad& x) {
   return f(caf::meta::type_name("actorgrad.grad_request"), x.context_id, x.send_id, x.grad,
            x.anomaly, x.flow, x.sender);
 }

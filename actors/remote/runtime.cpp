@@ -15,10 +15,10 @@
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
 #include <caf/scoped_actor.hpp>
-#include <caf/send.hpp>
 
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/actors/remote/agent.h"
+#include "actorgrad/actors/remote/detail/send.h"
 #include "actorgrad/actors/remote/errors.h"
 #include "actorgrad/actors/remote/local_messages.h"
 #include "actorgrad/version.h"
@@ -105,7 +105,7 @@ bool Runtime::shutdown(std::chrono::milliseconds grace) {
   bool down = false;
   caf::scoped_actor self{*system_};
   self->monitor(agent_);
-  caf::anon_send_exit(agent_, caf::exit_reason::user_shutdown);
+  detail::tell_exit(agent_, caf::exit_reason::user_shutdown);
   self->receive([&](const caf::down_msg&) { down = true; }, caf::after(grace) >> [] {});
   return down;
 }
@@ -120,7 +120,7 @@ std::uint16_t Runtime::publish(std::uint16_t port, const std::string& host) {
   published_port_ = *res;
   if (config_.name.empty()) {
     published_name_ = host + ":" + std::to_string(*res);
-    caf::anon_send(agent_, SetName{published_name_});
+    detail::tell(agent_, SetName{published_name_});
   }
   return *res;
 }
@@ -149,8 +149,8 @@ caf::actor Runtime::open_connection(const std::string& host, std::uint16_t port)
   caf::error error;
   {
     caf::scoped_actor self{*system_};
-    self->request(system_->middleman().actor_handle(), config_.timeout, caf::connect_atom::value,
-                  host, port)
+    detail::request_from(self, system_->middleman().actor_handle(), config_.timeout,
+                         caf::connect_atom::value, host, port)
       .receive(
         [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
           worker = caf::actor_cast<caf::actor>(std::move(ptr));
@@ -201,7 +201,7 @@ RemoteWorker Runtime::connect(const std::string& host, std::uint16_t port) {
   // not bounced, and would otherwise wait for the whole timeout. The flag is
   // written once, by the agent, and only read elsewhere.
   auto alive = std::make_shared<std::atomic<bool>>(true);
-  caf::anon_send(agent_, Watch{worker, alive});
+  detail::tell(agent_, Watch{worker, alive});
   return RemoteWorker(this, std::move(worker), name, std::move(alive));
 }
 

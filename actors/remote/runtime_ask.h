@@ -7,6 +7,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "actorgrad/actors/remote/detail/send.h"
 #include "actorgrad/actors/remote/errors.h"
 #include "actorgrad/actors/remote/runtime.h"
 
@@ -20,7 +21,7 @@ Reply Runtime::ask(const caf::actor& dest, Msg msg, std::chrono::milliseconds ti
   caf::scoped_actor self{*system_};
   std::optional<Reply> reply;
   std::string error;
-  self->request(dest, timeout, std::move(msg))
+  detail::request_from(self, dest, timeout, std::move(msg))
     .receive([&](Reply& r) { reply = std::move(r); },
              [&](caf::error& e) { error = describe(e, timeout); });
   if (!reply)

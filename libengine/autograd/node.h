@@ -151,7 +151,7 @@ protected:
   // one input of at most 5 dimensions, so all of it lives inside the node
   // up to that many (a larger list still goes to the heap): one miss a node
   // in the walk. A backward of the chain of 10^6 went from about 320 to 195
-  // ns a node (bench/RESULTS.md, "Edges inside the node").
+  // ns a node (bench/HISTORY.md, "Edges inside the node").
   boost::container::small_vector<Edge, 2> next_edges_;
   boost::container::small_vector<InputMetadata, 1> input_metadata_;
   Device device_;

@@ -34,7 +34,7 @@ namespace actorgrad {
 /// without touching the others. A call with a caller's Runner hands its
 /// heap over three times; a synchronous 2-node call spent about 330
 /// instructions making and destroying the four tasks of its heaps
-/// (bench/RESULTS.md, "A coordinator woken without a message").
+/// (bench/HISTORY.md, "A coordinator woken without a message").
 class ReadyHeap {
   struct Slot {
     ReadyKey key;

@@ -24,7 +24,7 @@
 #include "actorgrad/libengine/tensor/tensor.h"
 #include "tests/support/lambda_node.h"
 
-namespace actorgrad::actors_test {
+namespace actorgrad::testing {
 
 /// Calls `fn(actor device, task, node)` whenever an actor starts a node
 /// (an EngineObserver for EngineConfig::observer). `fn` must be thread-safe.
@@ -114,7 +114,6 @@ auto bounded(F fn, std::chrono::seconds limit = kWaitLimit) -> decltype(fn()) {
   return fut.get();
 }
 
-using testing::LambdaNode;
 
 /// y = x (a copy on x's device) whose backward is `fn`, recorded as a node
 /// named `name`. The node runs on x's device. Returns y and the node.
@@ -155,4 +154,4 @@ inline bool bitwise_equal(const std::vector<double>& a, const std::vector<double
   return true;
 }
 
-} // namespace actorgrad::actors_test
+} // namespace actorgrad::testing

@@ -24,7 +24,7 @@
 #include "actorgrad/actors/messages.h"
 #include "tests/actors/actor_test_util.h"
 
-namespace actorgrad::actors_test {
+namespace actorgrad::testing {
 
 inline const Device sim0 = Device::sim(0);
 
@@ -93,4 +93,4 @@ Answer<Response> ask(App& app, Request request) {
   return result.get();
 }
 
-} // namespace actorgrad::actors_test
+} // namespace actorgrad::testing

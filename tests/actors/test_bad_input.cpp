@@ -20,7 +20,7 @@
 #include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
+using namespace actorgrad::testing;
 
 namespace {
 

@@ -26,7 +26,7 @@
 #include "tests/support/thread_count.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
+using namespace actorgrad::testing;
 
 namespace {
 

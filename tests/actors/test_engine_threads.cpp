@@ -24,8 +24,7 @@
 #include "tests/support/thread_count.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
-using testing::process_threads;
+using namespace actorgrad::testing;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 

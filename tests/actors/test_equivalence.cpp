@@ -23,9 +23,7 @@
 #include "tests/support/random_dag.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
-using testing::RandomDag;
-using testing::RandomDagGenerator;
+using namespace actorgrad::testing;
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
+using namespace actorgrad::testing;
 namespace d1 = actorgrad::define_once;
 using d1::Graph;
 using d1::NodeId;

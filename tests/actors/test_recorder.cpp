@@ -15,7 +15,7 @@
 #include "tests/actors/trace_test_util.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
+using namespace actorgrad::testing;
 using trace::EventKind;
 using trace::MessageKind;
 
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(reentrant_calls_past_the_depth_limit) {
   EngineConfig cfg;
   cfg.devices = {Device::sim(0), Device::sim(1)};
   std::atomic<std::size_t> nodes_run{0};
-  cfg.observer = actors_test::on_node_start([&](Device, const GraphTaskBase&, const NodeInfo&) { ++nodes_run; });
+  cfg.observer = testing::on_node_start([&](Device, const GraphTaskBase&, const NodeInfo&) { ++nodes_run; });
   cfg.max_recursion_depth = 2;
   Engine engine(cfg);
 

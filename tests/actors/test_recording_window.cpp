@@ -21,7 +21,7 @@
 #include "tests/actors/trace_test_util.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
+using namespace actorgrad::testing;
 
 namespace {
 

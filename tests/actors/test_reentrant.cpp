@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(nested_tasks_run_before_the_parents_waiting_tasks) {
   std::mutex m; // guards `order`: the hook runs on the actors' threads
   std::vector<std::pair<std::string, int>> order;
   EngineConfig cfg = sim_config();
-  cfg.observer = actors_test::on_node_start([&](Device, const GraphTaskBase& t, const NodeInfo& n) {
+  cfg.observer = testing::on_node_start([&](Device, const GraphTaskBase& t, const NodeInfo& n) {
     std::lock_guard<std::mutex> lock(m);
     order.emplace_back(n.name, t.reentrant_depth);
   });
@@ -335,7 +335,7 @@ BOOST_AUTO_TEST_CASE(cpu_calls_past_the_depth_limit_while_the_parent_waits_on_a_
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
         return std::move(g);
       };
-      Tensor on_sim = actors_test::lambda_op(mul(x.to(Device::sim(0)), 5.0), "WaitsOnSim",
+      Tensor on_sim = testing::lambda_op(mul(x.to(Device::sim(0)), 5.0), "WaitsOnSim",
                                              wait_for_innermost)
                         .first.to(Device::cpu());
       Tensor g = grad({sum(nested + on_sim)}, {x}, {}, engine)[0];

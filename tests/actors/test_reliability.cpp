@@ -38,8 +38,8 @@
 #include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;
-using actors_test::contains_all;
-using actors_test::lambda_op;
+using testing::contains_all;
+using testing::lambda_op;
 
 namespace {
 

@@ -31,7 +31,7 @@
 #include "tests/actors/request_test_util.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
+using namespace actorgrad::testing;
 
 namespace {
 

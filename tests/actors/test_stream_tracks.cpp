@@ -27,7 +27,7 @@
 #include "tests/support/chrome_trace_check.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
+using namespace actorgrad::testing;
 using namespace std::chrono_literals;
 
 namespace {
@@ -170,7 +170,7 @@ BOOST_AUTO_TEST_CASE(every_launch_runs_once_on_its_stream) {
   // The Chrome trace pairs every launch with its span and reads back.
   std::ostringstream json;
   trace::write_chrome_json(tl, json);
-  BOOST_TEST(test::check_chrome_structure(json.str(), tl) == tl.slices.size());
+  BOOST_TEST(testing::check_chrome_structure(json.str(), tl) == tl.slices.size());
   const std::string path = "actorgrad_stream_tracks_" + std::to_string(::getpid()) + ".json";
   {
     std::ofstream(path) << json.str();

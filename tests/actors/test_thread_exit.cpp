@@ -29,7 +29,7 @@
 #include "tests/support/child_process.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
+using namespace actorgrad::testing;
 
 using SharedEngineFixture = SharedEngine<1>;
 BOOST_TEST_GLOBAL_FIXTURE(SharedEngineFixture);
@@ -219,7 +219,7 @@ BOOST_AUTO_TEST_CASE(child_exits_on_a_fresh_stack, *boost::unit_test::disabled()
 
 BOOST_AUTO_TEST_CASE(a_thread_that_exits_on_a_fresh_stack_stops_the_process_saying_why) {
   const std::string self = boost::unit_test::framework::master_test_suite().argv[0];
-  actorgrad::test::ChildProcess child({self, "--run_test=child_exits_on_a_fresh_stack",
+  actorgrad::testing::ChildProcess child({self, "--run_test=child_exits_on_a_fresh_stack",
                                        "--catch_system_errors=no"});
   const auto code = child.wait(std::chrono::seconds(60));
   BOOST_REQUIRE_MESSAGE(code.has_value(), "the child did not end within 60 s");

@@ -22,8 +22,8 @@
 #include "actorgrad/tools/trace/timeline.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
-using actorgrad::test::check_chrome_structure;
+using namespace actorgrad::testing;
+using actorgrad::testing::check_chrome_structure;
 using namespace std::chrono_literals;
 
 namespace {

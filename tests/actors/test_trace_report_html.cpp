@@ -24,7 +24,7 @@
 #include "actorgrad/tools/trace/timeline.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
+using namespace actorgrad::testing;
 namespace fs = std::filesystem;
 
 namespace {

@@ -13,10 +13,10 @@
 #include "actorgrad/libengine/autograd.h"
 #include "tests/actors/actor_test_util.h"
 
-namespace actorgrad::actors_test {
+namespace actorgrad::testing {
 
 /// An Engine serving sim:0 and sim:1 that counts the nodes it runs
-/// (an observer: actors_test::on_node_start).
+/// (an observer: testing::on_node_start).
 struct CountingEngine {
   std::atomic<std::size_t> nodes_run{0};
   Engine engine;
@@ -67,4 +67,4 @@ inline Tensor cross_device_loss(const Tensor& x) {
 /// A leaf [3] on the CPU.
 inline Tensor leaf3() { return Tensor::from_vector({1, 2, 3}, {3}, DType::f64).set_requires_grad(); }
 
-} // namespace actorgrad::actors_test
+} // namespace actorgrad::testing

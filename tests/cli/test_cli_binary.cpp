@@ -26,7 +26,7 @@
 #include "actorgrad/version.h"
 #include "tests/support/child_process.h"
 
-using namespace actorgrad::test;
+using namespace actorgrad::testing;
 namespace fs = std::filesystem;
 using std::chrono::seconds;
 

@@ -13,7 +13,7 @@
 #include "actorgrad/libengine/tensor/cuda/kernels_cuda.h"
 #include "actorgrad/libengine/tensor/tensor.h"
 
-namespace actorgrad::cuda_test {
+namespace actorgrad::testing {
 
 inline constexpr Device gpu = Device::cuda(0);
 
@@ -71,4 +71,4 @@ void check_frees_its_memory(Body&& body) {
   BOOST_TEST(cuda::allocator_stats(gpu).bytes_cached == 0u);
 }
 
-} // namespace actorgrad::cuda_test
+} // namespace actorgrad::testing

@@ -9,7 +9,7 @@
 
 #include "actorgrad/device/cuda/cuda_backend.h"
 
-namespace actorgrad::cuda_test {
+namespace actorgrad::testing {
 
 struct RequireGpu {
   RequireGpu() {
@@ -21,4 +21,4 @@ struct RequireGpu {
   }
 };
 
-} // namespace actorgrad::cuda_test
+} // namespace actorgrad::testing

@@ -29,7 +29,7 @@
 #include "tests/cuda/require_gpu.h"
 
 using namespace actorgrad;
-using namespace actorgrad::cuda_test;
+using namespace actorgrad::testing;
 
 BOOST_TEST_GLOBAL_FIXTURE(RequireGpu);
 

@@ -22,7 +22,7 @@
 #include "tools/cli/mlp.h"
 
 using namespace actorgrad;
-using namespace actorgrad::cuda_test;
+using namespace actorgrad::testing;
 
 BOOST_TEST_GLOBAL_FIXTURE(RequireGpu);
 

@@ -22,7 +22,7 @@
 #include "tests/cuda/require_gpu.h"
 
 using namespace actorgrad;
-using namespace actorgrad::cuda_test;
+using namespace actorgrad::testing;
 namespace gk = actorgrad::kernels::cuda;
 
 BOOST_TEST_GLOBAL_FIXTURE(RequireGpu);

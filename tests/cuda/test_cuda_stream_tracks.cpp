@@ -27,7 +27,7 @@
 #include "tools/cli/mlp.h"
 
 using namespace actorgrad;
-using namespace actorgrad::cuda_test;
+using namespace actorgrad::testing;
 
 BOOST_TEST_GLOBAL_FIXTURE(RequireGpu);
 
@@ -83,7 +83,7 @@ void check_stream_track() {
 
   std::ostringstream json;
   trace::write_chrome_json(tl, json);
-  BOOST_TEST(test::check_chrome_structure(json.str(), tl) == tl.slices.size());
+  BOOST_TEST(testing::check_chrome_structure(json.str(), tl) == tl.slices.size());
   BOOST_TEST_REQUIRE(s.critical_paths.size() == 1u);
   BOOST_TEST(s.critical_paths[0].length_ns <= s.critical_paths[0].wall_ns);
   std::int64_t device_ns = 0;

@@ -22,7 +22,7 @@
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/ops.h"
 
-namespace actorgrad::dist_test {
+namespace actorgrad::testing {
 
 /// Inputs and parameters of the MLP: x [8, 4] -> 16 -> 16 -> 3, tanh, mse.
 struct Mlp {
@@ -134,4 +134,4 @@ inline double two_layer_difference(remote::Runtime& rt, const remote::RemoteWork
                    max_diff(g.remote_grad(c, v), want[2])});
 }
 
-} // namespace actorgrad::dist_test
+} // namespace actorgrad::testing

@@ -103,7 +103,7 @@ private:
 template <class F>
 std::pair<std::string, double> timed_error_of(F&& fn) {
   const auto start = Clock::now();
-  std::string message = dist_test::error_of(fn);
+  std::string message = testing::error_of(fn);
   return {message, std::chrono::duration<double>(Clock::now() - start).count()};
 }
 
@@ -141,7 +141,7 @@ private:
 BOOST_AUTO_TEST_CASE(port_in_use_names_port_and_system_error) {
   Listener taken;
   const std::string port = std::to_string(taken.port());
-  const auto r = test::run({test::actorgrad_binary(), "worker", "--port", port},
+  const auto r = testing::run({testing::actorgrad_binary(), "worker", "--port", port},
                            std::chrono::seconds(20));
   BOOST_TEST_MESSAGE("worker on a taken port: exit " << r.status << ": " << r.err);
   BOOST_TEST(r.status == 1);

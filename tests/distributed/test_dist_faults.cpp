@@ -24,7 +24,7 @@
 #include "tests/distributed/worker_process.h"
 
 using namespace actorgrad;
-using namespace actorgrad::dist_test;
+using namespace actorgrad::testing;
 using Clock = std::chrono::steady_clock;
 
 namespace {

@@ -15,7 +15,7 @@
 #include "tests/distributed/worker_process.h"
 
 using namespace actorgrad;
-using namespace actorgrad::dist_test;
+using namespace actorgrad::testing;
 
 namespace {
 

@@ -29,7 +29,7 @@
 #include "tests/support/chrome_trace_check.h"
 
 using namespace actorgrad;
-using namespace actorgrad::dist_test;
+using namespace actorgrad::testing;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
@@ -89,15 +89,15 @@ BOOST_AUTO_TEST_CASE(merged_trace_of_three_processes_pairs_every_flow_and_shows_
 
   const std::string merged = (dir / "all.json").string(), html = (dir / "all.html").string(),
                     summary = (dir / "summary.txt").string();
-  const test::RunResult r =
-    test::run({actorgrad_binary(), "trace", "--merge", (dir / "caller.json").string(),
+  const testing::RunResult r =
+    testing::run({actorgrad_binary(), "trace", "--merge", (dir / "caller.json").string(),
                worker_trace(dir, wa), worker_trace(dir, wc), "--out", merged, "--html", html,
                "--summary", summary},
               60s);
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
 
   const trace::Timeline tl = trace::read_chrome_json(merged);
-  test::check_chrome_structure(read_file(merged), tl);
+  testing::check_chrome_structure(read_file(merged), tl);
   BOOST_TEST_REQUIRE(tl.processes.size() == 3u);
   BOOST_TEST(tl.processes[1].name == wa.name());
   BOOST_TEST(tl.processes[2].name == wc.name());

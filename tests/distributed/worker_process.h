@@ -15,9 +15,8 @@
 
 #include "tests/support/child_process.h"
 
-namespace actorgrad::dist_test {
+namespace actorgrad::testing {
 
-using test::actorgrad_binary;
 
 /// One `actorgrad worker` child process.
 class WorkerProcess {
@@ -28,7 +27,7 @@ public:
                          std::chrono::milliseconds wait = std::chrono::seconds(20)) {
     std::vector<std::string> args = {actorgrad_binary(), "worker", "--port", "0"};
     args.insert(args.end(), extra.begin(), extra.end());
-    child_ = std::make_unique<test::ChildProcess>(std::move(args));
+    child_ = std::make_unique<testing::ChildProcess>(std::move(args));
     const std::string key = "listening on ";
     const auto pos = child_->wait_for_output(key, wait);
     const auto eol = pos == std::string::npos ? pos : child_->wait_for_output("\n", wait, pos);
@@ -47,7 +46,7 @@ public:
   std::string name() const { return "127.0.0.1:" + std::to_string(port_); }
   pid_t pid() const { return child_->pid(); }
   /// The process, for its output and exit.
-  test::ChildProcess& process() { return *child_; }
+  testing::ChildProcess& process() { return *child_; }
   /// SIGKILL and reap (idempotent).
   void kill() { child_->kill(); }
   /// Freezes the worker (SIGSTOP) and returns once the kernel reports it
@@ -70,8 +69,8 @@ private:
     return close == std::string::npos || close + 2 >= text.size() ? '?' : text[close + 2];
   }
 
-  std::unique_ptr<test::ChildProcess> child_;
+  std::unique_ptr<testing::ChildProcess> child_;
   std::uint16_t port_ = 0;
 };
 
-} // namespace actorgrad::dist_test
+} // namespace actorgrad::testing

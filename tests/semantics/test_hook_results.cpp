@@ -146,7 +146,7 @@ BOOST_AUTO_TEST_CASE(every_bad_result_of_every_hook_kind_is_refused_on_the_cpu) 
 }
 
 BOOST_AUTO_TEST_CASE(every_bad_result_of_every_hook_kind_is_refused_on_a_sim_device) {
-  test::SimSettings sim; // asynchronous streams, race detector on
+  testing::SimSettings sim; // asynchronous streams, race detector on
   std::unique_ptr<Executor> ex;
   if (ExecutorFromEnv::name() == "actor")
     ex = std::make_unique<Engine>(EngineConfig{.devices = {Device::sim(0)}});
@@ -154,7 +154,7 @@ BOOST_AUTO_TEST_CASE(every_bad_result_of_every_hook_kind_is_refused_on_a_sim_dev
     ex = std::make_unique<ReferenceExecutor>();
   check_every_hook_result(Device::sim(0), Device::cpu(), *ex);
   check_engine_still_works(*ex);
-  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+  BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
 }
 
 BOOST_AUTO_TEST_CASE(retain_grad_never_keeps_a_refused_gradient) {

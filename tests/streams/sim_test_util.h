@@ -7,7 +7,7 @@
 #include "actorgrad/device/sim/race_detector.h"
 #include "actorgrad/device/sim/sim_config.h"
 
-namespace actorgrad::test {
+namespace actorgrad::testing {
 
 /// Sets the sim backend for a scope (asynchronous, the detector on, delays
 /// drawn from `seed`), with no earlier race report; restores the default
@@ -33,4 +33,4 @@ inline std::string joined_reports() {
   return all;
 }
 
-} // namespace actorgrad::test
+} // namespace actorgrad::testing

@@ -18,10 +18,10 @@
 #include "tests/streams/sim_test_util.h"
 
 using namespace actorgrad;
-using actors_test::engine;
-using test::SimSettings;
+using testing::engine;
+using testing::SimSettings;
 
-using Engine2 = actors_test::SharedEngine<2>;
+using Engine2 = testing::SharedEngine<2>;
 BOOST_TEST_GLOBAL_FIXTURE(Engine2);
 
 namespace {
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(gradients_match_and_no_race_over_200_seeded_runs) {
     const auto grads = forward_backward(make_leaves());
     BOOST_TEST_CONTEXT("seed " << seed) {
       BOOST_TEST(close(grads, expected));
-      BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+      BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
     }
   }
 }
@@ -133,7 +133,7 @@ BOOST_AUTO_TEST_CASE(async_calls_make_the_callers_streams_wait_over_100_seeded_r
     const auto grads = forward_backward(make_leaves(), true);
     BOOST_TEST_CONTEXT("seed " << seed) {
       BOOST_TEST(close(grads, expected));
-      BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+      BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
     }
   }
 }
@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(without_the_engine_waits_the_detector_reports_races) {
     wrong += close(forward_backward(make_leaves()), expected) ? 0 : 1;
     runs_with_reports += sim::race_reports().empty() ? 0 : 1;
     if (seed == 0)
-      BOOST_TEST_MESSAGE("reports without the engine's waits:\n" << test::joined_reports());
+      BOOST_TEST_MESSAGE("reports without the engine's waits:\n" << testing::joined_reports());
   }
   set_stream_sync_for_testing(true);
   BOOST_TEST(runs_with_reports == 20u);

@@ -15,7 +15,7 @@
 #include "tests/support/lambda_node.h"
 
 using namespace actorgrad;
-using test::SimSettings;
+using testing::SimSettings;
 
 namespace {
 
@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(each_case_makes_the_sum_safe_on_its_accumulation_stream) {
     for (const Case& c : four_cases()) {
       BOOST_TEST_CONTEXT(c.name << ", seed " << seed) {
         BOOST_TEST(accumulate_and_use(c) == std::vector<double>(512, 30.0));
-        BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+        BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
         sim::clear_race_reports();
       }
     }
@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(without_the_waits_the_detector_reports_the_cases_that_need_
     BOOST_TEST_CONTEXT(c.name) {
       (void)accumulate_and_use(c);
       const bool needs_wait = c.expected.wait_for && *c.expected.wait_for != *c.expected.accumulate;
-      BOOST_TEST(sim::race_reports().empty() == !needs_wait, test::joined_reports());
+      BOOST_TEST(sim::race_reports().empty() == !needs_wait, testing::joined_reports());
       sim::clear_race_reports();
     }
   }
@@ -120,7 +120,7 @@ BOOST_AUTO_TEST_CASE(a_ready_event_from_the_producer_is_used_instead_of_a_new_on
   const Tensor sum = InputBuffer::variables(std::move(buffer))[0];
   StreamGuard guard(*c.consumer);
   BOOST_TEST(kernels::mul_scalar(sum, 2.0).to_vector() == std::vector<double>(512, 2.0));
-  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+  BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
 }
 
 // Note [Producer streams]: a gradient on the node's own device was made on
@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(a_sent_gradient_carries_an_event_only_when_its_receiver_wai
       const auto plan = plan_accumulation(d0, h.producer, h.consumer);
       StreamGuard on(*plan.accumulate);
       BOOST_TEST(kernels::mul_scalar(sum, 2.0).to_vector() == std::vector<double>(8, 2.0));
-      BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+      BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
     }
   }
 }

@@ -25,7 +25,7 @@
 #include "tests/streams/sim_test_util.h"
 
 using namespace actorgrad;
-using test::SimSettings;
+using testing::SimSettings;
 
 namespace {
 
@@ -63,7 +63,7 @@ std::vector<double> values_on(const Tensor& t, Stream s) {
 /// the values they should: the copy read the gradient before the add.
 void expect_ordered(const Tensor& sum, Stream consumer, double sum_value, const Tensor& copy,
                     Stream reader, double copy_value) {
-  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+  BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
   BOOST_TEST(values_on(sum, consumer) == std::vector<double>(256, sum_value));
   BOOST_TEST(values_on(copy, reader) == std::vector<double>(256, copy_value));
 }

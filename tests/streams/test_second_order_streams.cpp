@@ -30,10 +30,10 @@
 #include "tests/streams/sim_test_util.h"
 
 using namespace actorgrad;
-using actors_test::engine;
-using test::SimSettings;
+using testing::engine;
+using testing::SimSettings;
 
-using Engine2 = actors_test::SharedEngine<2>;
+using Engine2 = testing::SharedEngine<2>;
 BOOST_TEST_GLOBAL_FIXTURE(Engine2);
 
 namespace {
@@ -208,7 +208,7 @@ void check_200_seeds(Executor& executor) {
     const bool quiet = sim::race_reports().empty();
     BOOST_TEST_CONTEXT("seed " << seed << ", " << description) {
       BOOST_TEST(ok);
-      BOOST_TEST(quiet, test::joined_reports());
+      BOOST_TEST(quiet, testing::joined_reports());
     }
     wrong += ok ? 0 : 1;
     raced += quiet ? 0 : 1;
@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(a_cpu_nodes_copy_to_a_device_is_ordered_before_its_use) {
       ok = ok && g[i] == 2 * v[i];
     BOOST_TEST_CONTEXT("seed " << seed) {
       BOOST_TEST(ok);
-      BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+      BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
     }
   }
 }

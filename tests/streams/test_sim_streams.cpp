@@ -16,7 +16,7 @@
 #include "tests/streams/sim_test_util.h"
 
 using namespace actorgrad;
-using test::SimSettings;
+using testing::SimSettings;
 
 namespace {
 
@@ -41,7 +41,7 @@ BOOST_AUTO_TEST_CASE(kernels_on_one_stream_run_in_order_after_random_delays) {
   // An in-place chain: any reordering would lose increments.
   for (double v : x.to_vector())
     BOOST_TEST(v == 50.0);
-  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+  BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
 }
 
 BOOST_AUTO_TEST_CASE(a_kernel_runs_after_launch_returns) {
@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(an_event_wait_orders_another_stream_after_the_write) {
       y = kernels::mul_scalar(x, 2.0);
       BOOST_TEST(y.to_vector() == std::vector<double>(256, 6.0)); // host read on b: synchronizes b
     }
-    BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+    BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
   }
 }
 
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(a_host_read_synchronizes_the_current_stream_only) {
   }();
   synchronize(a);
   BOOST_TEST(y.to_vector() == std::vector<double>(8, 2.0));
-  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+  BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
 }
 
 BOOST_AUTO_TEST_CASE(host_synchronize_of_an_event_orders_the_host) {
@@ -143,7 +143,7 @@ BOOST_AUTO_TEST_CASE(host_synchronize_of_an_event_orders_the_host) {
   e.synchronize();
   BOOST_TEST(e.query());
   BOOST_TEST(x.to_vector() == std::vector<double>(8, 5.0));
-  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+  BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
 }
 
 BOOST_AUTO_TEST_CASE(a_copy_between_devices_follows_the_source_stream) {
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(a_copy_between_devices_follows_the_source_stream) {
     BOOST_TEST(y.to_vector() == std::vector<double>(16, 4.0));
     BOOST_TEST(kernels::to_device(x, Device::cpu()).to_vector() == std::vector<double>(16, 4.0));
   }
-  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+  BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
 }
 
 // The copy orders itself after the source device's *current* stream; a
@@ -216,7 +216,7 @@ BOOST_AUTO_TEST_CASE(a_write_after_an_unordered_read_is_reported) {
   }
   synchronize(a);
   synchronize(b);
-  BOOST_TEST(sim::race_reports().empty(), test::joined_reports());
+  BOOST_TEST(sim::race_reports().empty(), testing::joined_reports());
 }
 
 BOOST_AUTO_TEST_CASE(the_detector_is_off_by_default) {

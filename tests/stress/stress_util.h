@@ -24,7 +24,7 @@
 
 #include "actorgrad/libengine/tensor/tensor.h"
 
-namespace actorgrad::stress {
+namespace actorgrad::testing {
 
 using Clock = std::chrono::steady_clock;
 using Seconds = std::chrono::duration<double>;
@@ -174,4 +174,4 @@ inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-} // namespace actorgrad::stress
+} // namespace actorgrad::testing

@@ -31,7 +31,7 @@
 #include "tests/support/thread_count.h"
 
 using namespace actorgrad;
-using namespace actorgrad::stress;
+using namespace actorgrad::testing;
 
 namespace {
 

@@ -30,7 +30,7 @@
 #include "tests/support/random_dag.h"
 
 using namespace actorgrad;
-using namespace actorgrad::stress;
+using namespace actorgrad::testing;
 
 namespace {
 
@@ -170,7 +170,7 @@ void run_thread(int t, std::uint64_t phase_seed, Clock::time_point deadline, Eng
 /// saw. `cpu_only`: the graphs stay on the CPU, on `eng` (else the shared
 /// engine, with sim devices).
 void run_phase(const char* phase, std::uint64_t phase_seed, Engine* cpu_only = nullptr) {
-  Engine& eng = cpu_only ? *cpu_only : actors_test::engine();
+  Engine& eng = cpu_only ? *cpu_only : testing::engine();
   const std::vector<Device> devices =
     cpu_only ? std::vector<Device>{Device::cpu()} : testing::default_dag_devices();
   const Seconds length = budget(15);
@@ -227,7 +227,7 @@ void run_phase(const char* phase, std::uint64_t phase_seed, Engine* cpu_only = n
 
 } // namespace
 
-using SharedEngineFixture = actors_test::SharedEngine<3>;
+using SharedEngineFixture = testing::SharedEngine<3>;
 BOOST_TEST_GLOBAL_FIXTURE(SharedEngineFixture);
 BOOST_TEST_GLOBAL_FIXTURE(ExitAfterHang);
 
@@ -240,9 +240,9 @@ BOOST_AUTO_TEST_CASE(random_dags_from_threads_on_synchronous_sim) {
 }
 
 BOOST_AUTO_TEST_CASE(random_dags_from_threads_on_asynchronous_sim_with_race_detector) {
-  test::SimSettings sim(7, 30);
+  testing::SimSettings sim(7, 30);
   run_phase("asynchronous sim", 0xa5a00000ULL);
-  BOOST_TEST(sim::race_reports().empty(), "race reports:\n" << test::joined_reports());
+  BOOST_TEST(sim::race_reports().empty(), "race reports:\n" << testing::joined_reports());
 }
 
 BOOST_AUTO_TEST_CASE(cpu_dags_from_threads_spread_over_cpu_workers) {
@@ -260,16 +260,16 @@ BOOST_AUTO_TEST_CASE(cpu_dags_from_threads_spread_over_cpu_workers) {
 // thread; with 3 ms kernel delays a wrong accumulation order shows as wrong
 // second-order gradients, not only as a race report.
 BOOST_AUTO_TEST_CASE(double_backward_from_pool_streams_seed_2780726407) {
-  test::SimSettings sim(7, 3000);
+  testing::SimSettings sim(7, 3000);
   Counts counts;
   Failures failures;
   Stage stage{"starting"};
   ReferenceExecutor reference;
-  check_graph(2780726407ULL, false, actors_test::engine(), reference, counts, failures, stage,
+  check_graph(2780726407ULL, false, testing::engine(), reference, counts, failures, stage,
               testing::default_dag_devices());
   BOOST_TEST(failures.count() == 0, failures.text());
   BOOST_TEST(counts.second_order.load() == 1);
-  BOOST_TEST(sim::race_reports().empty(), "race reports:\n" << test::joined_reports());
+  BOOST_TEST(sim::race_reports().empty(), "race reports:\n" << testing::joined_reports());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

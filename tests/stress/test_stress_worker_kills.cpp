@@ -32,7 +32,7 @@
 #include "tests/stress/stress_util.h"
 
 using namespace actorgrad;
-using namespace actorgrad::stress;
+using namespace actorgrad::testing;
 
 namespace {
 

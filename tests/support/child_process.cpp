@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace actorgrad::test {
+namespace actorgrad::testing {
 
 namespace {
 
@@ -171,4 +171,4 @@ RunResult run(std::vector<std::string> argv, std::chrono::milliseconds limit,
   return r;
 }
 
-} // namespace actorgrad::test
+} // namespace actorgrad::testing

@@ -15,7 +15,7 @@
 
 #include <sys/types.h>
 
-namespace actorgrad::test {
+namespace actorgrad::testing {
 
 /// The actorgrad binary: $ACTORGRAD_BIN (set by ctest to $<TARGET_FILE:actorgrad>).
 std::string actorgrad_binary();
@@ -89,4 +89,4 @@ struct RunResult {
 RunResult run(std::vector<std::string> argv, std::chrono::milliseconds limit,
               ChildProcess::Options options = {});
 
-} // namespace actorgrad::test
+} // namespace actorgrad::testing

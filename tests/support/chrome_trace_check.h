@@ -22,7 +22,7 @@
 
 #include "actorgrad/tools/trace/timeline.h"
 
-namespace actorgrad::test {
+namespace actorgrad::testing {
 
 /// Checks the Chrome trace structure of `json`; returns its node slice count.
 inline std::size_t check_chrome_structure(const std::string& json, const trace::Timeline& tl) {
@@ -123,4 +123,4 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
   return node_slices;
 }
 
-} // namespace actorgrad::test
+} // namespace actorgrad::testing

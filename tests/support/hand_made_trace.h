@@ -10,7 +10,7 @@
 
 #include "actorgrad/tools/trace/timeline.h"
 
-namespace actorgrad::test {
+namespace actorgrad::testing {
 
 /// `node` run on `actor` over [start, end) ns, with sequence number `seq`.
 inline trace::Slice slice(std::size_t actor, const std::string& node, std::int64_t start,
@@ -36,4 +36,4 @@ const Row& row_named(const std::vector<Row>& rows, const std::string& name) {
   return rows.front();
 }
 
-} // namespace actorgrad::test
+} // namespace actorgrad::testing

@@ -1,12 +1,16 @@
 #pragma once
 /// @file torch_diff.h
-/// Differential runs of a libtorch program: the same lambda run once on
-/// libtorch's stock engine and once on actorgrad's (actorgrad::torch::Scope),
-/// each from the same seed, and the named tensors they return (gradients,
-/// parameters, losses) compared bitwise. Header-only: only the torch tests
-/// include it (they link libtorch and actorgrad_torch).
+/// The torch comparison harness: differential runs of a libtorch program,
+/// the same lambda run once on libtorch's stock engine and once on
+/// actorgrad's (actorgrad::torch::Scope), each from the same seed, and the
+/// named tensors they return (gradients, parameters, losses) compared
+/// bitwise; with Boost.Test checks for the bridge's tests, whose bodies
+/// return their tensors by position (Results). Header-only: only the torch
+/// tests include it (they link libtorch and actorgrad_torch).
 
-#include <torch/torch.h>
+#include <torch/torch.h> // libtorch first
+
+#include <boost/test/unit_test.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -18,7 +22,7 @@
 
 #include "actorgrad/actors/torch/install.h"
 
-namespace actorgrad::test {
+namespace actorgrad::testing {
 
 /// The tensors a program run returns, by name, in a fixed order.
 using NamedTensors = std::vector<std::pair<std::string, ::torch::Tensor>>;
@@ -142,4 +146,52 @@ inline std::string differential_check(const TorchProgram& program, std::uint64_t
   return msg.str();
 }
 
-} // namespace actorgrad::test
+/// The results of one run of a bridge test's body (gradients, outputs),
+/// compared by position.
+using Results = std::vector<::torch::Tensor>;
+
+/// `r` named by position ("result 0", ...), for compare().
+inline NamedTensors named(Results r) {
+  NamedTensors out;
+  for (std::size_t i = 0; i < r.size(); ++i)
+    out.emplace_back("result " + std::to_string(i), std::move(r[i]));
+  return out;
+}
+
+/// The tensors of `t`, without their names.
+inline Results unnamed(const NamedTensors& t) {
+  Results out;
+  for (const auto& [name, x] : t)
+    out.push_back(x);
+  return out;
+}
+
+/// run_both for a body that returns Results: {stock, actorgrad}.
+template <class Body>
+std::pair<Results, Results> run_both_unnamed(Body body, actorgrad::EngineConfig config = {}) {
+  const auto runs = run_both([&] { return named(body()); }, 0, std::move(config));
+  return {unnamed(runs.stock), unnamed(runs.actor)};
+}
+
+/// Bitwise equality of two runs' Results (undefined tensors must match too).
+inline void check_equal(const Results& stock, const Results& ours) {
+  const std::string diff = compare(named(stock), named(ours));
+  BOOST_CHECK_MESSAGE(diff.empty(), diff);
+}
+
+/// run_both_unnamed + check_equal.
+template <class Body>
+void check_same(Body body, actorgrad::EngineConfig config = {}) {
+  auto [stock, ours] = run_both_unnamed(body, std::move(config));
+  check_equal(stock, ours);
+}
+
+/// Detached copies of every gradient in `tensors` (undefined stays undefined).
+inline Results grads_of(const std::vector<::torch::Tensor>& tensors) {
+  Results r;
+  for (const auto& t : tensors)
+    r.push_back(t.grad().defined() ? t.grad().detach().clone() : ::torch::Tensor());
+  return r;
+}
+
+} // namespace actorgrad::testing

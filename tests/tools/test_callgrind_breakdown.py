@@ -41,7 +41,7 @@ class Component(unittest.TestCase):
         self.assertEqual(b.component("/work/main/device/stream.h", "actorgrad::detail::Runner::make_context(x)"),
                          ACTORS)
         # An engine class's own allocator is not malloc.
-        self.assertEqual(b.component("???", "actorgrad::detail::KeptElement<M>::operator delete(void*)"), ACTORS)
+        self.assertEqual(b.component("???", "actorgrad::detail::RecycledElement<M>::operator delete(void*)"), ACTORS)
         # A Stream in the arguments does not make a buffer's add stream work.
         self.assertEqual(b.component("???", "actorgrad::InputBuffer::add(unsigned long, "
                                             "std::optional<actorgrad::Stream> const&, actorgrad::Event const*)"), CALL)

@@ -6,7 +6,7 @@
 /// CUDA, so with it this test always skips.
 
 #define BOOST_TEST_MODULE torch_bridge_cuda
-#include "tests/torch/bridge_compare.h" // libtorch, then Boost.Test
+#include "tests/support/torch_diff.h" // libtorch, then Boost.Test
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,14 +28,14 @@ const auto cuda64 = torch::TensorOptions().dtype(torch::kFloat64).device(torch::
 
 /// A CUDA MLP's backward and a graph that crosses from CPU to CUDA: both
 /// delegated, none run on actors, gradients as with the stock engine.
-bridge_test::Results cuda_graphs() {
+actorgrad::testing::Results cuda_graphs() {
   torch::manual_seed(3);
   auto w = torch::randn({8, 8}, cuda64).requires_grad_(true);
   auto x = torch::randn({4, 8}, cuda64);
   torch::tanh(x.mm(w)).sum().backward();
   auto c = torch::randn({8}, torch::kFloat64).requires_grad_(true);
   (c.to(torch::kCUDA) * 2.0).sum().backward();
-  return bridge_test::grads_of({w, c});
+  return actorgrad::testing::grads_of({w, c});
 }
 
 } // namespace
@@ -48,5 +48,5 @@ BOOST_AUTO_TEST_CASE(cuda_calls_are_delegated_whole) {
   const auto after = actorgrad::torch::stats();
   BOOST_CHECK_EQUAL(after.delegated - before.delegated, 2u);
   BOOST_CHECK_EQUAL(after.calls, before.calls);
-  bridge_test::check_equal(stock, ours);
+  actorgrad::testing::check_equal(stock, ours);
 }

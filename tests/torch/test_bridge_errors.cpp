@@ -7,7 +7,7 @@
 /// next backward works.
 
 #define BOOST_TEST_MODULE torch_bridge_errors
-#include "tests/torch/bridge_compare.h" // libtorch, then Boost.Test
+#include "tests/support/torch_diff.h" // libtorch, then Boost.Test
 
 #include <functional>
 #include <string>

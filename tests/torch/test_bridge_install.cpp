@@ -6,7 +6,7 @@
 /// engine), and recording a libtorch backward with libtorch's node names.
 
 #define BOOST_TEST_MODULE torch_bridge_install
-#include "tests/torch/bridge_compare.h" // libtorch, then Boost.Test
+#include "tests/support/torch_diff.h" // libtorch, then Boost.Test
 
 #include <torch/csrc/autograd/engine.h>
 

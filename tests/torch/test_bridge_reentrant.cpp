@@ -8,7 +8,7 @@
 /// and grad(inputs=).
 
 #define BOOST_TEST_MODULE torch_bridge_reentrant
-#include "tests/torch/bridge_compare.h" // libtorch, then Boost.Test
+#include "tests/support/torch_diff.h" // libtorch, then Boost.Test
 
 #include <torch/csrc/autograd/engine.h>
 
@@ -17,9 +17,9 @@
 
 namespace {
 
-using bridge_test::check_same;
-using bridge_test::grads_of;
-using bridge_test::Results;
+using actorgrad::testing::check_same;
+using actorgrad::testing::grads_of;
+using actorgrad::testing::Results;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
@@ -74,12 +74,12 @@ Results checkpointed(std::int64_t depth) {
 BOOST_AUTO_TEST_CASE(checkpoint_pattern_reentrant_grad) { check_same([] { return checkpointed(3); }); }
 
 BOOST_AUTO_TEST_CASE(checkpoint_nested_past_depth_60_moves_to_another_thread) {
-  auto [stock, ours] = bridge_test::run_both([] {
+  auto [stock, ours] = actorgrad::testing::run_both_unnamed([] {
     Results r = checkpointed(70);
     r.push_back(torch::tensor(static_cast<std::int64_t>(seen.threads.size())));
     return r;
   });
-  bridge_test::check_equal(stock, ours);
+  actorgrad::testing::check_equal(stock, ours);
   // 71 nested backward calls: past 60 on one thread they continue on another.
   BOOST_CHECK_EQUAL(ours[2].item<std::int64_t>(), 71);
   BOOST_CHECK_GT(ours[3].item<std::int64_t>(), 1);
@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(checkpoint_nested_past_depth_60_moves_to_another_thread) {
 BOOST_AUTO_TEST_CASE(max_recursion_depth_of_the_config_applies) {
   actorgrad::EngineConfig config;
   config.max_recursion_depth = 4;
-  auto [stock, ours] = bridge_test::run_both(
+  auto [stock, ours] = actorgrad::testing::run_both_unnamed(
     [] {
       Results r = checkpointed(10);
       r.push_back(torch::tensor(static_cast<std::int64_t>(seen.threads.size())));

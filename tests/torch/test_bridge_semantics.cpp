@@ -6,7 +6,7 @@
 /// backward(inputs=) and allow_unused.
 
 #define BOOST_TEST_MODULE torch_bridge_semantics
-#include "tests/torch/bridge_compare.h" // libtorch, then Boost.Test
+#include "tests/support/torch_diff.h" // libtorch, then Boost.Test
 
 #include <functional>
 #include <memory>
@@ -18,9 +18,9 @@
 
 namespace {
 
-using bridge_test::check_same;
-using bridge_test::grads_of;
-using bridge_test::Results;
+using actorgrad::testing::check_same;
+using actorgrad::testing::grads_of;
+using actorgrad::testing::Results;
 
 const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
 
@@ -285,7 +285,7 @@ struct RanHook : torch::autograd::FunctionPostHook {
 /// grad(s, {h, x}) with h = exp(x), s = sin(h): a tensor hook on s, which
 /// runs first, adds a capture hook for h's gradient (captured at h's node,
 /// ExpBackward0, before that node runs for x's gradient).
-bridge_test::Results capture_hook_body() {
+actorgrad::testing::Results capture_hook_body() {
   capture_events.clear();
   torch::manual_seed(5);
   auto x = leaf({3});
@@ -312,5 +312,5 @@ BOOST_AUTO_TEST_CASE(capture_hooks_run_when_the_gradient_is_captured) {
   BOOST_TEST(stock_events == (std::vector<std::string>{"tensor hook", "capture hook", "exp node ran"}),
              boost::test_tools::per_element());
   BOOST_TEST(capture_events == stock_events, boost::test_tools::per_element());
-  bridge_test::check_equal(stock, ours);
+  actorgrad::testing::check_equal(stock, ours);
 }

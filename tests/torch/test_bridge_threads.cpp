@@ -5,7 +5,7 @@
 /// hang fails the test instead of blocking it.
 
 #define BOOST_TEST_MODULE torch_bridge_threads
-#include "tests/torch/bridge_compare.h" // libtorch, then Boost.Test
+#include "tests/support/torch_diff.h" // libtorch, then Boost.Test
 
 #include <atomic>
 #include <chrono>
@@ -38,7 +38,7 @@ Model make_model(int seed) {
 
 /// Call `i` on `m`: backward() on even calls, grad() on odd ones; returns
 /// the parameters' gradients.
-bridge_test::Results call(Model& m, int i) {
+actorgrad::testing::Results call(Model& m, int i) {
   const auto& x = m.inputs[i];
   auto h = torch::tanh(x.mm(m.w1) + m.b);
   auto loss = (torch::relu(h + m.b).mm(m.w2)).pow(2).mean() + h.sum() * 1e-3;
@@ -47,7 +47,7 @@ bridge_test::Results call(Model& m, int i) {
   for (auto* p : {&m.w1, &m.w2, &m.b})
     p->mutable_grad() = torch::Tensor();
   loss.backward();
-  return bridge_test::grads_of({m.w1, m.w2, m.b});
+  return actorgrad::testing::grads_of({m.w1, m.w2, m.b});
 }
 
 } // namespace
@@ -55,7 +55,7 @@ bridge_test::Results call(Model& m, int i) {
 BOOST_AUTO_TEST_CASE(eight_threads_times_200_calls_equal_to_stock) {
   at::set_num_threads(1); // intra-op threads: the callers are the parallelism here
   std::vector<Model> models;
-  std::vector<std::vector<bridge_test::Results>> expected(kThreads);
+  std::vector<std::vector<actorgrad::testing::Results>> expected(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     models.push_back(make_model(100 + t));
     for (int i = 0; i < kCalls; ++i)

@@ -14,7 +14,7 @@
 
 #include "tests/support/torch_diff.h"
 
-using namespace actorgrad::test;
+using namespace actorgrad::testing;
 
 BOOST_AUTO_TEST_CASE(cnn_conv_batchnorm_maxpool_dropout_sgd) {
   constexpr int steps = 3;

@@ -19,7 +19,7 @@
 
 #include "tests/support/torch_diff.h"
 
-using namespace actorgrad::test;
+using namespace actorgrad::testing;
 
 BOOST_AUTO_TEST_CASE(harness_names_the_first_mismatch) {
   torch::Tensor a = torch::randn({3, 4}, torch::kFloat64);

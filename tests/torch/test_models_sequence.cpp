@@ -15,7 +15,7 @@
 
 #include "tests/support/torch_diff.h"
 
-using namespace actorgrad::test;
+using namespace actorgrad::testing;
 
 BOOST_AUTO_TEST_CASE(lstm_two_layers) {
   auto program = [] {

@@ -51,17 +51,17 @@ const std::string example = ACTORGRAD_TORCH_EXAMPLE;
 const std::string example_plain = ACTORGRAD_TORCH_EXAMPLE_PLAIN;
 
 /// Runs `argv` with `env` (NAME=value each) through env(1); requires exit 0.
-test::RunResult run_with(const std::vector<std::string>& env, const std::vector<std::string>& argv) {
+testing::RunResult run_with(const std::vector<std::string>& env, const std::vector<std::string>& argv) {
   std::vector<std::string> all{"/usr/bin/env"};
   all.insert(all.end(), env.begin(), env.end());
   all.insert(all.end(), argv.begin(), argv.end());
-  test::RunResult r = test::run(all, 120s);
+  testing::RunResult r = testing::run(all, 120s);
   BOOST_TEST_REQUIRE(r.status == 0, "exit " << r.status << " of " << argv.front() << " with "
                                             << env.size() << " variables set; stderr: " << r.err);
   return r;
 }
 
-test::RunResult run_program(const std::vector<std::string>& env) { return run_with(env, {program}); }
+testing::RunResult run_program(const std::vector<std::string>& env) { return run_with(env, {program}); }
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
@@ -90,7 +90,7 @@ void check_trace(const std::string& path, const std::vector<std::string>& nodes,
   const std::string json = read_file(path);
   const trace::Timeline tl = trace::read_chrome_json(path);
   std::remove(path.c_str());
-  BOOST_TEST(test::check_chrome_structure(json, tl) == tl.slices.size());
+  BOOST_TEST(testing::check_chrome_structure(json, tl) == tl.slices.size());
   std::set<std::string> names;
   std::set<std::uint64_t> tasks;
   for (const auto& s : tl.slices) {
@@ -123,14 +123,14 @@ const std::string& plain_output() {
 BOOST_AUTO_TEST_CASE(preloaded_program_prints_the_same_bits) {
   const std::string& plain = plain_output();
   BOOST_TEST_REQUIRE(plain.find("0.weight.grad ") != std::string::npos, plain.substr(0, 200));
-  const test::RunResult preloaded = run_program({"LD_PRELOAD=" + preload});
+  const testing::RunResult preloaded = run_program({"LD_PRELOAD=" + preload});
   BOOST_TEST(preloaded.out == plain);
 }
 
 BOOST_AUTO_TEST_CASE(preloaded_program_writes_a_json_trace_of_libtorch_nodes) {
   const std::string path = temp_path("trace.json");
   std::remove(path.c_str());
-  const test::RunResult r = run_program({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=" + path});
+  const testing::RunResult r = run_program({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=" + path});
   BOOST_TEST(r.out == plain_output());
   check_trace(path, {"AddmmBackward0", "ReluBackward0", "NllLossBackward0", "MulBackward0"},
               backward_calls(r.out));
@@ -139,7 +139,7 @@ BOOST_AUTO_TEST_CASE(preloaded_program_writes_a_json_trace_of_libtorch_nodes) {
 BOOST_AUTO_TEST_CASE(preloaded_program_writes_an_html_report) {
   const std::string path = temp_path("trace.html");
   std::remove(path.c_str());
-  const test::RunResult r = run_program({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=" + path});
+  const testing::RunResult r = run_program({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=" + path});
   BOOST_TEST(r.out == plain_output());
   const std::string html = read_file(path);
   std::remove(path.c_str());
@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(preloaded_program_writes_an_html_report) {
 BOOST_AUTO_TEST_CASE(example_trains_and_traces_its_last_backward) {
   const std::string path = temp_path("example.json");
   std::remove(path.c_str());
-  const test::RunResult r = run_with({}, {example, "--steps", "5", "--trace", path});
+  const testing::RunResult r = run_with({}, {example, "--steps", "5", "--trace", path});
   BOOST_TEST(r.out.find("trace of the last backward: " + path) != std::string::npos, r.out);
   check_trace(path, {"AddmmBackward0", "NativeLayerNormBackward0"}, 1);
 
@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(a_launcher_under_the_preload_leaves_the_apps_trace) {
   // exits after its child: it must not overwrite the child's trace.
   const std::string path = temp_path("timeout.json");
   std::remove(path.c_str());
-  const test::RunResult r = run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=" + path},
+  const testing::RunResult r = run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=" + path},
                                      {"/usr/bin/timeout", "60", program});
   BOOST_TEST(r.out == plain_output());
   check_trace(path, {"AddmmBackward0", "NllLossBackward0"}, backward_calls(r.out));
@@ -176,7 +176,7 @@ BOOST_AUTO_TEST_CASE(rank_and_pid_name_each_processes_file) {
   const std::filesystem::path dir = temp_path("ranks");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const test::RunResult r =
+  const testing::RunResult r =
     run_with({"LD_PRELOAD=" + preload, "RANK=3", "ACTORGRAD_TRACE=" + (dir / "t_%r_%p_%%.json").string()},
              {"/usr/bin/timeout", "60", program});
   std::vector<std::string> files;
@@ -198,7 +198,7 @@ BOOST_AUTO_TEST_CASE(rank_and_pid_name_each_processes_file) {
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_percent_sequence_is_refused_by_name) {
-  const test::RunResult r = run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=/tmp/t_%x.json"},
+  const testing::RunResult r = run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=/tmp/t_%x.json"},
                                      {program});
   BOOST_TEST(r.err.find("ACTORGRAD_TRACE='/tmp/t_%x.json': '%x' is not one of %p") !=
                std::string::npos,
@@ -217,7 +217,7 @@ BOOST_AUTO_TEST_CASE(ten_thousand_passes_with_the_last_five_kept_stay_flat_and_e
   // so the margin covers a loaded shared machine.
   const std::string path = temp_path("many.json");
   std::remove(path.c_str());
-  const test::RunResult r =
+  const testing::RunResult r =
     run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=" + path + ":5"}, {many_passes, "10000"});
   timespec now{};
   ::clock_gettime(CLOCK_MONOTONIC, &now);

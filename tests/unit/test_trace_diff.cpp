@@ -10,8 +10,8 @@
 #include "tests/support/hand_made_trace.h"
 
 using namespace actorgrad::trace;
-using actorgrad::test::row_named;
-using actorgrad::test::slice;
+using actorgrad::testing::row_named;
+using actorgrad::testing::slice;
 
 namespace {
 

@@ -165,7 +165,7 @@ BOOST_AUTO_TEST_CASE(a_merge_pairs_the_messages_corrects_the_clocks_and_finds_th
   std::ostringstream json;
   json << std::ifstream(path).rdbuf();
   std::remove(path.c_str());
-  test::check_chrome_structure(json.str(), back);
+  testing::check_chrome_structure(json.str(), back);
   BOOST_TEST(back.processes.size() == 2u);
   BOOST_TEST(back.processes[1].shift_ns == m.processes[1].shift_ns);
   BOOST_TEST(back.actor_process == m.actor_process);

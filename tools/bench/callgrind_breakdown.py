@@ -58,7 +58,7 @@ ENGINE = [
                                   r"record_async_read|actorgrad::Event::|actorgrad::sim::|task_streams",
      r"/device/(sim|cuda)/|/device/stream|stream_sync|pending_reads"),
     ("engine: actors (runner, messages, mailboxes)",
-     r"actorgrad::detail::(Runner|EngineActor|KeptElement|post|run_on_fresh_stack|AsyncCoordinator|CoordinatorPool|"
+     r"actorgrad::detail::(Runner|EngineActor|RecycledElement|post|run_on_fresh_stack|AsyncCoordinator|CoordinatorPool|"
      r"run_call|spawn_call|DeviceWorker|CallerMailbox|Doorbell|TaskContext|Caller)|CallerRunner|actorgrad::Engine::",
      r"/actors/"),
     # A gradient sent to another device's worker (SentValue, made by

@@ -107,8 +107,8 @@ void launch(Self self, std::uint64_t context_id, LocalStep step, caf::response_p
 
 /// ForwardRequest: runs a remote op within a context (agent_requests.cpp).
 ForwardReply forward(Self self, ForwardRequest& req);
-/// GradRequest: runs this process's part of a backward from a send node.
-caf::result<Ack> backward(Self self, GradRequest& req);
+/// RemoteGrad: runs this process's part of a backward from a send node.
+caf::result<Ack> backward(Self self, RemoteGrad& req);
 /// GradientsRequest: the gradients of this process's leaves in a context.
 GradientsReply gradients(Self self, std::uint64_t context_id);
 

@@ -1,10 +1,10 @@
-/// @file test_kept_element.cpp
+/// @file test_recycled_element.cpp
 /// The mailbox elements of the per-node messages (Note [Mailbox elements
-/// kept by the thread that frees them] in actors/detail/kept_element.h):
+/// kept by the thread that frees them] in actors/detail/recycled_element.h):
 /// the thread that frees one takes its block for its next one, whichever
 /// per-node message that is; an element reads as its message; and post
 /// sends those messages in such elements.
-#define BOOST_TEST_MODULE kept_element
+#define BOOST_TEST_MODULE recycled_element
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -16,19 +16,19 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "actorgrad/actors/detail/kept_element.h"
+#include "actorgrad/actors/detail/recycled_element.h"
 #include "actorgrad/actors/detail/message_type.h"
 #include "actorgrad/actors/detail/post.h"
 
 using namespace actorgrad;
-using detail::KeptElement;
+using detail::RecycledElement;
 
 namespace {
 
 /// A per-node message's element, as post makes it.
 template <class M>
 caf::mailbox_element_ptr element(M m) {
-  return caf::mailbox_element_ptr{new KeptElement<M>(caf::make_message_id(), std::move(m))};
+  return caf::mailbox_element_ptr{new RecycledElement<M>(caf::make_message_id(), std::move(m))};
 }
 
 /// The address of the block that holds `e`.
@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(an_element_reads_as_its_message) {
   BOOST_TEST(moved.get_as<msg::WakeUp>(0).task_id == 42u);
 }
 
-BOOST_AUTO_TEST_CASE(post_sends_a_per_node_message_in_a_kept_element) {
+BOOST_AUTO_TEST_CASE(post_sends_a_per_node_message_in_a_recycled_element) {
   caf::actor_system_config config;
   caf::actor_system system{config};
   caf::scoped_actor self{system};

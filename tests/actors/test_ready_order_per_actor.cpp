@@ -1,11 +1,12 @@
-#define BOOST_TEST_MODULE actors_ready_order
+#define BOOST_TEST_MODULE ready_order_per_actor
 #include <boost/test/unit_test.hpp>
 
-// The ready order on each actor, observed through an EngineObserver (actors_test::on_node_start)
+// The ready order on each actor, observed through an EngineObserver (testing::on_node_start)
 // (called by the actor that runs a node, with that actor's device): among
 // the ready nodes of one actor the one with the higher sequence_nr (the
 // later-created) runs first, and a task that arrives later but ranks higher
 // overtakes one already queued (Note [Priority mailbox] in actors/detail/runner.h).
+// (The heap's order on its own: tests/unit/test_ready_heap.cpp.)
 
 #include <chrono>
 #include <cstdlib>
@@ -28,7 +29,7 @@
 #include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;
-using namespace actorgrad::actors_test;
+using namespace actorgrad::testing;
 
 namespace {
 
@@ -152,7 +153,7 @@ void wait_signal(const std::shared_future<void>& f, std::atomic<bool>& timed_out
 struct EngineFixture {
   EngineFixture() {
     EngineConfig cfg{{Device::sim(0), Device::sim(1)}};
-    cfg.observer = actors_test::on_node_start(
+    cfg.observer = testing::on_node_start(
       [](Device actor, const GraphTaskBase& task, const NodeInfo& node) {
         recorder().add({actor, node.id, node.sequence_nr, node.name, task.id});
       });

@@ -1,5 +1,12 @@
-#define BOOST_TEST_MODULE ready_order
+#define BOOST_TEST_MODULE ready_heap
 #include <boost/test/unit_test.hpp>
+
+// ReadyHeap (libengine/engine/ready_heap.h), the heap each actor pops its
+// ready nodes from: it pops in the ready order (shutdown, then wake-ups,
+// then depth, then sequence_nr) for random tasks and for interleaved pushes
+// and pops, moves and copies its tasks intact, and holds one reference per
+// waiting task. (The order the actors run nodes in, end to end:
+// tests/actors/test_ready_order_per_actor.cpp.)
 
 #include <algorithm>
 #include <random>

@@ -1,5 +1,5 @@
 #pragma once
-/// @file kept_element.h
+/// @file recycled_element.h
 /// The mailbox element of an engine message, whose memory the thread that
 /// frees it keeps for its next one. Internal.
 
@@ -39,7 +39,7 @@ namespace actorgrad::detail {
 // CAF 0.17 allocates every element with `new mailbox_element_vals<T>`, a
 // final class, and frees it with `delete this` through its virtual
 // destructor, which calls the operator delete of the element's own class.
-// So KeptElement repeats mailbox_element_vals for one message type and adds
+// So RecycledElement repeats mailbox_element_vals for one message type and adds
 // that class its own operator new and delete; everything that reads or
 // moves an element (handlers, MessageType, forwards) sees the same
 // mailbox_element and type_erased_tuple as before.
@@ -52,12 +52,12 @@ inline void keep_element_block(void* block) noexcept;
 
 /// The mailbox element of one engine message M (see the note above).
 template <class M>
-class KeptElement final : public caf::mailbox_element,
+class RecycledElement final : public caf::mailbox_element,
                           public caf::detail::tuple_vals_impl<caf::type_erased_tuple, M> {
 public:
   /// An element without a sender, as caf::anon_send makes it.
   template <class U>
-  KeptElement(caf::message_id mid, U&& m)
+  RecycledElement(caf::message_id mid, U&& m)
     : caf::mailbox_element(nullptr, mid, {}),
       caf::detail::tuple_vals_impl<caf::type_erased_tuple, M>(std::forward<U>(m)) {}
 
@@ -79,8 +79,8 @@ public:
 
 /// A block that holds the mailbox element of any per-node message.
 struct alignas(std::max_align_t) ElementBlock {
-  std::byte bytes[std::max({sizeof(KeptElement<msg::Grad>), sizeof(KeptElement<msg::Task>),
-                            sizeof(KeptElement<msg::WakeUp>)})];
+  std::byte bytes[std::max({sizeof(RecycledElement<msg::Grad>), sizeof(RecycledElement<msg::Task>),
+                            sizeof(RecycledElement<msg::WakeUp>)})];
 };
 
 inline void* take_element_block() { return RecyclingAllocator<ElementBlock>{}.allocate(1); }
