@@ -20,9 +20,19 @@
 #include <utility>
 #include <vector>
 
+#include "actorgrad/actors/default_engine.h"
 #include "actorgrad/actors/torch/install.h"
 
 namespace actorgrad::testing {
+
+/// The engine settings of the bridge's runs: ACTORGRAD_CPU_WORKERS CPU
+/// workers (ctest runs the bridge's and the models' tests with 1 and with
+/// 2: Note [Parallel CPU nodes] in actors/detail/cpu_lanes.h).
+inline actorgrad::EngineConfig bridge_config() {
+  actorgrad::EngineConfig config;
+  config.cpu_workers = actorgrad::cpu_workers_from_env();
+  return config;
+}
 
 /// The tensors a program run returns, by name, in a fixed order.
 using NamedTensors = std::vector<std::pair<std::string, ::torch::Tensor>>;
@@ -58,7 +68,7 @@ inline void add_parameters(NamedTensors& out, const ::torch::nn::Module& module,
 /// the actor run made no backward call on actorgrad (the comparison could
 /// not fail).
 inline DiffRuns run_both(const TorchProgram& program, std::uint64_t seed = 0,
-                         actorgrad::EngineConfig config = {}) {
+                         actorgrad::EngineConfig config = bridge_config()) {
   if (actorgrad::torch::installed())
     throw std::logic_error("run_both: the torch bridge is installed already; the stock run would not be stock");
   DiffRuns runs;
@@ -168,7 +178,7 @@ inline Results unnamed(const NamedTensors& t) {
 
 /// run_both for a body that returns Results: {stock, actorgrad}.
 template <class Body>
-std::pair<Results, Results> run_both_unnamed(Body body, actorgrad::EngineConfig config = {}) {
+std::pair<Results, Results> run_both_unnamed(Body body, actorgrad::EngineConfig config = bridge_config()) {
   const auto runs = run_both([&] { return named(body()); }, 0, std::move(config));
   return {unnamed(runs.stock), unnamed(runs.actor)};
 }
@@ -181,7 +191,7 @@ inline void check_equal(const Results& stock, const Results& ours) {
 
 /// run_both_unnamed + check_equal.
 template <class Body>
-void check_same(Body body, actorgrad::EngineConfig config = {}) {
+void check_same(Body body, actorgrad::EngineConfig config = bridge_config()) {
   auto [stock, ours] = run_both_unnamed(body, std::move(config));
   check_equal(stock, ours);
 }

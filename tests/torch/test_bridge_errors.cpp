@@ -49,7 +49,7 @@ std::pair<std::string, std::string> error_of(const std::function<void()>& fails)
 template <class E>
 void check_same_error(const std::function<void()>& fails, const std::string& node) {
   const auto [stock_type, stock] = error_of<E>(fails);
-  actorgrad::torch::Scope scope;
+  actorgrad::torch::Scope scope(actorgrad::testing::bridge_config());
   const auto [our_type, ours] = error_of<E>(fails);
   BOOST_TEST_MESSAGE("stock: " << stock << "\nactorgrad: " << ours);
   BOOST_CHECK(!stock.empty());
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(anomaly_mode_names_the_node_that_made_the_failing_one) {
     }
   };
   const auto stock = parents_warned(nan_in_double_backward);
-  actorgrad::torch::Scope scope;
+  actorgrad::torch::Scope scope(actorgrad::testing::bridge_config());
   const auto calls = actorgrad::torch::stats().calls;
   const auto ours = parents_warned(nan_in_double_backward);
   BOOST_CHECK_EQUAL(actorgrad::torch::stats().calls, calls + 2);

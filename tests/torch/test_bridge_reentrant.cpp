@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(queue_callback_from_a_hook_runs_at_the_end) {
 }
 
 BOOST_AUTO_TEST_CASE(queue_callback_outside_backward_is_refused) {
-  actorgrad::torch::Scope scope;
+  actorgrad::torch::Scope scope(actorgrad::testing::bridge_config());
   BOOST_CHECK_EXCEPTION(torch::autograd::Engine::get_default_engine().queue_callback([] {}),
                         c10::Error, [](const c10::Error& e) {
                           return std::string(e.what()).find(

@@ -243,7 +243,7 @@ std::vector<std::string> backward_functions_recorded() {
 // bridge's Trampoline (libtorch's engine runs it as a node); without, none.
 BOOST_AUTO_TEST_CASE(record_function_events_per_node) {
   const auto stock = backward_functions_recorded();
-  actorgrad::torch::Scope scope;
+  actorgrad::torch::Scope scope(actorgrad::testing::bridge_config());
   const auto ours = backward_functions_recorded();
   for (const auto& [who, names] : {std::pair{"stock", stock}, std::pair{"actorgrad", ours}}) {
     std::string all;
@@ -307,7 +307,7 @@ actorgrad::testing::Results capture_hook_body() {
 BOOST_AUTO_TEST_CASE(capture_hooks_run_when_the_gradient_is_captured) {
   const auto stock = capture_hook_body();
   const auto stock_events = capture_events;
-  actorgrad::torch::Scope scope;
+  actorgrad::torch::Scope scope(actorgrad::testing::bridge_config());
   const auto ours = capture_hook_body();
   BOOST_TEST(stock_events == (std::vector<std::string>{"tensor hook", "capture hook", "exp node ran"}),
              boost::test_tools::per_element());

@@ -62,7 +62,7 @@ BOOST_AUTO_TEST_CASE(eight_threads_times_200_calls_equal_to_stock) {
       expected[t].push_back(call(models[t], i));
   }
 
-  actorgrad::torch::Scope scope;
+  actorgrad::torch::Scope scope(actorgrad::testing::bridge_config());
   const auto calls_before = actorgrad::torch::stats().calls;
   std::atomic<int> mismatches{0}; // written by the workers, read after they end
   std::atomic<int> errors{0};
