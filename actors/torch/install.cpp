@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "actorgrad/actors/torch/bridge_engine.h"
+#include "actorgrad/actors/torch/dist_engine.h"
 
 namespace actorgrad::torch {
 
@@ -27,6 +28,10 @@ std::atomic<BridgeEngine*> installed_bridge{nullptr};
   return *fallback_engine;
 }
 
+/// Whether install() took over libtorch's distributed engine. Written by
+/// install(), read by stats().
+std::atomic<bool> dist_taken_over{false};
+
 } // namespace
 
 void install(EngineConfig config) {
@@ -45,6 +50,7 @@ void install(EngineConfig config) {
   // so install/uninstall never race libtorch's read of the stub.
   static const bool stub_set = (::torch::autograd::set_default_engine_stub(&default_engine_stub), true);
   (void)stub_set;
+  dist_taken_over.store(torch_bridge::take_over_dist_engine(), std::memory_order_relaxed);
 }
 
 void uninstall() {
@@ -63,7 +69,9 @@ actorgrad::Engine& engine() {
 
 Stats stats() {
   auto& c = torch_bridge::counters();
-  return {c.calls.load(std::memory_order_relaxed), c.delegated.load(std::memory_order_relaxed)};
+  return {c.calls.load(std::memory_order_relaxed), c.delegated.load(std::memory_order_relaxed),
+          c.distributed_parts.load(std::memory_order_relaxed),
+          dist_taken_over.load(std::memory_order_relaxed)};
 }
 
 } // namespace actorgrad::torch

@@ -7,7 +7,10 @@
 ///
 /// libtorch's backward(), torch::autograd::backward and torch::autograd::grad
 /// all go through libtorch's default engine; install() makes that an engine
-/// whose calls the actor engine schedules (actors/torch/bridge_engine.h).
+/// whose calls the actor engine schedules (actors/torch/bridge_engine.h),
+/// and takes over torch::distributed::autograd's engine so that
+/// distributed backward passes run their local parts on it too
+/// (actors/torch/dist_engine.h).
 /// Calls whose graph reaches a non-CPU device (CUDA) are given to libtorch's
 /// stock engine whole (counted in Stats::delegated). Without code changes:
 /// LD_PRELOAD=libactorgrad_torch_preload.so (preload.cpp).
@@ -54,6 +57,13 @@ struct Stats {
   /// reaches a CUDA (non-CPU) device, they were made inside a node of a
   /// delegated call, or they reached an engine already uninstalled.
   std::uint64_t delegated = 0;
+  /// Parts of torch.distributed.autograd backward passes run in this
+  /// process (a dist_autograd.backward call here, or a gradient that
+  /// arrived by RPC), each one call counted in `calls` when it reached a
+  /// leaf (actors/torch/dist_engine.h).
+  std::uint64_t distributed_parts = 0;
+  /// Whether install() took over libtorch's distributed autograd engine.
+  bool distributed_taken_over = false;
 };
 Stats stats();
 

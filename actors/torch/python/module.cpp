@@ -103,7 +103,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("stats", [] {
     const auto s = torch::stats();
     return py::dict(py::arg("calls") = s.calls, py::arg("delegated") = s.delegated,
-                    py::arg("fast_backward") = torch_python::fast_backward_calls());
+                    py::arg("fast_backward") = torch_python::fast_backward_calls(),
+                    py::arg("distributed_parts") = s.distributed_parts,
+                    py::arg("distributed_taken_over") = s.distributed_taken_over);
   });
   m.def(
     "enable_fast_backward",

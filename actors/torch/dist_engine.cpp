@@ -1,0 +1,329 @@
+#include "actorgrad/actors/torch/dist_engine.h"
+
+#include <ATen/core/jit_type.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/functions/accumulate_grad.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <typeinfo>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "actorgrad/actors/torch/bridge_engine.h"
+#include "actorgrad/actors/torch/dist_autograd_abi.h"
+#include "actorgrad/actors/torch/install.h"
+#include "actorgrad/actors/torch/plt_slots.h"
+
+namespace actorgrad::torch_bridge {
+
+// Note [Distributed autograd on actors]
+// libtorch 1.13's DistEngine (a singleton in libtorch_cpu.so) runs the
+// local part of a distributed backward with its own ready loop
+// (execute_graph_task_until_ready_queue_empty, calling the non-virtual
+// Engine::evaluate_function) on the engine it took from
+// get_default_engine() when first used, so the bridge engine never sees
+// it. Two entry points start that loop, and libtorch_cpu calls both
+// through its PLT (readelf -r -W libtorch_cpu.so.1.13.0 lists
+// R_X86_64_JUMP_SLOT relocations for DistEngine::execute and
+// DistEngine::executeSendFunctionAsync; objdump shows
+// torch::distributed::autograd::backward and
+// RequestCallbackNoPython::processBackwardAutogradReq calling them
+// `@plt`). Python's dist_autograd.backward is a pybind binding of
+// torch::distributed::autograd::backward (libtorch_python.so holds its
+// address: R_X86_64_GLOB_DAT), so it goes through the same slot. install()
+// rewrites the two slots (plt_slots.h): the same code serves the preload
+// library and the Python module, and no other code of libtorch changes.
+//
+// What runs instead, in each process:
+// - dist_autograd.backward(context_id, roots, retain_graph), the
+//   initiator: roots are checked as libtorch does (scalar, requiring grad,
+//   with a grad_fn), then this process's part runs from them (below), then
+//   the call waits for every gradient RPC the part sent (libtorch's
+//   clearAndWaitForOutstandingRpcsAsync) and throws the first error.
+// - A gradient arriving by RPC for a SendRpcBackward (the RPC agent's
+//   request callback, which already stored the gradient in the node):
+//   the node returns it, and a part runs from the node's next edges with
+//   it, on the agent's thread as a synchronous call of the actor engine
+//   (the thread coordinates and runs the CPU nodes, as for any bridge
+//   call). The future returned to the agent, which answers the sender with
+//   it, completes when the RPCs of the part are answered; the part itself
+//   never waits for a reply, so no agent thread blocks on another process.
+// - A part is one call of the bridge engine (BridgeEngine::execute with
+//   accumulate_grad=false): its outputs are the graph's leaves that
+//   libtorch's computeDependencies makes outputs too, each AccumulateGrad
+//   and every input of each RecvRpcBackward, found by one walk from the
+//   roots. So the actor engine runs exactly the nodes that lead to a leaf
+//   (libtorch's init_to_execute on the same outputs) and returns each
+//   leaf's summed gradient. Each AccumulateGrad's gradient then goes
+//   through the leaf's pre-hooks into the context (DistAutogradContext::
+//   accumulateGrad, what get_gradients returns) and its post-hooks, as
+//   libtorch's DistAccumulateGradCaptureHook does; each RecvRpcBackward is
+//   called with its gradients and sends them to its peer, as libtorch's
+//   loop would.
+// - An error of a part fails it with "Error on Node N: ..." (N: this
+//   worker's id), libtorch's text: the initiator throws it, a remote part
+//   answers its sender with it, so the caller's error names every worker
+//   on the way.
+//
+// Difference from libtorch: libtorch runs all of a process's parts of one
+// pass as one GraphTask whose roots are the context's roots and every send
+// function, so a node reached from several send functions runs once, with
+// their gradients summed; here each arriving gradient runs its own part
+// (one bridge call: the actor engine has no entry for a task that waits for
+// roots that arrive later), so such a node runs once per arrival
+// (correct by linearity; with retain_graph=False its second run fails as a
+// second backward through a freed graph would), and a RecvRpcBackward
+// sends once its part has finished rather than when it becomes ready. A
+// graph whose parts are reached through one send function each, the
+// common model-parallel case, runs the same nodes on the same gradients
+// in the same order as libtorch, so its gradients are bitwise libtorch's.
+//
+// Bookkeeping at the RPC boundary: a context's parts running in this
+// process share the libtorch GraphTask libtorch's RecvRpcBackward reads
+// keep_graph_ from (set by the first, reset by the last) and must wait for
+// each other's RPCs (the context hands all its outstanding RPCs to
+// whichever part asks first). That per-context table is kept under a
+// std::mutex, as libtorch's DistEngine keeps its own: it is touched once
+// when a part starts and once when it ends, by RPC agent and caller
+// threads, never by an actor of the engine or while a node runs.
+
+namespace {
+
+namespace dist = ::torch::distributed::autograd;
+using ::torch::autograd::AccumulateGrad;
+using ::torch::autograd::edge_list;
+using ::torch::autograd::GraphTask;
+using ::torch::autograd::Node;
+using ::torch::autograd::variable_list;
+using Future = c10::ivalue::Future;
+using FuturePtr = c10::intrusive_ptr<Future>;
+using ContextPtr = std::shared_ptr<dist::DistAutogradContext>;
+
+using ExecuteFn = void (*)(dist::DistEngine*, int64_t, const variable_list&, bool);
+using SendFn = FuturePtr (*)(dist::DistEngine*, const ContextPtr&,
+                             const std::shared_ptr<dist::SendRpcBackward>&, bool);
+
+/// libtorch's own entry points, for calls made while actorgrad is not
+/// installed. Written once (atomically, by redirect_plt_slot before it
+/// rewrites the slot), read atomically by every call through the slot.
+void* stock_execute = nullptr;
+void* stock_send = nullptr;
+
+template <class Fn>
+Fn stock(void*& entry) {
+  return reinterpret_cast<Fn>(__atomic_load_n(&entry, __ATOMIC_ACQUIRE));
+}
+
+constexpr const char* kExecuteSymbol =
+  "_ZN5torch11distributed8autograd10DistEngine7executeElRKSt6vectorIN2at6TensorESaIS5_EEb";
+constexpr const char* kSendSymbol =
+  "_ZN5torch11distributed8autograd10DistEngine24executeSendFunctionAsyncERKSt10shared_ptrINS1_"
+  "19DistAutogradContextEERKS3_INS1_15SendRpcBackwardEEb";
+
+/// A context's parts running in this process (see the Note).
+struct ContextParts {
+  int running = 0;
+  /// Waits for RPCs sent by parts that may still be running or answering.
+  std::vector<FuturePtr> waits;
+};
+std::mutex parts_mutex;
+std::unordered_map<int64_t, ContextParts> parts_by_context;
+
+/// Starts a part of `ctx`: the first gives the context a libtorch
+/// GraphTask keeping the graph as `keep_graph` says.
+void enter_part(dist::DistAutogradContext& ctx, bool keep_graph) {
+  std::lock_guard<std::mutex> lock(parts_mutex);
+  if (parts_by_context[ctx.contextId()].running++ == 0) {
+    ctx.resetGraphTask();
+    ctx.setGraphTask(std::make_shared<GraphTask>(keep_graph, /*grad_mode=*/false,
+                                                 /*reentrant_depth=*/0, nullptr,
+                                                 /*exit_on_error=*/true));
+  }
+}
+
+/// A future that completes when every one of `futures` has, with the first
+/// error among them.
+FuturePtr join(std::vector<FuturePtr> futures) {
+  auto joined = c10::make_intrusive<Future>(c10::NoneType::get());
+  // Written by each future's callback (any thread), read by the last one.
+  auto left = std::make_shared<std::atomic<std::size_t>>(futures.size());
+  for (auto& f : futures)
+    f->addCallback([joined, left](Future& done) {
+      if (done.hasError())
+        joined->setErrorIfNeeded(done.exception_ptr());
+      if (left->fetch_sub(1, std::memory_order_acq_rel) == 1 && !joined->completed())
+        joined->markCompleted();
+    });
+  return joined;
+}
+
+/// Ends a part of `ctx`: returns a future for every RPC it sent (and any
+/// other running part's that it took along).
+FuturePtr leave_part(dist::DistAutogradContext& ctx) {
+  std::vector<FuturePtr> waits;
+  {
+    std::lock_guard<std::mutex> lock(parts_mutex);
+    auto it = parts_by_context.find(ctx.contextId());
+    ContextParts& parts = it->second;
+    std::erase_if(parts.waits, [](const FuturePtr& f) { return f->completed(); });
+    parts.waits.push_back(ctx.clearAndWaitForOutstandingRpcsAsync());
+    waits = parts.waits;
+    if (--parts.running == 0) {
+      ctx.resetGraphTask();
+      parts_by_context.erase(it);
+    }
+  }
+  return join(std::move(waits));
+}
+
+/// libtorch's text for an error of this worker's part.
+std::string on_this_node(const std::exception& e) {
+  return "Error on Node " + std::to_string(dist::DistAutogradContainer::getInstance().getWorkerId()) +
+         ": " + e.what();
+}
+
+bool is_recv(const Node& n) {
+  return std::strcmp(typeid(n).name(), dist::kRecvRpcBackwardTypeName) == 0;
+}
+
+/// The leaves reached from `roots` that libtorch's computeDependencies
+/// makes outputs: (AccumulateGrad, 0) and (RecvRpcBackward, i) for each
+/// input i, a node's edges next to each other.
+edge_list leaves_of(const edge_list& roots) {
+  edge_list leaves;
+  std::unordered_set<Node*> seen;
+  std::deque<Node*> queue;
+  auto reach = [&](const ::torch::autograd::Edge& e) {
+    Node* next = e.function.get();
+    if (!next || !seen.insert(next).second)
+      return;
+    queue.push_back(next);
+    if (next->num_outputs() != 0)
+      return;
+    if (dynamic_cast<AccumulateGrad*>(next))
+      leaves.emplace_back(e.function, 0);
+    else if (is_recv(*next))
+      for (std::uint32_t i = 0; i < next->num_inputs(); ++i)
+        leaves.emplace_back(e.function, i);
+  };
+  for (const auto& e : roots)
+    reach(e);
+  while (!queue.empty()) {
+    Node* fn = queue.front();
+    queue.pop_front();
+    for (const auto& e : fn->next_edges())
+      reach(e);
+  }
+  return leaves;
+}
+
+/// Adds a leaf's gradient into the context through the leaf's hooks
+/// (libtorch's DistAccumulateGradCaptureHook).
+void accumulate_into(dist::DistAutogradContext& ctx, AccumulateGrad& leaf, at::Tensor&& grad) {
+  variable_list grads{std::move(grad)};
+  for (const auto& hook : leaf.pre_hooks())
+    grads = (*hook)(grads);
+  if (grads[0].defined())
+    ctx.accumulateGrad(leaf.variable, grads[0], /*num_expected_refs=*/1);
+  for (const auto& hook : leaf.post_hooks())
+    (*hook)(variable_list{}, grads);
+}
+
+/// Runs this process's part of a pass of `ctx` from `roots` with `grads`
+/// on the installed actor engine (see the Note).
+void run_part(dist::DistAutogradContext& ctx, const edge_list& roots, variable_list&& grads,
+              bool keep_graph) {
+  counters().distributed_parts.fetch_add(1, std::memory_order_relaxed);
+  const edge_list leaves = leaves_of(roots);
+  if (leaves.empty())
+    return;
+  variable_list got = ::torch::autograd::Engine::get_default_engine().execute(
+    roots, grads, keep_graph, /*create_graph=*/false, /*accumulate_grad=*/false, leaves);
+  grads.clear();
+  for (std::size_t i = 0; i < leaves.size();) {
+    Node& fn = *leaves[i].function;
+    if (auto* leaf = dynamic_cast<AccumulateGrad*>(&fn)) {
+      accumulate_into(ctx, *leaf, std::move(got[i]));
+      ++i;
+      continue;
+    }
+    variable_list inputs;
+    for (; i < leaves.size() && leaves[i].function.get() == &fn; ++i)
+      inputs.push_back(std::move(got[i]));
+    fn(std::move(inputs)); // RecvRpcBackward: sends them to its peer
+  }
+}
+
+void execute_on_actors(dist::DistEngine* self, int64_t context_id, const variable_list& roots,
+                       bool retain_graph) {
+  if (!actorgrad::torch::installed())
+    return stock<ExecuteFn>(stock_execute)(self, context_id, roots, retain_graph);
+  ContextPtr ctx = dist::DistAutogradContainer::getInstance().retrieveContext(context_id);
+  TORCH_CHECK(!roots.empty(), "No tensors provided for gradient computation.");
+  edge_list edges;
+  variable_list grads;
+  for (const auto& root : roots) {
+    TORCH_CHECK(root.requires_grad(), "requires_grad not set on root");
+    TORCH_CHECK(root.numel() == 1, root.name(), " is not a scalar, all roots need to be scalar");
+    TORCH_CHECK(root.grad_fn(), root.name(), " does not have a valid gradient function.");
+    edges.push_back(::torch::autograd::impl::gradient_edge(root));
+    grads.push_back(at::ones_like(root, LEGACY_CONTIGUOUS_MEMORY_FORMAT));
+  }
+  enter_part(*ctx, retain_graph);
+  try {
+    run_part(*ctx, edges, std::move(grads), retain_graph);
+  } catch (const std::exception& e) {
+    leave_part(*ctx);
+    throw c10::Error(on_this_node(e), "");
+  }
+  leave_part(*ctx)->waitAndThrow();
+}
+
+FuturePtr execute_send_on_actors(dist::DistEngine* self, const ContextPtr& ctx,
+                                 const std::shared_ptr<dist::SendRpcBackward>& send,
+                                 bool retain_graph) {
+  if (!actorgrad::torch::installed())
+    return stock<SendFn>(stock_send)(self, ctx, send, retain_graph);
+  enter_part(*ctx, retain_graph);
+  try {
+    variable_list sent = (*send)(variable_list{}); // the gradients the RPC stored in it
+    edge_list roots;
+    variable_list grads;
+    for (std::uint32_t i = 0; i < send->num_outputs(); ++i)
+      if (const auto& e = send->next_edge(i); e.is_valid()) {
+        roots.push_back(e);
+        grads.push_back(std::move(sent[i]));
+      }
+    run_part(*ctx, roots, std::move(grads), retain_graph);
+  } catch (const std::exception& e) {
+    leave_part(*ctx);
+    auto failed = c10::make_intrusive<Future>(c10::NoneType::get());
+    failed->setError(std::make_exception_ptr(c10::Error(on_this_node(e), "")));
+    return failed;
+  }
+  return leave_part(*ctx);
+}
+
+} // namespace
+
+bool take_over_dist_engine() {
+  static const bool taken = [] {
+    const bool execute = redirect_plt_slot(
+      "libtorch_cpu.so", kExecuteSymbol, reinterpret_cast<void*>(&execute_on_actors), &stock_execute);
+    const bool send = redirect_plt_slot("libtorch_cpu.so", kSendSymbol,
+                                        reinterpret_cast<void*>(&execute_send_on_actors), &stock_send);
+    return execute && send;
+  }();
+  return taken;
+}
+
+} // namespace actorgrad::torch_bridge
