@@ -89,7 +89,8 @@ namespace actorgrad::torch_bridge {
 //
 // Bookkeeping at the RPC boundary: a context's parts running in this
 // process share the libtorch GraphTask libtorch's RecvRpcBackward reads
-// keep_graph_ from (set by the first, reset by the last) and must wait for
+// keep_graph_ from (set by the first, reset once the RPCs of the last are
+// answered, so that a failing RPC reports to it as in libtorch) and must wait for
 // each other's RPCs (the context hands all its outstanding RPCs to
 // whichever part asks first). That per-context table is kept under a
 // std::mutex, as libtorch's DistEngine keeps its own: it is touched once
@@ -129,20 +130,26 @@ constexpr const char* kSendSymbol =
   "_ZN5torch11distributed8autograd10DistEngine24executeSendFunctionAsyncERKSt10shared_ptrINS1_"
   "19DistAutogradContextEERKS3_INS1_15SendRpcBackwardEEb";
 
-/// A context's parts running in this process (see the Note).
+/// A context's parts in this process (see the Note), from the first
+/// part's start until the RPCs of the last are answered.
 struct ContextParts {
   int running = 0;
+  /// Counts the times a part found none running (told apart so that the
+  /// end of an earlier group does not reset a later group's GraphTask).
+  std::uint64_t group = 0;
   /// Waits for RPCs sent by parts that may still be running or answering.
   std::vector<FuturePtr> waits;
 };
 std::mutex parts_mutex;
 std::unordered_map<int64_t, ContextParts> parts_by_context;
 
-/// Starts a part of `ctx`: the first gives the context a libtorch
+/// Starts a part of `ctx`: the first of a group gives the context a libtorch
 /// GraphTask keeping the graph as `keep_graph` says.
 void enter_part(dist::DistAutogradContext& ctx, bool keep_graph) {
   std::lock_guard<std::mutex> lock(parts_mutex);
-  if (parts_by_context[ctx.contextId()].running++ == 0) {
+  ContextParts& parts = parts_by_context[ctx.contextId()];
+  if (parts.running++ == 0) {
+    ++parts.group;
     ctx.resetGraphTask();
     ctx.setGraphTask(std::make_shared<GraphTask>(keep_graph, /*grad_mode=*/false,
                                                  /*reentrant_depth=*/0, nullptr,
@@ -167,22 +174,33 @@ FuturePtr join(std::vector<FuturePtr> futures) {
 }
 
 /// Ends a part of `ctx`: returns a future for every RPC it sent (and any
-/// other running part's that it took along).
-FuturePtr leave_part(dist::DistAutogradContext& ctx) {
+/// other running part's that it took along). When the last part of a group
+/// ends and its RPCs are answered, the context's GraphTask goes (an RPC
+/// that fails reports to it until then, as in libtorch).
+FuturePtr leave_part(const ContextPtr& ctx) {
   std::vector<FuturePtr> waits;
+  std::uint64_t group = 0;
+  bool last = false;
   {
     std::lock_guard<std::mutex> lock(parts_mutex);
-    auto it = parts_by_context.find(ctx.contextId());
-    ContextParts& parts = it->second;
+    ContextParts& parts = parts_by_context.at(ctx->contextId());
     std::erase_if(parts.waits, [](const FuturePtr& f) { return f->completed(); });
-    parts.waits.push_back(ctx.clearAndWaitForOutstandingRpcsAsync());
+    parts.waits.push_back(ctx->clearAndWaitForOutstandingRpcsAsync());
     waits = parts.waits;
-    if (--parts.running == 0) {
-      ctx.resetGraphTask();
-      parts_by_context.erase(it);
-    }
+    last = --parts.running == 0;
+    group = parts.group;
   }
-  return join(std::move(waits));
+  FuturePtr joined = join(std::move(waits));
+  if (last)
+    joined->addCallback([ctx, group](Future&) {
+      std::lock_guard<std::mutex> lock(parts_mutex);
+      auto it = parts_by_context.find(ctx->contextId());
+      if (it != parts_by_context.end() && it->second.running == 0 && it->second.group == group) {
+        ctx->resetGraphTask();
+        parts_by_context.erase(it);
+      }
+    });
+  return joined;
 }
 
 /// libtorch's text for an error of this worker's part.
@@ -282,10 +300,10 @@ void execute_on_actors(dist::DistEngine* self, int64_t context_id, const variabl
   try {
     run_part(*ctx, edges, std::move(grads), retain_graph);
   } catch (const std::exception& e) {
-    leave_part(*ctx);
+    leave_part(ctx);
     throw c10::Error(on_this_node(e), "");
   }
-  leave_part(*ctx)->waitAndThrow();
+  leave_part(ctx)->waitAndThrow();
 }
 
 FuturePtr execute_send_on_actors(dist::DistEngine* self, const ContextPtr& ctx,
@@ -305,12 +323,12 @@ FuturePtr execute_send_on_actors(dist::DistEngine* self, const ContextPtr& ctx,
       }
     run_part(*ctx, roots, std::move(grads), retain_graph);
   } catch (const std::exception& e) {
-    leave_part(*ctx);
+    leave_part(ctx);
     auto failed = c10::make_intrusive<Future>(c10::NoneType::get());
     failed->setError(std::make_exception_ptr(c10::Error(on_this_node(e), "")));
     return failed;
   }
-  return leave_part(*ctx);
+  return leave_part(ctx);
 }
 
 } // namespace
