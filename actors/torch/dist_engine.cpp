@@ -90,12 +90,17 @@ namespace actorgrad::torch_bridge {
 // Bookkeeping at the RPC boundary: a context's parts running in this
 // process share the libtorch GraphTask libtorch's RecvRpcBackward reads
 // keep_graph_ from (set by the first, reset once the RPCs of the last are
-// answered, so that a failing RPC reports to it as in libtorch) and must wait for
-// each other's RPCs (the context hands all its outstanding RPCs to
-// whichever part asks first). That per-context table is kept under a
-// std::mutex, as libtorch's DistEngine keeps its own: it is touched once
-// when a part starts and once when it ends, by RPC agent and caller
-// threads, never by an actor of the engine or while a node runs.
+// answered, so that a failing RPC reports to it as in libtorch). A part
+// waits for the RPCs it sent itself and no other's: a part that waited
+// for an earlier part's RPCs could wait for itself (the earlier part's
+// RPC is answered only when the gradients it causes, this part among
+// them, are done). libtorch only lets a context hand over all its RPCs at
+// once, so each RecvRpcBackward call and the handing over of its RPC are
+// made together under one std::mutex, which also guards the per-context
+// table, as libtorch's DistEngine keeps its own under a mutex. It is taken
+// when a part starts, around each RecvRpcBackward call (which queues its
+// RPC and returns) and when a part ends, by RPC agent and caller threads,
+// never by an actor of the engine.
 
 namespace {
 
@@ -137,8 +142,6 @@ struct ContextParts {
   /// Counts the times a part found none running (told apart so that the
   /// end of an earlier group does not reset a later group's GraphTask).
   std::uint64_t group = 0;
-  /// Waits for RPCs sent by parts that may still be running or answering.
-  std::vector<FuturePtr> waits;
 };
 std::mutex parts_mutex;
 std::unordered_map<int64_t, ContextParts> parts_by_context;
@@ -163,6 +166,8 @@ FuturePtr join(std::vector<FuturePtr> futures) {
   auto joined = c10::make_intrusive<Future>(c10::NoneType::get());
   // Written by each future's callback (any thread), read by the last one.
   auto left = std::make_shared<std::atomic<std::size_t>>(futures.size());
+  if (futures.empty())
+    joined->markCompleted();
   for (auto& f : futures)
     f->addCallback([joined, left](Future& done) {
       if (done.hasError())
@@ -173,24 +178,30 @@ FuturePtr join(std::vector<FuturePtr> futures) {
   return joined;
 }
 
-/// Ends a part of `ctx`: returns a future for every RPC it sent (and any
-/// other running part's that it took along). When the last part of a group
-/// ends and its RPCs are answered, the context's GraphTask goes (an RPC
-/// that fails reports to it until then, as in libtorch).
-FuturePtr leave_part(const ContextPtr& ctx) {
-  std::vector<FuturePtr> waits;
+/// Calls RecvRpcBackward `recv` with `grads` (it sends them to its peer
+/// and adds the RPC's future to `ctx`) and returns that future: every RPC
+/// of a context is added under parts_mutex, so the context hands over
+/// exactly this one.
+FuturePtr send_to_peer(dist::DistAutogradContext& ctx, Node& recv, variable_list&& grads) {
+  std::lock_guard<std::mutex> lock(parts_mutex);
+  recv(std::move(grads));
+  return ctx.clearAndWaitForOutstandingRpcsAsync();
+}
+
+/// Ends a part of `ctx` that sent the RPCs `sent`: returns a future for
+/// them. When the last part of a group ends and its RPCs are answered, the
+/// context's GraphTask goes (an RPC that fails reports to it until then, as
+/// in libtorch).
+FuturePtr leave_part(const ContextPtr& ctx, std::vector<FuturePtr> sent) {
   std::uint64_t group = 0;
   bool last = false;
   {
     std::lock_guard<std::mutex> lock(parts_mutex);
     ContextParts& parts = parts_by_context.at(ctx->contextId());
-    std::erase_if(parts.waits, [](const FuturePtr& f) { return f->completed(); });
-    parts.waits.push_back(ctx->clearAndWaitForOutstandingRpcsAsync());
-    waits = parts.waits;
     last = --parts.running == 0;
     group = parts.group;
   }
-  FuturePtr joined = join(std::move(waits));
+  FuturePtr joined = join(std::move(sent));
   if (last)
     joined->addCallback([ctx, group](Future&) {
       std::lock_guard<std::mutex> lock(parts_mutex);
@@ -257,9 +268,10 @@ void accumulate_into(dist::DistAutogradContext& ctx, AccumulateGrad& leaf, at::T
 }
 
 /// Runs this process's part of a pass of `ctx` from `roots` with `grads`
-/// on the installed actor engine (see the Note).
+/// on the installed actor engine (see the Note); adds the RPCs it sends to
+/// `sent`.
 void run_part(dist::DistAutogradContext& ctx, const edge_list& roots, variable_list&& grads,
-              bool keep_graph) {
+              bool keep_graph, std::vector<FuturePtr>& sent) {
   counters().distributed_parts.fetch_add(1, std::memory_order_relaxed);
   const edge_list leaves = leaves_of(roots);
   if (leaves.empty())
@@ -277,7 +289,7 @@ void run_part(dist::DistAutogradContext& ctx, const edge_list& roots, variable_l
     variable_list inputs;
     for (; i < leaves.size() && leaves[i].function.get() == &fn; ++i)
       inputs.push_back(std::move(got[i]));
-    fn(std::move(inputs)); // RecvRpcBackward: sends them to its peer
+    sent.push_back(send_to_peer(ctx, fn, std::move(inputs)));
   }
 }
 
@@ -297,13 +309,14 @@ void execute_on_actors(dist::DistEngine* self, int64_t context_id, const variabl
     grads.push_back(at::ones_like(root, LEGACY_CONTIGUOUS_MEMORY_FORMAT));
   }
   enter_part(*ctx, retain_graph);
+  std::vector<FuturePtr> sent;
   try {
-    run_part(*ctx, edges, std::move(grads), retain_graph);
+    run_part(*ctx, edges, std::move(grads), retain_graph, sent);
   } catch (const std::exception& e) {
-    leave_part(ctx);
+    leave_part(ctx, std::move(sent));
     throw c10::Error(on_this_node(e), "");
   }
-  leave_part(ctx)->waitAndThrow();
+  leave_part(ctx, std::move(sent))->waitAndThrow();
 }
 
 FuturePtr execute_send_on_actors(dist::DistEngine* self, const ContextPtr& ctx,
@@ -312,23 +325,24 @@ FuturePtr execute_send_on_actors(dist::DistEngine* self, const ContextPtr& ctx,
   if (!actorgrad::torch::installed())
     return stock<SendFn>(stock_send)(self, ctx, send, retain_graph);
   enter_part(*ctx, retain_graph);
+  std::vector<FuturePtr> sent;
   try {
-    variable_list sent = (*send)(variable_list{}); // the gradients the RPC stored in it
+    variable_list received = (*send)(variable_list{}); // the gradients the RPC stored in it
     edge_list roots;
     variable_list grads;
     for (std::uint32_t i = 0; i < send->num_outputs(); ++i)
       if (const auto& e = send->next_edge(i); e.is_valid()) {
         roots.push_back(e);
-        grads.push_back(std::move(sent[i]));
+        grads.push_back(std::move(received[i]));
       }
-    run_part(*ctx, roots, std::move(grads), retain_graph);
+    run_part(*ctx, roots, std::move(grads), retain_graph, sent);
   } catch (const std::exception& e) {
-    leave_part(ctx);
+    leave_part(ctx, std::move(sent));
     auto failed = c10::make_intrusive<Future>(c10::NoneType::get());
     failed->setError(std::make_exception_ptr(c10::Error(on_this_node(e), "")));
     return failed;
   }
-  return leave_part(ctx);
+  return leave_part(ctx, std::move(sent));
 }
 
 } // namespace
