@@ -28,8 +28,8 @@ std::atomic<BridgeEngine*> installed_bridge{nullptr};
   return *fallback_engine;
 }
 
-/// Whether install() took over libtorch's distributed engine. Written by
-/// install(), read by stats().
+/// Whether libtorch's distributed engine was taken over. Written by
+/// take_over_distributed_autograd(), read by stats().
 std::atomic<bool> dist_taken_over{false};
 
 } // namespace
@@ -50,7 +50,12 @@ void install(EngineConfig config) {
   // so install/uninstall never race libtorch's read of the stub.
   static const bool stub_set = (::torch::autograd::set_default_engine_stub(&default_engine_stub), true);
   (void)stub_set;
-  dist_taken_over.store(torch_bridge::take_over_dist_engine(), std::memory_order_relaxed);
+}
+
+bool take_over_distributed_autograd() {
+  const bool taken = torch_bridge::take_over_dist_engine();
+  dist_taken_over.store(taken, std::memory_order_relaxed);
+  return taken;
 }
 
 void uninstall() {

@@ -95,6 +95,7 @@ PYBIND11_MODULE(_C, m) {
       config.devices = parse_devices(devices);
       config.max_recursion_depth = max_recursion_depth;
       torch::install(std::move(config));
+      torch::take_over_distributed_autograd();
     },
     py::arg("devices") = "", py::arg("max_recursion_depth") = 60,
     "Makes the actor engine libtorch's default engine (devices as ACTORGRAD_DEVICES: 'sim:2').");
