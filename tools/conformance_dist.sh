@@ -48,7 +48,7 @@ for rc in "$results"/*.rc; do
   fi
 done
 for mode in stock install; do
-  "$python" "$suite" merge "$results/$mode.json" "$results/$mode"-*[0-9].json
+  env "${common_env[@]}" "$python" "$suite" merge "$results/$mode.json" "$results/$mode"-*[0-9].json
 done
 "$python" "$repo_root/tools/conformance/autograd_suite.py" compare "$results/stock.json" \
   "install=$results/install.json" || failed=1
