@@ -4,7 +4,11 @@
 # runs every test with ctest, then the sanitizer stage (tools/sanitize.sh:
 # the concurrency, reentrancy, fault, recorder and stream tests under ASan + UBSan)
 # and the conformance stage (tools/conformance.sh: PyTorch's own autograd
-# tests on torch's engine and on actorgrad's).
+# tests on torch's engine and on actorgrad's), then the distributed
+# conformance stage (tools/conformance_dist.sh: PyTorch's distributed
+# autograd tests with actorgrad in every process; here the tests named in
+# DIST_CONFORMANCE_CI, as the whole suite takes far longer than the other
+# stages: CONFORMANCE_DIST_TESTS= runs all of it).
 # Exits non-zero when any test fails. Extra arguments go to ctest and skip
 # the sanitizer and conformance stages (e.g. tools/test.sh -R semantics).
 set -euo pipefail
@@ -17,4 +21,9 @@ bash "$repo_root/tools/setup.sh" --with-test-deps
 if (( $# == 0 )); then
   bash "$repo_root/tools/sanitize.sh"
   bash "$repo_root/tools/conformance.sh"
+  DIST_CONFORMANCE_CI="test_backward_simple test_backward_multiple_roots test_backward_rref
+    test_backward_simple_python_udf test_backward_autograd_engine_error test_backward_node_failure
+    test_backward_accumulate_grads test_trainer_ps"
+  CONFORMANCE_DIST_TESTS="${CONFORMANCE_DIST_TESTS-$DIST_CONFORMANCE_CI}" \
+    CONFORMANCE_DIST_TIMEOUT="${CONFORMANCE_DIST_TIMEOUT:-900}" bash "$repo_root/tools/conformance_dist.sh"
 fi

@@ -52,6 +52,8 @@ namespace actorgrad::torch_bridge {
 struct Counters {
   std::atomic<std::uint64_t> calls{0};
   std::atomic<std::uint64_t> delegated{0};
+  /// Parts of distributed backward passes run here (dist_engine.h).
+  std::atomic<std::uint64_t> distributed_parts{0};
 };
 Counters& counters();
 

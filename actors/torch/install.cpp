@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "actorgrad/actors/torch/bridge_engine.h"
+#include "actorgrad/actors/torch/dist_engine.h"
 
 namespace actorgrad::torch {
 
@@ -27,6 +28,10 @@ std::atomic<BridgeEngine*> installed_bridge{nullptr};
   return *fallback_engine;
 }
 
+/// Whether libtorch's distributed engine was taken over. Written by
+/// take_over_distributed_autograd(), read by stats().
+std::atomic<bool> dist_taken_over{false};
+
 } // namespace
 
 void install(EngineConfig config) {
@@ -47,6 +52,12 @@ void install(EngineConfig config) {
   (void)stub_set;
 }
 
+bool take_over_distributed_autograd() {
+  const bool taken = torch_bridge::take_over_dist_engine();
+  dist_taken_over.store(taken, std::memory_order_relaxed);
+  return taken;
+}
+
 void uninstall() {
   if (BridgeEngine* b = installed_bridge.exchange(nullptr, std::memory_order_acq_rel))
     b->retire();
@@ -63,7 +74,9 @@ actorgrad::Engine& engine() {
 
 Stats stats() {
   auto& c = torch_bridge::counters();
-  return {c.calls.load(std::memory_order_relaxed), c.delegated.load(std::memory_order_relaxed)};
+  return {c.calls.load(std::memory_order_relaxed), c.delegated.load(std::memory_order_relaxed),
+          c.distributed_parts.load(std::memory_order_relaxed),
+          dist_taken_over.load(std::memory_order_relaxed)};
 }
 
 } // namespace actorgrad::torch

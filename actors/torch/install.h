@@ -8,6 +8,8 @@
 /// libtorch's backward(), torch::autograd::backward and torch::autograd::grad
 /// all go through libtorch's default engine; install() makes that an engine
 /// whose calls the actor engine schedules (actors/torch/bridge_engine.h).
+/// take_over_distributed_autograd() makes torch::distributed::autograd's
+/// backward passes run their local parts on it too (actors/torch/dist_engine.h).
 /// Calls whose graph reaches a non-CPU device (CUDA) are given to libtorch's
 /// stock engine whole (counted in Stats::delegated). Without code changes:
 /// LD_PRELOAD=libactorgrad_torch_preload.so (preload.cpp).
@@ -24,6 +26,16 @@ namespace actorgrad::torch {
 /// std::logic_error if already installed, std::invalid_argument naming a bad
 /// setting of `config`.
 void install(EngineConfig config = {});
+
+/// From now on, while installed, torch::distributed::autograd's backward
+/// passes (dist_autograd.backward and the gradients other processes send
+/// by RPC) run their local parts on the installed engine; not installed,
+/// on libtorch's. Returns false when this libtorch does not call its
+/// distributed engine through its PLT (then nothing changes). The Python
+/// install() calls it; the preload library does not yet (a Python RPC
+/// program run under LD_PRELOAD, where torch's Python engine replaces the
+/// preload's as the default engine, hung: not yet understood).
+bool take_over_distributed_autograd();
 
 /// Restores libtorch's stock engine. Waits for nothing: calls in flight
 /// finish on actorgrad, and the actor engine goes when the last one ends.
@@ -54,6 +66,13 @@ struct Stats {
   /// reaches a CUDA (non-CPU) device, they were made inside a node of a
   /// delegated call, or they reached an engine already uninstalled.
   std::uint64_t delegated = 0;
+  /// Parts of torch.distributed.autograd backward passes run in this
+  /// process (a dist_autograd.backward call here, or a gradient that
+  /// arrived by RPC), each one call counted in `calls` when it reached a
+  /// leaf (actors/torch/dist_engine.h).
+  std::uint64_t distributed_parts = 0;
+  /// Whether install() took over libtorch's distributed autograd engine.
+  bool distributed_taken_over = false;
 };
 Stats stats();
 

@@ -95,6 +95,7 @@ PYBIND11_MODULE(_C, m) {
       config.devices = parse_devices(devices);
       config.max_recursion_depth = max_recursion_depth;
       torch::install(std::move(config));
+      torch::take_over_distributed_autograd();
     },
     py::arg("devices") = "", py::arg("max_recursion_depth") = 60,
     "Makes the actor engine libtorch's default engine (devices as ACTORGRAD_DEVICES: 'sim:2').");
@@ -103,7 +104,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("stats", [] {
     const auto s = torch::stats();
     return py::dict(py::arg("calls") = s.calls, py::arg("delegated") = s.delegated,
-                    py::arg("fast_backward") = torch_python::fast_backward_calls());
+                    py::arg("fast_backward") = torch_python::fast_backward_calls(),
+                    py::arg("distributed_parts") = s.distributed_parts,
+                    py::arg("distributed_taken_over") = s.distributed_taken_over);
   });
   m.def(
     "enable_fast_backward",

@@ -174,7 +174,11 @@ def installed(devices="", max_recursion_depth=60, fast_backward=True):
 
 def stats():
     """{"calls": backward calls run on actors, "delegated": given to torch's engine,
-    "fast_backward": Tensor.backward calls the fast method ran itself}."""
+    "fast_backward": Tensor.backward calls the fast method ran itself,
+    "distributed_parts": parts of torch.distributed.autograd backward passes
+    run in this process (Note [Distributed autograd on actors] in
+    actors/torch/dist_engine.cpp), "distributed_taken_over": whether
+    install() took over torch's distributed autograd engine}."""
     return _C.stats()
 
 

@@ -1,0 +1,93 @@
+"""torch.distributed.autograd on actorgrad (Note [Distributed autograd on
+actors] in actors/torch/dist_engine.cpp): RPC worlds of 2 and 3 processes on
+localhost (dist_cases.py), on torch's engine and with actorgrad installed in
+every process: gradients and parameters bitwise equal, and every process ran
+its part of each backward on the actor engine."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Each process of a world; a world that hangs fails its test past this.
+TIMEOUT_S = 180
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_world(case, engine, world, tmp_path):
+    """Runs `case` on `world` processes; returns what rank 0 saved."""
+    out = tmp_path / f"{case}.{engine}.{world}.pt"
+    port = str(free_port())
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "dist_cases.py"), case, engine,
+                               str(world), str(rank), port, str(out)])
+             for rank in range(world)]
+    try:
+        codes = [p.wait(timeout=TIMEOUT_S) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert codes[0] == 0, f"rank 0 of {case} on {engine} exited with {codes[0]}"
+    return torch.load(out)
+
+
+def assert_on_actors(stats, world):
+    """Every process ran parts of distributed backward passes on actorgrad."""
+    assert sorted(stats) == [f"w{r}" for r in range(world)]
+    for rank, s in stats.items():
+        assert s["distributed_taken_over"], rank
+        assert s["calls"] > 0 and s["distributed_parts"] > 0, (rank, s)
+
+
+def assert_bitwise_equal(stock, ours):
+    assert sorted(stock) == sorted(ours)
+    for key, expected in stock.items():
+        got = ours[key]
+        if isinstance(expected, torch.Tensor):
+            assert torch.equal(expected, got), f"{key}: max abs diff {(expected - got).abs().max()}"
+        else:
+            assert expected == got, key
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_model_across_processes_same_as_stock(world, tmp_path):
+    stock = run_world("chain", "stock", world, tmp_path)
+    ours = run_world("chain", "actorgrad", world, tmp_path)
+    assert stock.pop("stats") == {f"w{r}": {} for r in range(world)}
+    assert_on_actors(ours.pop("stats"), world)
+    # 3 steps x (local layer + each worker's) x (weight, bias), and final parameters.
+    assert len(stock) == 4 * 2 * world
+    assert_bitwise_equal(stock, ours)
+
+
+def test_contexts_of_4_threads_same_as_stock(tmp_path):
+    stock = run_world("threads", "stock", 2, tmp_path)
+    ours = run_world("threads", "actorgrad", 2, tmp_path)
+    stock.pop("stats")
+    assert_on_actors(ours.pop("stats"), 2)
+    assert ours["threads alive"] == 0
+    assert len(stock) == 4 * 3 * 3 + 1
+    assert_bitwise_equal(stock, ours)
+
+
+def test_error_of_a_remote_node_reaches_the_caller(tmp_path):
+    error = run_world("remote_error", "actorgrad", 2, tmp_path)["error"]
+    assert error is not None, "backward did not fail"
+    assert "Error on Node 1" in error, error
+    assert "boom in the backward of worker w1" in error, error
+
+
+def test_worker_killed_during_backward_fails_the_call(tmp_path):
+    result = run_world("killed", "actorgrad", 2, tmp_path)
+    assert result["error"] is not None, "backward did not fail"
+    # Within the RPC timeout (20 s, dist_cases.py).
+    assert result["seconds"] < 20, result

@@ -1,0 +1,169 @@
+"""PyTorch's own distributed autograd tests (DistAutogradTest and
+TensorPipeAgentDistAutogradTest of torch.testing._internal.distributed.rpc.
+dist_autograd_test, shipped with Debian's python3-torch), run through
+rpc_utils.generate_tests with the TensorPipe fixture as PyTorch's
+test/distributed/rpc/test_tensorpipe_agent.py does, on torch's engine and
+with actorgrad installed in every process; tools/conformance_dist.sh runs it.
+
+    dist_autograd_suite.py run MODE OUT.json SHARD COUNT [NAME...]
+        runs the tests (only those named NAME, e.g. test_backward_simple,
+        when given) whose index is SHARD modulo COUNT and writes each
+        test id's outcome to OUT.json (autograd_suite.py's format; the
+        header's stats sum every process's actorgrad.torch.stats(), and
+        `processes` counts the processes that ran a test, `on_actors` those
+        whose calls ran on actorgrad). MODE: stock, or install
+        (actorgrad.torch.install() in every process the tests spawn, before
+        it runs its test).
+    dist_autograd_suite.py merge OUT.json SHARD.json...
+        joins the shards of one mode into one file.
+
+Comparing two merged files: autograd_suite.py compare.
+"""
+
+import glob
+import json
+import os
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from autograd_suite import RecordingResult  # noqa: E402
+
+# common_utils parses the command line when imported: give it none.
+_argv, sys.argv = sys.argv, sys.argv[:1]
+
+# Modules, not their classes: the test loader takes every test class it
+# finds in this module.
+import torch.testing._internal.distributed.rpc.dist_autograd_test as suite  # noqa: E402
+import torch.testing._internal.distributed.rpc.tensorpipe_rpc_agent_test_fixture as fixture  # noqa: E402
+import torch.testing._internal.distributed.rpc_utils as rpc_utils  # noqa: E402
+
+sys.argv = _argv
+
+#: Where each spawned process writes its stats (set by `run` for its children).
+STATS_DIR = "ACTORGRAD_DIST_SUITE_STATS"
+MODE = "ACTORGRAD_DIST_SUITE_MODE"
+
+
+def with_actorgrad(cls):
+    """`cls` whose spawned processes install actorgrad first (when MODE is
+    install) and write their stats when their test ends."""
+
+    class Installed(cls):
+        @classmethod
+        def _run(cls, rank, test_name, file_name, parent_pipe):
+            stats = None
+            if os.environ.get(MODE) == "install":
+                import actorgrad.torch
+                actorgrad.torch.install()
+                stats = actorgrad.torch.stats
+            try:
+                super()._run(rank, test_name, file_name, parent_pipe)
+            finally:
+                path = os.path.join(os.environ[STATS_DIR], f"{test_name}.{rank}.json")
+                with open(path, "w") as f:
+                    json.dump(stats() if stats else {}, f)
+
+    Installed.__name__ = Installed.__qualname__ = cls.__name__
+    Installed.__module__ = cls.__module__
+    return Installed
+
+
+# Module-level, as in PyTorch's test file, so that the spawned processes
+# (which import this module as __mp_main__) find the classes by name.
+globals().update({
+    name: with_actorgrad(cls) for name, cls in rpc_utils.generate_tests(
+        "TensorPipe", fixture.TensorPipeRpcAgentTestFixture,
+        [suite.DistAutogradTest, suite.TensorPipeAgentDistAutogradTest], __name__).items()})
+
+
+class StatsResult(RecordingResult):
+    """Also adds up, per test, the stats its processes wrote."""
+
+    def __init__(self, path, header, stats_dir):
+        super().__init__(path, header)
+        self.stats_dir = stats_dir
+        header.update(stats={"calls": 0, "distributed_parts": 0}, processes=0, on_actors=0)
+
+    def startTest(self, test):
+        super().startTest(test)
+        self.started = time.monotonic()
+
+    def stopTest(self, test):
+        name = test.id().rsplit(".", 1)[-1]
+        if test.id() in self.outcomes:
+            self.outcomes[test.id()]["seconds"] = round(time.monotonic() - self.started, 1)
+        for path in glob.glob(os.path.join(self.stats_dir, f"{name}.*.json")):
+            with open(path) as f:
+                s = json.load(f)
+            os.remove(path)
+            self.header["processes"] += 1
+            if s.get("calls", 0) > 0:
+                self.header["on_actors"] += 1
+            for key in self.header["stats"]:
+                self.header["stats"][key] += s.get(key, 0)
+        super().stopTest(test)
+
+
+def run(mode, out, shard, count, names):
+    if mode not in ("stock", "install"):
+        raise SystemExit(f"dist_autograd_suite.py: unknown mode {mode!r}")
+    os.environ[MODE] = mode
+    stats_dir = tempfile.mkdtemp(prefix="dist-suite-stats-")
+    os.environ[STATS_DIR] = stats_dir
+    tests = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    chosen = [t for t in _flatten(tests) if not names or t.id().rsplit(".", 1)[-1] in names]
+    mine = unittest.TestSuite(t for i, t in enumerate(chosen) if i % count == shard)
+    result = StatsResult(out, {"mode": mode, "total": mine.countTestCases(), "complete": False},
+                         stats_dir)
+    start = time.monotonic()
+    mine.run(result)
+    result.header.update(complete=True, seconds=round(time.monotonic() - start, 1))
+    result.save()
+
+
+def _flatten(suite):
+    for t in suite:
+        if isinstance(t, unittest.TestSuite):
+            yield from _flatten(t)
+        else:
+            yield t
+
+
+def merge(out, shards):
+    merged = {"tests": {}, "complete": True, "seconds": 0.0, "processes": 0, "on_actors": 0,
+              "stats": {"calls": 0, "distributed_parts": 0}, "total": 0}
+    for path in shards:
+        with open(path) as f:
+            s = json.load(f)
+        merged["mode"] = s["mode"]
+        merged["tests"].update(s["tests"])
+        merged["complete"] = merged["complete"] and s.get("complete", False)
+        merged["seconds"] = max(merged["seconds"], s.get("seconds", 0.0))
+        merged["total"] += s.get("total", 0)
+        for key in ("processes", "on_actors"):
+            merged[key] += s.get(key, 0)
+        for key in merged["stats"]:
+            merged["stats"][key] += s.get("stats", {}).get(key, 0)
+    with open(out, "w") as f:
+        json.dump(merged, f, indent=0, sort_keys=True)
+    print(f"{merged['mode']}: {len(merged['tests'])} of {merged['total']} tests, "
+          f"{merged['processes']} processes, {merged['on_actors']} ran calls on actorgrad, "
+          f"stats {merged['stats']}")
+
+
+def main(argv):
+    if len(argv) >= 5 and argv[0] == "run":
+        run(argv[1], argv[2], int(argv[3]), int(argv[4]), set(argv[5:]))
+        return 0
+    if len(argv) >= 3 and argv[0] == "merge":
+        merge(argv[1], argv[2:])
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
