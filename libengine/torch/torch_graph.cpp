@@ -233,7 +233,7 @@ void throw_same_type(const std::exception& e, const std::string& text) {
 } // namespace
 
 bool TorchGraph::run_scope::is_current(const GraphTaskBase& task) {
-  return this_thread.task == &task;
+  return this_thread.task == &task && this_thread.task_id == task.id;
 }
 
 // Note [Caller state on CPU workers]
@@ -265,6 +265,7 @@ void TorchGraph::run_scope::switch_to(GraphTaskBase& task) {
     if (locals->thread != std::this_thread::get_id()) // Note [Caller state on CPU workers]
       at::ThreadLocalState::setThreadLocalState(locals->state);
   this_thread = {&task,
+                 task.id,
                  task.options.keep_graph,
                  at::hasCallbacks(),
                  task.anomaly || user_code,

@@ -79,8 +79,12 @@ struct TorchGraph {
   /// What a node needs of its call, set per thread (see Note [Per-thread
   /// call state]).
   struct call_state {
-    /// The call whose state is set on this thread (null: none).
+    /// The call whose state is set on this thread (null: none), and its id:
+    /// a later call may reuse the task's block (RecyclingAllocator), and a
+    /// worker thread, which no call_scope restores between calls, must not
+    /// take it for the call it last ran (Note [Per-thread call state]).
     const GraphTaskBase* task = nullptr;
+    std::uint64_t task_id = 0;
     /// Whether its nodes keep their saved variables (keep_graph).
     bool keep_graph = true;
     /// Whether RecordFunction callbacks were registered when it was set.
