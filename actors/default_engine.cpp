@@ -1,7 +1,10 @@
 #include "actorgrad/actors/default_engine.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <sstream>
+#include <stdexcept>
+#include <utility>
 
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/engine/reference_executor.h"
@@ -23,6 +26,17 @@ std::vector<Device> parse_devices(const std::string& text) {
   return devices;
 }
 
+std::size_t parse_cpu_workers(const std::string& text) {
+  std::size_t n = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, ec] = std::from_chars(text.data(), end, n);
+  if (text.empty() || ec != std::errc() || at != end || n < 1)
+    throw std::invalid_argument("ACTORGRAD_CPU_WORKERS='" + text +
+                                "': expects an integer >= 1 (threads that run a backward's CPU "
+                                "nodes, the caller included)");
+  return n;
+}
+
 namespace {
 
 // ACTORGRAD_DEVICES (parse_devices). Unset: sim:0..sim:3 (idle workers only
@@ -30,6 +44,12 @@ namespace {
 std::vector<Device> devices_from_env() {
   const char* env = std::getenv("ACTORGRAD_DEVICES");
   return parse_devices(env ? env : "sim:4");
+}
+
+// ACTORGRAD_CPU_WORKERS (parse_cpu_workers). Unset or empty: 1.
+std::size_t cpu_workers_from_env() {
+  const char* env = std::getenv("ACTORGRAD_CPU_WORKERS");
+  return env && *env ? parse_cpu_workers(env) : 1;
 }
 
 // Installed as the default executor when the program links the actor
@@ -58,7 +78,12 @@ std::shared_ptr<Executor> lazy_default() {
 // end with the process. An application that needs an orderly shutdown
 // owns an Engine and destroys it before main returns.
 Engine& default_engine() {
-  static Engine* engine = new Engine(EngineConfig{devices_from_env()});
+  static Engine* engine = [] {
+    EngineConfig config;
+    config.devices = devices_from_env();
+    config.cpu_workers = cpu_workers_from_env();
+    return new Engine(std::move(config));
+  }();
   return *engine;
 }
 

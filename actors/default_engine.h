@@ -2,6 +2,7 @@
 /// @file default_engine.h
 /// The process-wide actor engine behind the public API.
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,11 +18,19 @@ class Engine;
 /// Throws std::invalid_argument naming an item that is not a device.
 std::vector<Device> parse_devices(const std::string& text);
 
+/// The number an ACTORGRAD_CPU_WORKERS value names (EngineConfig::cpu_workers):
+/// a decimal integer of 1 or more, nothing else around it. Throws
+/// std::invalid_argument naming the variable and the value otherwise. Its
+/// upper bound is the Engine's to check.
+std::size_t parse_cpu_workers(const std::string& text);
+
 /// The process-wide Engine, created on first use. It serves the devices
 /// named by ACTORGRAD_DEVICES ("sim:2" serves sim:0 and sim:1; "sim:0,cuda:0"
 /// those two), or sim:0 to sim:3 when it is unset. A value that cannot be
 /// parsed, or names a device this process cannot serve, throws
-/// std::invalid_argument naming it (each first use tries again). Linking
+/// std::invalid_argument naming it (each first use tries again). Its CPU
+/// nodes run on ACTORGRAD_CPU_WORKERS threads (parse_cpu_workers; unset: 1,
+/// the caller alone). Linking
 /// actorgrad_actors installs it as the default executor, so
 /// actorgrad::backward / grad / Tensor::backward run on actors.
 Engine& default_engine();

@@ -49,6 +49,29 @@ def test_install_swaps_the_engine_and_uninstall_restores_it():
     assert torch.autograd.Variable._execution_engine is stock
 
 
+def test_cpu_workers_reach_the_engine_and_bad_counts_are_refused():
+    x = torch.randn(8, 8, dtype=torch.float64, requires_grad=True)
+    (x.tanh() @ x).sum().backward()
+    expected = x.grad.clone()
+    with ag.installed(cpu_workers=2):
+        assert ag.engine_config()["cpu_workers"] == 2
+        x.grad = None
+        (x.tanh() @ x).sum().backward()
+        assert torch.equal(x.grad, expected)
+    with ag.installed():
+        assert ag.engine_config()["cpu_workers"] == 1
+    with pytest.raises(RuntimeError, match="not installed"):
+        ag.engine_config()
+    for bad in (0, -1, 2.0, "2", True, None):
+        with pytest.raises(ValueError, match=r"install\(cpu_workers=.*\): cpu_workers must be an integer >= 1"):
+            ag.install(cpu_workers=bad)
+        assert not ag.is_installed()
+    with pytest.raises(ValueError, match="EngineConfig.cpu_workers is 300"):
+        ag.install(cpu_workers=300)  # the engine's bound: the value reached it
+    assert not ag.is_installed()
+    assert torch.autograd.Variable._execution_engine.__class__.__name__ != "_ActorEngine"
+
+
 def test_errors_keep_torch_texts_and_the_next_backward_works(on_actorgrad):
     x = torch.randn(3, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape of torch.Size\(\[4\]\)"):

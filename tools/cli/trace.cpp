@@ -16,6 +16,7 @@
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/ops.h"
+#include "tools/cli/engine_flags.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/mlp.h"
 #include "tools/cli/spirals.h"
@@ -97,9 +98,7 @@ std::function<Tensor()> make_model(const TraceOptions& o) {
 
 /// Runs the model's backward once to warm up, then once more while recording.
 trace::Timeline record(const TraceOptions& o) {
-  EngineConfig config;
-  config.devices = device_list(o.devices);
-  Engine engine(std::move(config));
+  Engine engine(engine_config(o.devices, o.cpu_workers));
   const auto loss_of = make_model(o);
   backward({loss_of()}, {}, engine);
   const Tensor loss = loss_of();
@@ -122,6 +121,7 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
                   "MLP layers round-robin on sim:0..sim:N-1 (or cuda:0..cuda:N-1), chain in N "
                   "contiguous stages")
     ->check(device_set());
+  add_cpu_workers(*cmd, o.cpu_workers);
   cmd->add_option("--hidden", o.hidden, "MLP hidden width")->check(integer_in(1));
   cmd->add_option("--points", o.points, "spiral points per class")->check(integer_in(2));
   cmd->add_option("--nodes", o.nodes, "chain length")->check(integer_in(1));
