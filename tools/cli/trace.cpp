@@ -29,7 +29,9 @@ namespace {
 
 constexpr const char* kAbout = R"(
 Runs one backward pass of a model on the actor engine with recording on (after
-one unrecorded warm-up pass), or reads a recording (--in), and writes:
+one unrecorded warm-up pass), or reads a recording (--in); with --cpu-workers N
+the engine runs a CPU-only backward's nodes (--devices cpu) on N threads, each
+a track of its own. It writes:
   --out      a Chrome Trace Event JSON file (open it in https://ui.perfetto.dev
              or chrome://tracing): one track per actor, a slice per node, an
              arrow per message, a counter of each actor's queue lengths;
@@ -38,8 +40,11 @@ one unrecorded warm-up pass), or reads a recording (--in), and writes:
              wait p50/p99; per actor the mailbox and ready-heap lengths (max,
              mean) and mailbox wait; the operations (per node name: calls, total, self,
              mean, min, max, share of the node time); messages per actor pair;
-             the critical path of each backward call. Each list shows its
-             first --top rows (default 20), or all of them with --all;
+             per backward call its parallelism (node time / wall time, each
+             track's busy % of the call, the longest chain of dependent nodes
+             and the most parallelism it allows) and its critical path. Each
+             list shows its first --top rows (default 20), or all of them
+             with --all;
   --ops-csv  the operations table as CSV (times in ns).
 With --diff BEFORE AFTER, two recordings are compared instead: the summary
 lists per operation and per actor the counts and times before and after and

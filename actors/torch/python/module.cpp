@@ -52,8 +52,8 @@ public:
     paths.ops_csv = path;
     write(paths);
   }
-  /// The text summary (per-actor load, operations, message edges,
-  /// critical paths), each list cut to `top` rows (0: all).
+  /// The text summary (per-actor load, operations, message edges, per pass
+  /// its parallelism and critical path), each list cut to `top` rows (0: all).
   std::string summary(std::size_t top) const {
     return trace::format_summary(timeline_, trace::summarize(timeline_), top);
   }

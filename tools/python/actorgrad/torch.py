@@ -223,7 +223,9 @@ class Profile:
 
     def summary(self, top=20):
         """The text summary: per-actor load, the per-operation table, messages,
-        critical paths; each list cut to `top` rows (0: all)."""
+        per pass its parallelism (busy % per track, node time / wall time,
+        longest chain of dependent nodes) and critical path; each list cut
+        to `top` rows (0: all)."""
         return self._recording.summary(top)
 
 
