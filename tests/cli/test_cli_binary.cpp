@@ -154,6 +154,22 @@ BOOST_AUTO_TEST_CASE(trace_summary_to_stdout_writes_no_file) {
   BOOST_TEST(dir.files().empty(), "files written: " << dir.files().size());
 }
 
+BOOST_AUTO_TEST_CASE(trace_of_an_ensemble_on_cpu_workers_shows_its_parallelism) {
+  // `actorgrad trace --cpu-workers N` (issue #60): the summary gives the
+  // pass's parallelism, each track's busy % of it and its longest chain;
+  // every node of the 16 MLPs is on a caller or CPU worker track.
+  TempDir dir;
+  const RunResult r = run_actorgrad({"trace", "--model", "ensemble", "--devices", "cpu",
+                                     "--cpu-workers", "2", "--hidden", "8", "--points", "20",
+                                     "--summary", "-"},
+                                    dir.path.string());
+  BOOST_TEST(r.status == 0, r.err);
+  for (const char* part : {"parallelism of GraphTask", "longest chain of dependent nodes",
+                           "with any number of workers", "caller"})
+    BOOST_TEST(contains(r.out, part), part << " not in: " << r.out);
+  BOOST_TEST(!contains(r.out, "sim:"), "no device worker: " << r.out);
+}
+
 BOOST_AUTO_TEST_CASE(dash_is_stdin_and_stdout) {
   TempDir dir;
   // --out - : the Chrome trace on stdout, nothing else there.

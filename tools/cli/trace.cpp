@@ -73,6 +73,9 @@ checked before anything runs.
 Exit status: 0 on success, 1 on failure, 2 on a bad command line.
 )";
 
+/// Independent MLPs of `--model ensemble`.
+constexpr std::int64_t kEnsemble = 16;
+
 /// A backward pass to record: builds the model's graph and returns the loss.
 std::function<Tensor()> make_model(const TraceOptions& o) {
   std::vector<Device> devices = device_list(o.devices);
@@ -94,11 +97,21 @@ std::function<Tensor()> make_model(const TraceOptions& o) {
   }
   if (devices.empty())
     devices.push_back(Device::cpu());
-  auto model = std::make_shared<Mlp>(std::vector<std::int64_t>{2, o.hidden, o.hidden, 2},
-                                     Activation::tanh, DType::f32, devices, o.seed);
+  // The MLP, or kEnsemble of them (seeds seed, seed + 1, ...), their losses summed.
+  const std::int64_t count = o.model == "ensemble" ? kEnsemble : 1;
+  std::vector<std::shared_ptr<Mlp>> models;
+  for (std::int64_t m = 0; m < count; ++m)
+    models.push_back(std::make_shared<Mlp>(std::vector<std::int64_t>{2, o.hidden, o.hidden, 2},
+                                           Activation::tanh, DType::f32, devices,
+                                           o.seed + static_cast<std::uint64_t>(m)));
   const SpiralData data = make_spirals(o.points, 0.02, o.seed);
   const Tensor x = Tensor::from_vector(data.x, {data.size(), 2}, DType::f32);
-  return [model, x, y = data.y] { return cross_entropy(model->forward(x), y); };
+  return [models, x, y = data.y] {
+    Tensor loss = cross_entropy(models.front()->forward(x), y);
+    for (std::size_t m = 1; m < models.size(); ++m)
+      loss = loss + cross_entropy(models[m]->forward(x), y);
+    return loss;
+  };
 }
 
 /// Runs the model's backward once to warm up, then once more while recording.
@@ -120,8 +133,10 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
   cmd->footer(kAbout);
   cmd->add_option("--model", o.model,
                   "the MLP of `actorgrad train` (2 -> hidden -> hidden -> 2 on two spirals), "
-                  "or a chain of --nodes multiplications of a [1] tensor")
-    ->check(one_of({"mlp", "chain"}));
+                  "16 such MLPs with their losses summed (ensemble: independent branches "
+                  "that CPU workers can run at once), or a chain of --nodes multiplications "
+                  "of a [1] tensor")
+    ->check(one_of({"mlp", "ensemble", "chain"}));
   cmd->add_option("--devices", o.devices,
                   "MLP layers round-robin on sim:0..sim:N-1 (or cuda:0..cuda:N-1), chain in N "
                   "contiguous stages")

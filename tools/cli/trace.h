@@ -14,6 +14,7 @@ namespace actorgrad::cli {
 
 /// The flags of `actorgrad trace`, as parsed.
 struct TraceOptions {
+  /// `mlp`, `ensemble` (16 MLPs, losses summed) or `chain`.
   std::string model = "mlp";
   /// `cpu` or `sim:N` (flags.h device_set).
   std::string devices = "sim:2";
