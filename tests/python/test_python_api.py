@@ -396,6 +396,23 @@ def test_profile_from_python(on_actorgrad, tmp_path):
     assert "ExpBackward0" in p.summary()
 
 
+def test_profile_of_an_ensemble_on_cpu_workers_shows_each_pass_s_parallelism():
+    # Issue #60: the summary gives each pass's parallelism, each track's busy
+    # % of it and its longest chain of dependent nodes.
+    torch.manual_seed(0)
+    x = torch.randn(32, 64)
+    models = [torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64))
+              for _ in range(8)]
+    with ag.installed(cpu_workers=2):
+        loss = sum(m(x).sum() for m in models)
+        with ag.profile() as p:
+            loss.backward()
+    text = p.summary()
+    assert re.search(r"parallelism of GraphTask \d+: \d+\.\d\dx \(node time", text), text
+    assert "longest chain of dependent nodes" in text, text
+    assert re.search(r"caller \d+ +busy +\d+\.\d%", text), text
+
+
 def test_profile_paths_name_the_rank_and_process(on_actorgrad, tmp_path, monkeypatch):
     # As ACTORGRAD_TRACE does: %r is RANK, %p the process id, %% a '%'.
     monkeypatch.setenv("RANK", "2")
