@@ -1,10 +1,9 @@
 #include "actorgrad/actors/default_engine.h"
 
-#include <charconv>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
-#include <utility>
+#include <string>
 
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/engine/reference_executor.h"
@@ -26,14 +25,18 @@ std::vector<Device> parse_devices(const std::string& text) {
   return devices;
 }
 
-std::size_t parse_cpu_workers(const std::string& text) {
+std::size_t cpu_workers_from_env(const char* name) {
+  const char* env = std::getenv(name);
+  if (!env || !*env)
+    return 1;
+  const std::string text = env;
   std::size_t n = 0;
-  const char* end = text.data() + text.size();
-  const auto [at, ec] = std::from_chars(text.data(), end, n);
-  if (text.empty() || ec != std::errc() || at != end || n < 1)
-    throw std::invalid_argument("ACTORGRAD_CPU_WORKERS='" + text +
-                                "': expects an integer >= 1 (threads that run a backward's CPU "
-                                "nodes, the caller included)");
+  const bool digits = text.size() <= 3 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (digits)
+    n = std::stoul(text);
+  if (!digits || n < 1 || n > 256)
+    throw std::invalid_argument(std::string(name) + " is '" + text +
+                                "': expected the number of threads that run CPU nodes, 1 to 256");
   return n;
 }
 
@@ -44,12 +47,6 @@ namespace {
 std::vector<Device> devices_from_env() {
   const char* env = std::getenv("ACTORGRAD_DEVICES");
   return parse_devices(env ? env : "sim:4");
-}
-
-// ACTORGRAD_CPU_WORKERS (parse_cpu_workers). Unset or empty: 1.
-std::size_t cpu_workers_from_env() {
-  const char* env = std::getenv("ACTORGRAD_CPU_WORKERS");
-  return env && *env ? parse_cpu_workers(env) : 1;
 }
 
 // Installed as the default executor when the program links the actor
@@ -79,8 +76,7 @@ std::shared_ptr<Executor> lazy_default() {
 // owns an Engine and destroys it before main returns.
 Engine& default_engine() {
   static Engine* engine = [] {
-    EngineConfig config;
-    config.devices = devices_from_env();
+    EngineConfig config{devices_from_env()};
     config.cpu_workers = cpu_workers_from_env();
     return new Engine(std::move(config));
   }();

@@ -18,19 +18,18 @@ class Engine;
 /// Throws std::invalid_argument naming an item that is not a device.
 std::vector<Device> parse_devices(const std::string& text);
 
-/// The number an ACTORGRAD_CPU_WORKERS value names (EngineConfig::cpu_workers):
-/// a decimal integer of 1 or more, nothing else around it. Throws
-/// std::invalid_argument naming the variable and the value otherwise. Its
-/// upper bound is the Engine's to check.
-std::size_t parse_cpu_workers(const std::string& text);
+/// The EngineConfig::cpu_workers an environment variable `name` sets
+/// (ACTORGRAD_CPU_WORKERS): 1 when it is unset or empty. Throws
+/// std::invalid_argument naming the variable and its value when that is not
+/// a whole number from 1 to 256.
+std::size_t cpu_workers_from_env(const char* name = "ACTORGRAD_CPU_WORKERS");
 
 /// The process-wide Engine, created on first use. It serves the devices
 /// named by ACTORGRAD_DEVICES ("sim:2" serves sim:0 and sim:1; "sim:0,cuda:0"
-/// those two), or sim:0 to sim:3 when it is unset. A value that cannot be
+/// those two), or sim:0 to sim:3 when it is unset, and runs CPU nodes on
+/// ACTORGRAD_CPU_WORKERS threads (cpu_workers_from_env). A value that cannot be
 /// parsed, or names a device this process cannot serve, throws
-/// std::invalid_argument naming it (each first use tries again). Its CPU
-/// nodes run on ACTORGRAD_CPU_WORKERS threads (parse_cpu_workers; unset: 1,
-/// the caller alone). Linking
+/// std::invalid_argument naming it (each first use tries again). Linking
 /// actorgrad_actors installs it as the default executor, so
 /// actorgrad::backward / grad / Tensor::backward run on actors.
 Engine& default_engine();

@@ -9,8 +9,8 @@
 ///                      none. Default: none.
 ///   ACTORGRAD_CPU_WORKERS
 ///                      threads that run a backward's CPU nodes, the caller
-///                      included (EngineConfig::cpu_workers;
-///                      parse_cpu_workers in actors/default_engine.h).
+///                      included (EngineConfig::cpu_workers, 1 to 256;
+///                      cpu_workers_from_env in actors/default_engine.h).
 ///                      Default: 1, the caller alone.
 ///   ACTORGRAD_TRACE    path.json (Chrome trace) or path.html (report): records
 ///                      every backward pass and writes the file at exit;
@@ -71,8 +71,7 @@ __attribute__((constructor)) void install_from_environment() {
     EngineConfig config;
     const char* devices = std::getenv("ACTORGRAD_DEVICES");
     config.devices = parse_devices(devices ? devices : "");
-    if (const char* workers = std::getenv("ACTORGRAD_CPU_WORKERS"); workers && *workers)
-      config.cpu_workers = parse_cpu_workers(workers);
+    config.cpu_workers = cpu_workers_from_env();
     install(std::move(config));
     if (trace_env && *trace_env) {
       pending_trace = new trace::TraceRequest(std::move(request)); // lives until exit
