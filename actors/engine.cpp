@@ -7,6 +7,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "actorgrad/actors/detail/async_call.h"
+#include "actorgrad/actors/detail/device_worker.h"
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/detail/foreign_thread.h"
 #include "actorgrad/actors/detail/post.h"
@@ -134,6 +135,12 @@ Engine::Engine(caf::actor_system& system, EngineConfig config)
 void Engine::spawn_actors() {
   for (std::size_t i = 0; i < core_->num_workers; ++i)
     core_->replace_worker(core_->workers[i], nullptr);
+  // Filled before any call can read it; a worker's own Runner reads the
+  // config, not this list, which is still growing as the workers start.
+  core_->cpu_workers.reserve(core_->config.cpu_workers - 1);
+  for (std::size_t i = 1; i < core_->config.cpu_workers; ++i)
+    core_->cpu_workers.push_back(core_->start<detail::DeviceWorker>(
+      "actorgrad.cpu", core_, Device::cpu(), ObservedActor::Role::cpu_worker));
   core_->pool = core_->start<detail::CoordinatorPool>("actorgrad.pool", core_);
   core_->requests = detail::spawn_request_server(this, core_);
 }
@@ -148,6 +155,10 @@ Engine::~Engine() {
       detail::post<caf::message_priority::high>(w, msg::Shutdown{});
       self->wait_for(w);
     }
+    for (const caf::actor& w : core_->cpu_workers) {
+      detail::post<caf::message_priority::high>(w, msg::Shutdown{});
+      self->wait_for(w);
+    }
     detail::post<caf::message_priority::high>(core_->pool, msg::Shutdown{});
     detail::post<caf::message_priority::high>(core_->requests, msg::Shutdown{});
     self->wait_for(core_->pool, core_->requests);
@@ -159,6 +170,7 @@ Engine::~Engine() {
   core_->drop_caller_mailbox();
   for (std::size_t i = 0; i < core_->num_workers; ++i)
     core_->workers[i].handle.store(nullptr);
+  core_->cpu_workers.clear();
   core_->pool = caf::actor{};
   core_->requests = caf::actor{};
   core_.reset();
@@ -179,7 +191,7 @@ void Engine::run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) 
     return;
   }
   CallerRunner caller(*core_);
-  if (!current_graph_task() && task->devices().empty() &&
+  if (!current_graph_task() && task->devices().empty() && core_->cpu_workers.empty() &&
       !core_->observer.load(std::memory_order_acquire)) {
     // Note [A top-level CPU call needs no Runner]
     caller.run_without_runner(*task, std::move(first));
@@ -243,7 +255,8 @@ void Engine::post(Device device, std::function<void()> job) {
 EngineStats Engine::stats() const {
   return {core_->max_reentrant_frames.load(), core_->fresh_stacks.load(),
           core_->async_coordinators.load(), core_->peak_async_coordinators.load(),
-          core_->async_calls_waited.load(), core_->async_calls_run_inline.load()};
+          core_->async_calls_waited.load(), core_->async_calls_run_inline.load(),
+          core_->cpu_tasks_shared.load()};
 }
 
 void Engine::set_observer(std::shared_ptr<EngineObserver> observer) {

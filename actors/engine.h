@@ -47,6 +47,10 @@ struct EngineStats {
   /// Asynchronous calls made inside a node that ran on its thread (Note
   /// [Async calls made inside a node] in actors/detail/async_call.h).
   std::int64_t async_calls_run_inline = 0;
+  /// Ready CPU nodes of spread calls that one thread handed to another
+  /// (EngineConfig::cpu_workers; Note [Parallel CPU nodes] in
+  /// actors/detail/cpu_lanes.h).
+  std::int64_t cpu_tasks_shared = 0;
 };
 
 /// Runs backward passes on actors (DESIGN.md section 2), for actorgrad's own
@@ -58,6 +62,8 @@ struct EngineStats {
 ///   CPU nodes, as in PyTorch. It gets a mailbox (a CAF scoped actor) only
 ///   when the graph crosses to a device.
 /// - Each configured device has one DeviceWorker actor shared by all calls.
+/// - With EngineConfig::cpu_workers > 1 the CPU nodes of a CPU-only call
+///   run on its caller and the engine's CPU workers together.
 /// - backward / grad: the public API's calls on this engine.
 /// - backward_async / grad_async / execute_async run on a pooled coordinator
 ///   actor (one per call in flight, reused; no thread started per call) and

@@ -47,6 +47,13 @@ struct EngineConfig {
   /// workers, and a gradient's bits do not depend on which worker ran what
   /// (Note [Parallel CPU nodes] in actors/detail/cpu_lanes.h).
   std::size_t cpu_workers = 1;
+  /// With cpu_workers > 1: how long a thread of a spread call with nothing
+  /// to run (a CPU worker, or a coordinator waiting for the workers) polls
+  /// its mailbox before it sleeps, when spin_before_block is shorter (zero
+  /// or more). Handing a node to a polling thread costs no wake-up, which
+  /// on a VM takes 10-60 µs, as long as several nodes (Note [Parallel CPU
+  /// nodes] in actors/detail/cpu_lanes.h).
+  std::chrono::nanoseconds cpu_worker_spin{std::chrono::microseconds(50)};
   /// How long an engine thread with nothing to do (a device worker, or a
   /// caller waiting for its call's workers) polls its mailbox before it
   /// blocks (zero or more; 0, the default, blocks at once). Spinning spends

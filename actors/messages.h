@@ -7,7 +7,7 @@
 /// | message   | sent by (file: function)                              | received by  | handled in (file: function)                 |
 /// |-----------|-------------------------------------------------------|--------------|---------------------------------------------|
 /// | Grad      | runner.cpp: Runner::send                              | owner of the consumer node (coordinator or DeviceWorker) | runner.cpp: Runner::handle |
-/// | Task      | runner.cpp: Runner::coordinate_here                   | DeviceWorker of the root's device | runner.cpp: Runner::handle |
+/// | Task      | runner.cpp: Runner::coordinate_here; cpu_lanes.cpp: share_ready_work (Note [Parallel CPU nodes]) | DeviceWorker of the root's device; an idle CPU lane of a spread call (CPU worker or coordinator) | runner.cpp: Runner::handle |
 /// | WakeUp    | runner.cpp: Runner::finish_one (only for a task with an observer; else a doorbell ring: Note [Wake-up without a message]) | the task's coordinator | runner.cpp: Runner::handle (a no-op: the loop re-checks) |
 /// | Job       | engine.cpp: Engine::post                              | a DeviceWorker | runner.cpp: Runner::handle |
 /// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; coordinator_pool.cpp: CoordinatorPool::stop (idle coordinators, and all at Shutdown) | DeviceWorker, CoordinatorPool, AsyncCoordinator, the request actor | runner.cpp: Runner::handle; coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act; request_server.cpp: request_server |

@@ -52,8 +52,23 @@ public:
   /// the owner's `stop()` true: wakes the owner if it sleeps.
   void wake() noexcept { doorbell_.ring(); }
 
+  /// The owner, as it starts and stops waiting for mail with nothing to
+  /// run (Runner::await_message).
+  void set_idle(bool idle) noexcept { idle_.store(idle, std::memory_order_relaxed); }
+  /// Another CPU lane of a spread call: true when this actor waits with
+  /// nothing to run, and it is now taken to be busy (so that two lanes do
+  /// not both hand it work: Note [Parallel CPU nodes] in cpu_lanes.h).
+  bool claim_idle() noexcept {
+    return idle_.load(std::memory_order_relaxed) &&
+           idle_.exchange(false, std::memory_order_relaxed);
+  }
+
 private:
   Doorbell doorbell_;
+  /// Written by the owner (set_idle) and by a lane that claims it
+  /// (claim_idle); read by the lanes of spread calls. A hint only: work
+  /// handed over is a message, which the mailbox orders.
+  std::atomic<bool> idle_{false};
 };
 
 } // namespace actorgrad::detail

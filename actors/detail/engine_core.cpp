@@ -18,6 +18,10 @@ void EngineCore::validate(const EngineConfig& cfg) {
     throw std::invalid_argument("EngineConfig.spin_before_block is " +
                                 std::to_string(cfg.spin_before_block.count()) +
                                 " ns: it must be 0 (block at once) or more");
+  if (cfg.cpu_worker_spin.count() < 0)
+    throw std::invalid_argument("EngineConfig.cpu_worker_spin is " +
+                                std::to_string(cfg.cpu_worker_spin.count()) +
+                                " ns: it must be 0 (block at once) or more");
   if (cfg.max_async_coordinators < 1)
     throw std::invalid_argument("EngineConfig.max_async_coordinators is 0: asynchronous calls "
                                 "need at least 1 coordinator");

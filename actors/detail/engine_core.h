@@ -58,6 +58,11 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
     threads.add(std::move(t));
     return a;
   }
+  /// The CPU workers (EngineConfig::cpu_workers - 1 of them), started with
+  /// the engine and fixed afterwards: the lanes a spread call shares its
+  /// CPU nodes with besides its coordinator (Note [Parallel CPU nodes] in
+  /// cpu_lanes.h).
+  std::vector<caf::actor> cpu_workers;
   /// The CoordinatorPool (keeps the async coordinators).
   caf::actor pool;
   /// The request actor (Engine::request_actor; actors/detail/request_server.h).
@@ -117,6 +122,9 @@ struct EngineCore : std::enable_shared_from_this<EngineCore> {
   /// Async calls made inside a node that ran on the calling thread (Note
   /// [Async calls made inside a node] in async_call.h; written by any caller).
   std::atomic<std::int64_t> async_calls_run_inline{0};
+
+  /// Ready CPU tasks one lane handed to another (share_ready_work; any lane).
+  std::atomic<std::int64_t> cpu_tasks_shared{0};
 
   /// Raises max_reentrant_frames to `frames`.
   void note_reentrant_frames(int frames);

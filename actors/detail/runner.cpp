@@ -10,6 +10,7 @@
 
 #include <caf/system_messages.hpp>
 
+#include "actorgrad/actors/detail/cpu_lanes.h"
 #include "actorgrad/actors/detail/fresh_stack.h"
 #include "actorgrad/actors/detail/message_type.h"
 #include "actorgrad/actors/detail/post.h"
@@ -84,6 +85,7 @@ Runner::Runner(EngineCore& core, EngineActor* self, ObservedActor::Role role, Re
     self_(self),
     actor_(role, queue.device, self ? self->id() : 0),
     queue_(std::move(queue)),
+    lanes_(core.config.cpu_workers > 1),
     prev_current_(current_runner) {
   Dispatch::queue_ = queue_.id;
   Dispatch::device_ = queue_.device;
@@ -160,7 +162,7 @@ EngineActor& Runner::mailbox() {
 
 std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
                                                   std::shared_ptr<EngineObserver> observer) {
-  if (task.devices().empty() && !self_) {
+  if (task.devices().empty() && !task.spread() && !self_) {
     auto ctx = std::make_shared<TaskContext>();
     ctx->observer = std::move(observer);
     return ctx; // CPU only, on a caller: every node runs here, no message is sent
@@ -245,6 +247,8 @@ void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& 
 
 void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
   task->cpu_queue = queue_.id;
+  if (lanes_ && task->devices().empty()) // Note [Parallel CPU nodes] in cpu_lanes.h
+    task->spread_cpu_nodes();
   auto observer = core_.observer.load(std::memory_order_acquire);
   // Note [CPU calls on a caller]
   // A task whose every node is a CPU node, coordinated by an actor that serves
@@ -272,7 +276,7 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   // nodes. Such a task gets no TaskContext either: nothing on this path reads
   // one. A caller's top-level call of this kind does not even make a Runner
   // (Note [A top-level CPU call needs no Runner] in engine.cpp).
-  if (serves_nothing_else() && task->devices().empty() && !observer) {
+  if (serves_nothing_else() && task->devices().empty() && !task->spread() && !observer) {
     task->run_all_here(std::move(first));
     return;
   }
@@ -319,6 +323,8 @@ void Runner::dispatch_until(Done done) {
         await_message(done); // the rest of the work is on other actors
       continue;
     }
+    if (lanes_ && queue_.heap.size() > 1)
+      share_ready_work(core_, self_, actor_, queue_.heap); // Note [Parallel CPU nodes]
     ReadyTask t = queue_.heap.pop();
     if (t.is_shutdown()) {
       // Note [Shutdown during a frame]
@@ -473,17 +479,25 @@ inline void cpu_relax() {
 // first polls its own mailbox for that long: a message that comes
 // meanwhile is taken without the sleep and the wake-up (and its sender
 // finds the doorbell awake, so it skips the futex call). Only the
-// mailbox's owner reads it here, as drain_mailbox does.
+// mailbox's owner reads it here, as drain_mailbox does. In an engine with
+// CPU workers every actor polls at least EngineConfig::cpu_worker_spin
+// (Note [Parallel CPU nodes] in cpu_lanes.h).
 template <class Done>
 void Runner::await_message(Done done) {
   if (!self_)
     throw EngineError("internal: a coordinator without a mailbox waits for messages");
-  if (const auto spin = core_.config.spin_before_block; spin.count() > 0) {
+  if (lanes_)
+    self_->set_idle(true); // Note [Parallel CPU nodes] in cpu_lanes.h
+  const auto spin = lanes_ ? std::max(core_.config.spin_before_block, core_.config.cpu_worker_spin)
+                          : core_.config.spin_before_block;
+  if (spin.count() > 0) {
     const auto until = std::chrono::steady_clock::now() + spin;
     while (self_->mailbox().empty() && !done() && std::chrono::steady_clock::now() < until)
       cpu_relax();
   }
   self_->await_mail_or(done); // Note [Wake-up without a message]
+  if (lanes_)
+    self_->set_idle(false);
   if (self_->mailbox().empty())
     return; // done, woken without a message
   auto element = self_->dequeue();

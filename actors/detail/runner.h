@@ -136,6 +136,10 @@ private:
   /// The context of the last task this actor coordinated across devices
   /// (Note [Reused task contexts]).
   std::shared_ptr<TaskContext> last_context_;
+  /// The engine has CPU workers: this runner shares ready work of spread
+  /// calls and says when it waits with nothing to run (Note [Parallel CPU
+  /// nodes] in cpu_lanes.h).
+  const bool lanes_;
   /// Reentrant coordinate calls nested on the stack this thread runs on.
   int reentrant_frames_ = 0;
   bool stop_ = false;

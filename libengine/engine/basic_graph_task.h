@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -67,6 +68,11 @@ public:
   NodeInfo describe(const void* n) const override {
     return n ? G::describe(*static_cast<const node*>(n)) : NodeInfo{};
   }
+  void spread_cpu_nodes() override;
+  /// The caller's thread-local state, kept by spread_cpu_nodes for a graph
+  /// type that sets it around nodes run on other threads
+  /// (G::capture_caller_locals); null otherwise.
+  const std::shared_ptr<void>& caller_locals() const { return caller_locals_; }
 
   // -- the steps of run(), for executors that route outputs themselves ---------
 
@@ -198,8 +204,20 @@ private:
   template <class D>
   void run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self, D& to);
   template <class D>
-  void route(const std::shared_ptr<GraphTaskBase>& self, const node& from, const edge& next,
-             value&& grad, D& to);
+  void route(const std::shared_ptr<GraphTaskBase>& self, const node& from, std::uint32_t output_nr,
+             const edge& next, value&& grad, D& to);
+  /// route() for a spread task (Note [Parallel CPU nodes]): a node one
+  /// gradient reaches is the delivering thread's, a joining node the
+  /// coordinator's. Out of line: the one-thread path stays as it was.
+  template <class D>
+  [[gnu::noinline]] void route_spread(const std::shared_ptr<GraphTaskBase>& self, const node& from,
+                                      std::uint32_t output_nr, const edge& next, value&& grad,
+                                      D& to);
+  /// add_input for a spread task: a joining node's gradients wait in
+  /// waiting_ until the last one came, then add up in their InputOrder.
+  [[gnu::noinline]] NodeState* add_input_in_order(node& fn, std::uint32_t input_nr, value&& grad,
+                                                  const typename G::source& source,
+                                                  InputOrder order);
   value_list evaluate_node(node& fn, NodeState& s);
   /// evaluate_node's part for selective execution: captures the node's
   /// inputs (after the tensor pre-hooks when it only captures) and returns
@@ -229,6 +247,18 @@ private:
   /// Set by compute_dependencies (see runs_user_code()).
   bool runs_user_code_ = false;
   value_list captured_;
+  /// A spread task's gradients of joining nodes that wait for the node's
+  /// last one (add_input_in_order). Only the coordinator, which owns
+  /// joining nodes, touches it.
+  struct WaitingInput {
+    InputOrder order;
+    std::uint32_t input_nr;
+    value grad;
+    typename G::source source;
+  };
+  std::unordered_map<const NodeState*, std::vector<WaitingInput>> waiting_;
+  /// See caller_locals().
+  std::shared_ptr<void> caller_locals_;
   /// Keeps a graph root alive for the task's lifetime.
   std::shared_ptr<node> graph_root_;
 };

@@ -327,20 +327,64 @@ template <GraphTraits G>
 void BasicGraphTask<G>::accept_sent(SentGrad& g, Dispatch& to) {
   auto& flight = g.value.get<typename G::in_flight>();
   node& fn = *static_cast<node*>(g.node.get());
-  if (NodeState* s = add_input(fn, g.input_nr, std::move(G::sent_value(flight)),
-                               G::sent_source(flight)))
+  NodeState* s = spread_ ? add_input_in_order(fn, g.input_nr, std::move(G::sent_value(flight)),
+                                              G::sent_source(flight), g.order)
+                         : add_input(fn, g.input_nr, std::move(G::sent_value(flight)),
+                                     G::sent_source(flight));
+  if (s)
     to.ready(make_ready(shared_from_this(), std::move(g.node), fn, s));
+}
+
+template <GraphTraits G>
+void BasicGraphTask<G>::spread_cpu_nodes() {
+  state_.share();
+  state_.for_each([](const void*, const NodeState& s) {
+    if (s.dependencies > 1)
+      const_cast<NodeState&>(s).exec.set_joins();
+  });
+  if constexpr (requires { G::capture_caller_locals(); })
+    caller_locals_ = G::capture_caller_locals();
+  spread_ = true;
+}
+
+template <GraphTraits G>
+typename BasicGraphTask<G>::NodeState*
+BasicGraphTask<G>::add_input_in_order(node& fn, std::uint32_t input_nr, value&& grad,
+                                      const typename G::source& source, InputOrder order) {
+  NodeState* found = state_.find(key_of(fn));
+  if (!found || !found->exec.joins()) // one gradient: nothing to order
+    return add_input(fn, input_nr, std::move(grad), source);
+  NodeState& s = *found;
+  const bool ready = --s.dependencies == 0;
+  if (selective() && !s.exec.should_execute())
+    return nullptr;
+  if (input_nr >= G::num_inputs(fn)) [[unlikely]]
+    detail::throw_no_such_input<G>(fn, input_nr);
+  // A spread task is CPU-only: its sources name no stream and no event, so
+  // keeping them past the message that brought them is safe.
+  std::vector<WaitingInput>& waiting = waiting_[&s];
+  waiting.push_back({order, input_nr, std::move(grad), source});
+  if (!ready)
+    return nullptr;
+  std::sort(waiting.begin(), waiting.end(),
+            [](const WaitingInput& a, const WaitingInput& b) { return a.order.before(b.order); });
+  for (WaitingInput& w : waiting)
+    G::accumulate(s.buffer, fn, w.input_nr, std::move(w.grad), w.source, options.create_graph);
+  waiting_.erase(&s);
+  return &s;
 }
 
 template <GraphTraits G>
 template <class D>
 void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const node& from,
-                              const edge& next, value&& grad, D& to) {
+                              std::uint32_t output_nr, const edge& next, value&& grad, D& to) {
   node& consumer = *G::target(next);
   // A node pruned by selective execution (see in_graph) leads to no
   // requested input: its gradient is dropped where it is produced.
   if (selective() && !in_graph(&consumer))
     return;
+  if (spread_) [[unlikely]]
+    return route_spread(self, from, output_nr, next, std::move(grad), to);
   // No device listed: every node of the task is a CPU node.
   const Device owner = devices_.empty() ? Device::cpu() : G::device(consumer);
   const std::uint32_t input_nr = G::input_nr(next);
@@ -352,8 +396,29 @@ void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const 
       to.ready(make_ready(self, G::target_handle(next), consumer, s));
     return;
   }
-  to.send(self, SentGrad{G::target_handle(next), input_nr, owner,
+  to.send(self, SentGrad{G::target_handle(next), input_nr, owner, {},
                          SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
+}
+
+template <GraphTraits G>
+template <class D>
+void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self, const node& from,
+                                     std::uint32_t output_nr, const edge& next, value&& grad,
+                                     D& to) {
+  node& consumer = *G::target(next);
+  const std::uint32_t input_nr = G::input_nr(next);
+  const InputOrder order{G::sequence_nr(from), output_nr};
+  const NodeState* s = state_.find(key_of(consumer));
+  if (s && s->exec.joins() && !to.owns(cpu_queue, Device::cpu())) {
+    to.send(self, SentGrad{G::target_handle(next), input_nr, Device::cpu(), order,
+                           SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
+    return;
+  }
+  if (to.wants_feeds()) [[unlikely]]
+    to.fed(*this, &consumer, input_nr);
+  const typename G::source source = G::local_source(from, grad);
+  if (NodeState* r = add_input_in_order(consumer, input_nr, std::move(grad), source, order))
+    to.ready(make_ready(self, G::target_handle(next), consumer, r));
 }
 
 template <GraphTraits G>
@@ -364,7 +429,7 @@ void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBa
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const edge& next = G::next_edge(fn, i);
     if (G::target(next))
-      route(self, fn, next, std::move(outputs[i]), to);
+      route(self, fn, static_cast<std::uint32_t>(i), next, std::move(outputs[i]), to);
   }
 }
 

@@ -3,6 +3,7 @@
 /// Where a GraphTask sends the work its nodes produce: the executor's side
 /// of Note [Graph interface].
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 
@@ -21,6 +22,28 @@ using QueueId = std::uint64_t;
 /// A fresh QueueId (never 0).
 QueueId new_queue_id();
 
+/// The place of one gradient in the fixed order in which a node's inputs
+/// add up when they come from several threads (Note [Parallel CPU nodes]
+/// in actors/detail/cpu_lanes.h): its producer's sequence_nr, highest
+/// first (the order one thread would mostly run them in), then the
+/// producer's output number. One word, so that a SentGrad keeps its size
+/// (Note [Per-node messages share a heap size class]): 48 bits of the
+/// sequence_nr, 16 of the output number, each saturated (numbers beyond
+/// them tie, and ties add up in their order of arrival).
+struct InputOrder {
+  std::uint64_t key = 0;
+
+  InputOrder() = default;
+  InputOrder(std::uint64_t sequence_nr, std::uint32_t output_nr)
+    : key((std::min<std::uint64_t>(sequence_nr, max_sequence_nr) << 16) |
+          (0xFFFFu - std::min<std::uint32_t>(output_nr, 0xFFFFu))) {}
+  /// Whether this gradient adds up before `o`.
+  bool before(const InputOrder& o) const { return key > o.key; }
+
+private:
+  static constexpr std::uint64_t max_sequence_nr = (std::uint64_t{1} << 48) - 1;
+};
+
 /// A gradient on its way to the actor that owns its consumer node
 /// (the content of the actor engine's msg::Grad besides the task).
 struct SentGrad {
@@ -29,6 +52,9 @@ struct SentGrad {
   std::uint32_t input_nr = 0;
   /// The device whose actor owns `node`.
   Device owner;
+  /// Where the gradient sorts among the node's others, for a task whose
+  /// CPU nodes spread over threads (Note [Parallel CPU nodes]).
+  InputOrder order{};
   /// The gradient with what its receiver must wait for (the graph's
   /// in-flight value type; see Note [Graph interface]).
   SentValue value;

@@ -85,6 +85,14 @@ public:
   virtual Device device_of(const void* node) const = 0;
   /// Describes `node` (null: none) for observers.
   virtual NodeInfo describe(const void* node) const = 0;
+  /// Lets the CPU nodes of this CPU-only task run on several threads (Note
+  /// [Parallel CPU nodes] in actors/detail/cpu_lanes.h): marks the nodes
+  /// whose inputs join, prepares the node table for lookups from several
+  /// threads and keeps the caller's thread-local state for the others.
+  /// Call before the first node runs, on the coordinator's thread.
+  virtual void spread_cpu_nodes() = 0;
+  /// Whether spread_cpu_nodes was called.
+  bool spread() const { return spread_; }
 
   /// The distinct non-CPU devices whose actors run nodes of this task.
   const DeviceList& devices() const { return devices_; }
@@ -126,6 +134,8 @@ public:
 
 protected:
   DeviceList devices_;
+  /// Set by spread_cpu_nodes before the first node runs; read-only after.
+  bool spread_ = false;
 
 private:
   // Note [Outstanding work memory order]

@@ -172,6 +172,12 @@ public:
       build_index();
     return true;
   }
+  /// From now on the states are looked up from several threads: builds
+  /// the index a lookup could otherwise build (Note [Node table hints]).
+  void share() {
+    if (!indexed_)
+      build_index();
+  }
   std::size_t size() const { return values_.size(); }
   /// The number of the state at `v` (it stays valid while addresses move).
   std::uint32_t number_of(const V* v) const { return static_cast<std::uint32_t>(v - values_.data()); }

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/SequenceNumber.h>
+#include <ATen/ThreadLocalState.h>
 #include <ATen/record_function.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/TensorSubclassLikeUtils.h>
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 #include <typeinfo>
 
 #include "actorgrad/libengine/engine/basic_graph_task_impl.h"
@@ -234,9 +236,34 @@ bool TorchGraph::run_scope::is_current(const GraphTaskBase& task) {
   return this_thread.task == &task;
 }
 
+// Note [Caller state on CPU workers]
+// libtorch's device threads run each node of a call under the caller's
+// at::ThreadLocalState (ThreadLocalStateGuard in thread_main): dispatch-key
+// exclusions, autocast, inference mode, the profiler's and Python's
+// thread-local modes. A spread call's nodes run on CPU worker threads too
+// (Note [Parallel CPU nodes] in actors/detail/cpu_lanes.h), so the call
+// keeps its caller's state (capture_caller_locals, on the caller's thread,
+// before any node runs) and a worker sets it when it switches to the call.
+// Only grad mode is then set per call, as on the caller. The caller's own
+// thread keeps its state as it is.
+namespace {
+struct CallerLocals {
+  at::ThreadLocalState state;
+  std::thread::id thread = std::this_thread::get_id();
+};
+} // namespace
+
+std::shared_ptr<void> TorchGraph::capture_caller_locals() {
+  return std::make_shared<CallerLocals>();
+}
+
 void TorchGraph::run_scope::switch_to(GraphTaskBase& task) {
   // run_scope is made by BasicGraphTask<TorchGraph>::evaluate_node only.
-  const bool user_code = static_cast<const BasicGraphTask<TorchGraph>&>(task).runs_user_code();
+  const auto& typed = static_cast<const BasicGraphTask<TorchGraph>&>(task);
+  const bool user_code = typed.runs_user_code();
+  if (const auto* locals = static_cast<const CallerLocals*>(typed.caller_locals().get()))
+    if (locals->thread != std::this_thread::get_id()) // Note [Caller state on CPU workers]
+      at::ThreadLocalState::setThreadLocalState(locals->state);
   this_thread = {&task,
                  task.options.keep_graph,
                  at::hasCallbacks(),

@@ -159,6 +159,9 @@ struct TorchGraph {
 
   static value_list&& take_inputs(input_buffer&& b) { return std::move(b); }
   static source local_source(const node&, const at::Tensor&) { return {}; }
+  /// The calling thread's at::ThreadLocalState, which a node of the call
+  /// run on another thread runs under (Note [Caller state on CPU workers]).
+  static std::shared_ptr<void> capture_caller_locals();
   static in_flight make_in_flight(const node&, const node&, at::Tensor&& grad) {
     return {std::move(grad)};
   }

@@ -6,7 +6,9 @@
 // streams, with create_graph: first-order gradients and the gradients of
 // their squared norm (double backward) must equal the ReferenceExecutor's on
 // the same graph. Once with synchronous sim devices, once asynchronous with
-// random kernel delays and the race detector (no report allowed). Calls
+// random kernel delays and the race detector (no report allowed), and with
+// CPU-only graphs on engines whose calls spread over 2 and 4 CPU workers
+// (Note [Parallel CPU nodes] in actors/detail/cpu_lanes.h). Calls
 // alternate between synchronous grad() and grad_async(). Time-bounded
 // (ACTORGRAD_STRESS_SECONDS per phase; 15 s by default); a call that hangs
 // fails the test.
@@ -82,13 +84,15 @@ std::string attempt(F call, Stage& stage, const char* what) {
 /// Builds the graph of `seed` on this thread's pool streams of every sim
 /// device and checks both orders of gradients against the reference.
 /// `async`: the engine's first call goes through grad_async.
+/// `devices`: those the graph spreads over.
 void check_graph(std::uint64_t seed, bool async, Engine& eng, ReferenceExecutor& reference,
-                 Counts& counts, Failures& failures, Stage& stage) {
+                 Counts& counts, Failures& failures, Stage& stage,
+                 const std::vector<Device>& devices) {
   std::vector<std::unique_ptr<StreamGuard>> guards;
   for (Device d : kSims)
     guards.push_back(std::make_unique<StreamGuard>(stream_from_pool(d)));
   stage = "building a graph";
-  testing::RandomDag g = testing::RandomDagGenerator(seed).build();
+  testing::RandomDag g = testing::RandomDagGenerator(seed, devices).build();
   const std::string& where = g.description;
   counts.graphs++;
   counts.cross_device += g.devices_used > 1;
@@ -153,17 +157,22 @@ void check_graph(std::uint64_t seed, bool async, Engine& eng, ReferenceExecutor&
 /// One thread: graphs until `deadline` (at least kMinGraphsPerThread),
 /// alternating synchronous and asynchronous first calls.
 void run_thread(int t, std::uint64_t phase_seed, Clock::time_point deadline, Engine& eng,
-                Counts& counts, Failures& failures, Stage& stage) {
+                Counts& counts, Failures& failures, Stage& stage,
+                const std::vector<Device>& devices) {
   ReferenceExecutor reference;
   for (int i = 0; (i < kMinGraphsPerThread || Clock::now() < deadline) && !hung(); ++i)
     check_graph(phase_seed + static_cast<std::uint64_t>(t) * 1000003 + i, (t + i) % 2 == 1, eng,
-                reference, counts, failures, stage);
+                reference, counts, failures, stage, devices);
   stage = "done";
 }
 
-/// Runs kThreads threads of run_thread for `phase` and checks what they saw.
-void run_phase(const char* phase, std::uint64_t phase_seed) {
-  Engine& eng = actors_test::engine();
+/// Runs kThreads threads of run_thread for `phase` and checks what they
+/// saw. `cpu_only`: the graphs stay on the CPU, on `eng` (else the shared
+/// engine, with sim devices).
+void run_phase(const char* phase, std::uint64_t phase_seed, Engine* cpu_only = nullptr) {
+  Engine& eng = cpu_only ? *cpu_only : actors_test::engine();
+  const std::vector<Device> devices =
+    cpu_only ? std::vector<Device>{Device::cpu()} : testing::default_dag_devices();
   const Seconds length = budget(15);
   const auto deadline = after(length);
   auto state = std::make_shared<PhaseState>();
@@ -173,8 +182,9 @@ void run_phase(const char* phase, std::uint64_t phase_seed) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     state->stages[t] = "starting";
-    std::packaged_task<void()> task([state, t, phase_seed, deadline, &eng] {
-      run_thread(t, phase_seed, deadline, eng, state->counts, state->failures, state->stages[t]);
+    std::packaged_task<void()> task([state, t, phase_seed, deadline, &eng, &devices] {
+      run_thread(t, phase_seed, deadline, eng, state->counts, state->failures, state->stages[t],
+                 devices);
     });
     done.push_back(task.get_future());
     threads.emplace_back(std::move(task));
@@ -205,8 +215,12 @@ void run_phase(const char* phase, std::uint64_t phase_seed) {
                            << " s");
   BOOST_TEST(failures.count() == 0, failures.count() << " failures; first:\n" << failures.text());
   BOOST_TEST(counts.graphs >= kThreads * kMinGraphsPerThread);
-  BOOST_TEST(counts.cross_device > counts.graphs / 2);
-  BOOST_TEST(counts.on_pool > 0);
+  if (cpu_only) {
+    BOOST_TEST(eng.stats().cpu_tasks_shared > 0); // the workers took part
+  } else {
+    BOOST_TEST(counts.cross_device > counts.graphs / 2);
+    BOOST_TEST(counts.on_pool > 0);
+  }
   BOOST_TEST(counts.second_order > counts.graphs / 2);
   BOOST_TEST(counts.both_failed < counts.graphs / 10 + 1);
 }
@@ -231,6 +245,15 @@ BOOST_AUTO_TEST_CASE(random_dags_from_threads_on_asynchronous_sim_with_race_dete
   BOOST_TEST(sim::race_reports().empty(), "race reports:\n" << test::joined_reports());
 }
 
+BOOST_AUTO_TEST_CASE(cpu_dags_from_threads_spread_over_cpu_workers) {
+  for (std::size_t workers : {2u, 4u}) {
+    EngineConfig config;
+    config.cpu_workers = workers;
+    Engine eng(config);
+    run_phase(workers == 2 ? "2 CPU workers" : "4 CPU workers", 0xc0a00000ULL + workers, &eng);
+  }
+}
+
 // The graph of seed 2780726407 (the asynchronous phase's thread 2 draws it
 // second): a create_graph call from a thread whose current streams are pool
 // streams, then a backward through the graph it built. Deterministic on one
@@ -242,7 +265,8 @@ BOOST_AUTO_TEST_CASE(double_backward_from_pool_streams_seed_2780726407) {
   Failures failures;
   Stage stage{"starting"};
   ReferenceExecutor reference;
-  check_graph(2780726407ULL, false, actors_test::engine(), reference, counts, failures, stage);
+  check_graph(2780726407ULL, false, actors_test::engine(), reference, counts, failures, stage,
+              testing::default_dag_devices());
   BOOST_TEST(failures.count() == 0, failures.text());
   BOOST_TEST(counts.second_order.load() == 1);
   BOOST_TEST(sim::race_reports().empty(), "race reports:\n" << test::joined_reports());

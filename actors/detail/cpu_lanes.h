@@ -1,0 +1,67 @@
+#pragma once
+/// @file cpu_lanes.h
+/// How the ready CPU nodes of a spread call move between the threads that
+/// run them. Internal.
+
+#include "actorgrad/actors/detail/engine_actor.h"
+#include "actorgrad/actors/detail/engine_core.h"
+#include "actorgrad/actors/observer.h"
+#include "actorgrad/libengine/engine/ready_heap.h"
+
+namespace actorgrad::detail {
+
+// Note [Parallel CPU nodes]
+// PyTorch runs every CPU node of a call on the calling thread. With
+// EngineConfig::cpu_workers = N > 1 a CPU-only call is *spread*
+// (GraphTaskBase::spread_cpu_nodes): its CPU nodes run on N lanes, its
+// coordinator (the caller, or the actor that coordinates a nested or async
+// call) and the engine's N - 1 CPU workers, actors like the device workers
+// (a DeviceWorker of the CPU) shared by every call. Three rules keep the
+// node states without a lock and the results independent of timing:
+// - Ownership. A node that one gradient reaches (a dependency count of 1)
+//   belongs to the lane that delivers that gradient: it accumulates and runs
+//   there, so a chain stays on one thread and sends nothing. A node that
+//   several gradients reach (ExecInfo::joins) belongs to the coordinator: a
+//   lane that produces a gradient for it sends it a msg::Grad, as for a
+//   device node (BasicGraphTask::route_spread). Each node's state is still
+//   written by one thread at a time (Note [Node state ownership]); a ready
+//   task that moves to another lane travels in a message, which orders it.
+// - Sharing. A lane about to run its next node, with two or more ready
+//   tasks of a spread call in its heap, hands a share of them to the lanes
+//   of that call that wait with nothing to run (share_ready_work): with k
+//   such lanes each gets 1/(k + 1) of the heap, in msg::Tasks. A ready
+//   task's inputs are complete and it holds nothing of its lane, so any lane
+//   may run it; what it makes ready stays on the lane that ran it. A lane
+//   announces that it waits with nothing to run (EngineActor::set_idle) and
+//   a sharer claims it (claim_idle), so two sharers do not both hand it
+//   work. Each lane runs its heap in the ready order (depth, then
+//   sequence_nr), as every actor does. A lane with nothing to run polls
+//   its mailbox for EngineConfig::cpu_worker_spin before it sleeps (Note
+//   [Spinning before blocking] in runner.cpp): a node handed to a polling
+//   lane, and the last gradient sent to a polling coordinator, cost no
+//   wake-up, which on a VM takes longer than many nodes.
+// - Order. A joining node's gradients come from several threads in an order
+//   set by timing, and floating-point addition is not associative. In a
+//   spread call they wait on the coordinator until the last one came, then
+//   add up in one fixed order: InputOrder, the producers' sequence_nr from
+//   the highest, then their output number (add_input_in_order). Each
+//   gradient's bits are then the same on every run, and the same with any
+//   number of lanes above one. A node that one gradient reaches adds
+//   nothing. Against the one-thread call: a buffer that two gradients reach
+//   has the same bits (a + b == b + a); one that three or more reach may
+//   differ in its last bits, the one-thread order following readiness, not
+//   sequence_nr alone.
+// Completion, errors and wake-ups are those of a call that crosses devices
+// (Note [Completion without a lock] in runner.cpp), so a spread call's
+// coordinator has a mailbox even on the CPU. A call with a device node is
+// not spread: its device nodes' gradients from several lanes would add up
+// on a device worker in their order of arrival.
+
+/// Hands a share of `heap`'s ready tasks of the spread call on its top to
+/// that call's lanes that wait with nothing to run, in msg::Tasks (Note
+/// [Parallel CPU nodes]). `self` is the lane sharing, `actor` it as
+/// observers see it. Call with two or more tasks in `heap`.
+void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedActor& actor,
+                      ReadyHeap& heap);
+
+} // namespace actorgrad::detail
