@@ -7,6 +7,11 @@
 ///                      engine ("sim:2", "sim:0,sim:3"; parse_devices in
 ///                      actors/default_engine.h); libtorch's CPU nodes need
 ///                      none. Default: none.
+///   ACTORGRAD_CPU_WORKERS
+///                      threads that run a backward's CPU nodes, the caller
+///                      included (EngineConfig::cpu_workers, 1 to 256;
+///                      cpu_workers_from_env in actors/default_engine.h).
+///                      Default: 1, the caller alone.
 ///   ACTORGRAD_TRACE    path.json (Chrome trace) or path.html (report): records
 ///                      every backward pass and writes the file at exit;
 ///                      "path.html:N" keeps the last N passes only, in
@@ -66,6 +71,7 @@ __attribute__((constructor)) void install_from_environment() {
     EngineConfig config;
     const char* devices = std::getenv("ACTORGRAD_DEVICES");
     config.devices = parse_devices(devices ? devices : "");
+    config.cpu_workers = cpu_workers_from_env();
     install(std::move(config));
     if (trace_env && *trace_env) {
       pending_trace = new trace::TraceRequest(std::move(request)); // lives until exit

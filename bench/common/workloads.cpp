@@ -108,6 +108,28 @@ Graph mlp(int layers, int batch, int width) {
   return finish_graph(std::move(g), sum(h));
 }
 
+Graph wide_dag(int branches, int depth, int size) {
+  Graph g;
+  Tensor x = leaf({size, size}, 3);
+  g.keep.push_back(x);
+  std::vector<double> identity(static_cast<std::size_t>(size * size), 0.0);
+  for (int i = 0; i < size; ++i)
+    identity[static_cast<std::size_t>(i * size + i)] = 1.0;
+  const Tensor eye = Tensor::from_vector(identity, {size, size});
+  Tensor total;
+  for (int b = 0; b < branches; ++b) {
+    // Near the identity, so that the gradients neither vanish into
+    // subnormal numbers nor overflow over `depth` products.
+    const double spread = 0.1 / size;
+    const Tensor w = add(eye, Tensor::uniform({size, size}, -spread, spread, 1000 + b));
+    Tensor y = x;
+    for (int d = 0; d < depth; ++d)
+      y = matmul(y, w);
+    total = b == 0 ? sum(y) : add(total, sum(y));
+  }
+  return finish_graph(std::move(g), total);
+}
+
 Graph random_dag(int n, std::uint64_t seed) {
   Graph g;
   std::mt19937_64 rng(seed);

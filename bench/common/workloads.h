@@ -50,6 +50,11 @@ Graph mlp(int layers = 4, int batch = 32, int width = 64);
 /// n random ops (x + 1, x * c, x + y) on [1] tensors picking inputs among
 /// the 8 most recent, seeded.
 Graph random_dag(int n, std::uint64_t seed = 42);
+/// `branches` independent chains of `depth` products y = y @ W_b (W_b a
+/// constant [size, size] near the identity, one per branch) from one leaf
+/// x of shape [size, size], each summed, the sums joined by a chain of adds:
+/// a wide graph of real work (one [size, size] matrix product per MmBackward).
+Graph wide_dag(int branches, int depth, int size);
 
 /// A node whose backward spins for a fixed time and returns prebuilt
 /// gradients (already on the consumers' devices).

@@ -70,6 +70,21 @@ std::shared_ptr<TorchGraph> make(const std::string& kind, int n) {
       h = ::torch::tanh(::torch::matmul(h, w) + b);
     }
     y = h.sum();
+  } else if (kind == "ensemble") {
+    // n independent MLPs of 4 x (Linear(64, 64) + Tanh) on one batch of
+    // 32 (float32, as torch's default), loss = the sum of their outputs' sums.
+    const ::torch::Tensor x = ::torch::randn({32, 64});
+    for (int m = 0; m < n; ++m) {
+      ::torch::nn::Sequential model;
+      for (int l = 0; l < 4; ++l) {
+        model->push_back(::torch::nn::Linear(64, 64));
+        model->push_back(::torch::nn::Tanh());
+      }
+      for (const auto& p : model->parameters())
+        g->keep.push_back(p);
+      const ::torch::Tensor s = model->forward(x).sum();
+      y = m == 0 ? s : y + s;
+    }
   } else if (kind == "transformer") {
     // One encoder layer (d_model 64, 4 heads, feed-forward 128, no dropout)
     // on 16 tokens x 4 sequences; n is unused.

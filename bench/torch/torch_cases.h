@@ -12,8 +12,9 @@ namespace actorgrad::bench::torchb {
 
 struct TorchGraph;
 
-/// kind: chain_passthrough, chain_mul, fan, mlp, transformer, random_dag; n:
-/// nodes / width (unused by mlp and transformer).
+/// kind: chain_passthrough, chain_mul, fan, mlp, transformer, random_dag,
+/// ensemble (n MLPs of 4 x (Linear(64, 64) + Tanh), batch 32, float32); n:
+/// nodes / width / models (unused by mlp and transformer).
 std::shared_ptr<TorchGraph> make(const std::string& kind, int n);
 /// Nodes the backward runs (reachable from the root's grad_fn).
 std::size_t nodes(const TorchGraph& g);

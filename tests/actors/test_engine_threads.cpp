@@ -6,7 +6,8 @@
 // and go] in actors/detail/coordinator_pool.cpp), the cap on them, async
 // calls made inside nodes (Note [Async calls made inside a node] in
 // actors/detail/async_call.h), and ~Engine joining every thread it started
-// (Note [Engine threads are joined] in actors/detail/actor_thread.h).
+// (Note [Engine threads are joined] in actors/detail/actor_thread.h); CPU
+// workers (EngineConfig::cpu_workers) start with the engine, not per call.
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
 #include "tests/actors/actor_test_util.h"
 #include "tests/support/thread_count.h"
 
@@ -277,6 +279,63 @@ BOOST_AUTO_TEST_CASE(engine_destruction_joins_every_thread_it_started) {
     BOOST_TEST_CONTEXT("repetition " << rep) {
       auto engine = std::make_unique<Engine>(config);
       BOOST_TEST(calls_from_8_threads(*engine) == 0);
+      bounded([&] { engine.reset(); });
+      BOOST_TEST(testing::threads_become(before),
+                 "threads right after ~Engine: " << process_threads() << ", before: " << before);
+    }
+  }
+}
+
+namespace {
+
+/// 16 branches of 4 nodes each from one leaf, joined by a sum: a CPU-only
+/// graph whose ready nodes can spread over CPU workers.
+struct WideGraph {
+  Tensor x = Tensor::uniform({8}, -1, 1, 3).set_requires_grad(true);
+  Tensor loss;
+  WideGraph() {
+    std::vector<Tensor> branches;
+    for (int b = 0; b < 16; ++b) {
+      Tensor y = mul(x, 0.5 + 0.1 * b);
+      for (int k = 0; k < 3; ++k)
+        y = tanh(mul(y, 1.1));
+      branches.push_back(sum(y));
+    }
+    loss = branches.front();
+    for (std::size_t b = 1; b < branches.size(); ++b)
+      loss = add(loss, branches[b]);
+  }
+  std::vector<double> gradient(Executor& e) {
+    return grad({loss}, {x}, {.retain_graph = true}, e).at(0).to_vector();
+  }
+};
+
+} // namespace
+
+// EngineConfig::cpu_workers = N: the engine starts its N - 1 CPU worker
+// threads when it is made (the caller is the N-th), and its calls share
+// them: 200 calls of a wide CPU-only graph start no thread (the sampler of
+// testing::PeakThreads is the only one more), and ~Engine joins them all.
+BOOST_AUTO_TEST_CASE(cpu_workers_are_started_with_the_engine_not_per_call) {
+  testing::start_runtime_threads();
+  WideGraph g;
+  ReferenceExecutor reference;
+  const std::vector<double> expected = g.gradient(reference);
+  const std::size_t before = process_threads();
+  std::size_t one_worker = 0; // threads an engine with cpu_workers = 1 starts
+  for (std::size_t workers : {std::size_t{1}, std::size_t{2}, std::size_t{4}}) {
+    BOOST_TEST_CONTEXT(workers << " cpu workers") {
+      auto engine = std::make_unique<Engine>(EngineConfig{.cpu_workers = workers});
+      const std::size_t made = process_threads() - before;
+      if (workers == 1)
+        one_worker = made;
+      BOOST_TEST(made == one_worker + workers - 1, "threads the engine started: " << made);
+      testing::PeakThreads sampled;
+      int wrong = 0;
+      for (int call = 0; call < 200; ++call)
+        wrong += !close(g.gradient(*engine), expected, 1e-12);
+      BOOST_TEST(wrong == 0, wrong << " calls gave a wrong gradient");
+      BOOST_TEST(sampled.peak() <= before + made + 1, "no thread per call");
       bounded([&] { engine.reset(); });
       BOOST_TEST(testing::threads_become(before),
                  "threads right after ~Engine: " << process_threads() << ", before: " << before);

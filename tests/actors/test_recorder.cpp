@@ -3,16 +3,21 @@
 
 // The engine's recorder (actors/trace/recorder.h): every message recorded
 // once on each side, node events matching the nodes run, per-actor tracks
-// in time order, off unless switched on, and a lock-free buffer that can be
-// read while its actor appends.
+// in time order, off unless switched on, a lock-free buffer that can be
+// read while its actor appends, and a CPU worker's own named track with the
+// messages between it and the caller.
 
 #include <map>
 #include <set>
 #include <thread>
 
 #include "actorgrad/actors/trace/event_buffer.h"
+#include "actorgrad/actors/trace/recorder.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/timeline.h"
 #include "tests/actors/trace_test_util.h"
+#include "tests/support/toy_graph.h"
 
 using namespace actorgrad;
 using namespace actorgrad::testing;
@@ -216,4 +221,56 @@ BOOST_AUTO_TEST_CASE(buffer_readable_while_its_actor_appends) {
   producer.join();
   BOOST_TEST(consistent, "every snapshot is a prefix of the log");
   BOOST_TEST(buffer.published().size() == static_cast<std::size_t>(kEvents));
+}
+
+// What a CPU worker actor (ObservedActor::Role::cpu_worker) reports lands
+// on a track of its own, named "cpu worker <actor id>", beside the
+// caller's; a Grad from a node on the caller to a node on the worker is an
+// arrow between the two tracks; a node the worker fed without a message and
+// the caller then ran has that input (Note [Nodes that share a sequence
+// number] in tools/trace/timeline.cpp); and the summary counts the
+// worker's share of the pass and chains R -> B -> C.
+BOOST_AUTO_TEST_CASE(a_cpu_worker_has_a_named_track_of_its_own) {
+  auto root = toy::make("R", Device::cpu(), 1, [](const toy::Values& g) { return g; });
+  auto [task, first] = toy::ToyTask::create({{root, 0}}, {1.0}, ExecuteOptions{}, {}, 0);
+  const NodeInfo r{root.get(), "R", 10, Device::cpu(), 0};
+  const NodeInfo b{&r, "B", 9, Device::cpu(), 0};
+  const NodeInfo c{&b, "C", 8, Device::cpu(), 0};
+  const ObservedActor caller(ObservedActor::Role::caller, Device::cpu(), 0);
+  const ObservedActor worker(ObservedActor::Role::cpu_worker, Device::cpu(), 42);
+  auto rec = std::make_shared<trace::Recorder>();
+  rec->task_started(caller, *task);
+  rec->node_started(caller, *task, r);
+  const std::uint64_t id = rec->message_sent(caller, *task, MessageKind::grad, b, 0);
+  rec->node_finished(caller, *task, r);
+  std::thread([&] {
+    rec->message_received(worker, *task, MessageKind::grad, b, id, 0);
+    rec->node_started(worker, *task, b);
+    rec->node_fed(worker, *task, c, 0);
+    rec->node_finished(worker, *task, b);
+  }).join();
+  rec->node_started(caller, *task, c);
+  rec->node_finished(caller, *task, c);
+  rec->task_finished(caller, *task);
+
+  const trace::Timeline tl = trace::build_timeline(rec->snapshot());
+  BOOST_TEST_REQUIRE(tl.actors.size() == 2u);
+  BOOST_TEST(tl.actors[0] == caller.name());
+  BOOST_TEST(tl.actors[1] == "cpu worker 42");
+  BOOST_TEST_REQUIRE(tl.slices.size() == 3u);
+  for (const trace::Slice& s : tl.slices) {
+    BOOST_TEST(tl.actors[s.actor] == (s.node == "B" ? "cpu worker 42" : caller.name()), s.node);
+    if (s.node == "C")
+      BOOST_TEST((s.local_inputs == std::vector<std::uint64_t>{9}), "B fed C on the worker");
+  }
+  BOOST_TEST_REQUIRE(tl.messages.size() == 1u);
+  const trace::Message& m = tl.messages[0];
+  BOOST_TEST(tl.actors[m.from_actor] == caller.name());
+  BOOST_TEST_REQUIRE(m.to_actor.has_value());
+  BOOST_TEST(tl.actors[*m.to_actor] == "cpu worker 42");
+  BOOST_TEST((m.producer == std::optional<std::uint64_t>(10)), "R sent it");
+  const trace::Summary s = trace::summarize(tl);
+  BOOST_TEST_REQUIRE(s.parallelism.size() == 1u);
+  BOOST_TEST(s.parallelism[0].tracks.size() == 2u, "both tracks share the pass");
+  BOOST_TEST(s.parallelism[0].critical_chain.size() == 3u, "R, B through the message, then C");
 }

@@ -140,6 +140,9 @@ BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
   BOOST_TEST(occurrences(dom, "<rect class=\"device ") == tl.device_spans.size());
   BOOST_TEST(occurrences(dom, "<line class=\"launch\"") > 0u, "launch arrows");
   BOOST_TEST(occurrences(dom, "<table id=\"ops\" class=\"sortable\"") == 1u, "the operations table");
+  BOOST_TEST(occurrences(dom, "<pre class=\"parallelism\">parallelism of GraphTask") ==
+               trace::summarize(tl).critical_paths.size(),
+             "each call's parallelism");
 
   const fs::path png = dir / "out.png";
   BOOST_TEST_REQUIRE(chromium(dir, html, "--screenshot=" + png.string(), dir / "stdout.txt") == 0,

@@ -87,6 +87,9 @@ BOOST_AUTO_TEST_CASE(bad_usage_exits_2_with_one_line_before_any_work) {
     {{"trace", "--nodes", "0"}, {"--nodes", "not '0'"}},
     {{"worker", "--port", "70000"}, {"--port", "[0, 65535]", "not '70000'"}},
     {{"train", "--devices", "gpu"}, {"--devices", "cpu, sim:N or cuda:N", "not 'gpu'"}},
+    {{"train", "--cpu-workers", "0"}, {"--cpu-workers", "expects an integer in [1, 256], not '0'"}},
+    {{"trace", "--cpu-workers=300"}, {"--cpu-workers", "not '300'"}},
+    {{"train", "--executor", "reference", "--cpu-workers", "2"}, {"--cpu-workers", "--executor actor"}},
     {{"train", "--devices", "cuda:65"}, {"--devices", "not 'cuda:65'"}},
     {{"trace", "--devices=sim:0"}, {"--devices", "not 'sim:0'"}},
     {{"train", "--trace", "/nonexistent-actorgrad/t.json"}, {"--trace", "'/nonexistent-actorgrad' does not exist"}},
@@ -149,6 +152,22 @@ BOOST_AUTO_TEST_CASE(trace_summary_to_stdout_writes_no_file) {
   BOOST_TEST(r.status == 0, r.err);
   BOOST_TEST(contains(r.out, "critical path"), r.out);
   BOOST_TEST(dir.files().empty(), "files written: " << dir.files().size());
+}
+
+BOOST_AUTO_TEST_CASE(trace_of_an_ensemble_on_cpu_workers_shows_its_parallelism) {
+  // `actorgrad trace --cpu-workers N` (issue #60): the summary gives the
+  // pass's parallelism, each track's busy % of it and its longest chain;
+  // every node of the 16 MLPs is on a caller or CPU worker track.
+  TempDir dir;
+  const RunResult r = run_actorgrad({"trace", "--model", "ensemble", "--devices", "cpu",
+                                     "--cpu-workers", "2", "--hidden", "8", "--points", "20",
+                                     "--summary", "-"},
+                                    dir.path.string());
+  BOOST_TEST(r.status == 0, r.err);
+  for (const char* part : {"parallelism of GraphTask", "longest chain of dependent nodes",
+                           "with any number of workers", "caller"})
+    BOOST_TEST(contains(r.out, part), part << " not in: " << r.out);
+  BOOST_TEST(!contains(r.out, "sim:"), "no device worker: " << r.out);
 }
 
 BOOST_AUTO_TEST_CASE(dash_is_stdin_and_stdout) {

@@ -16,6 +16,8 @@
 
 #include <unistd.h>
 
+#include "actorgrad/actors/engine.h"
+#include "tools/cli/engine_flags.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/trace.h"
 #include "tools/cli/train.h"
@@ -134,14 +136,16 @@ BOOST_AUTO_TEST_CASE(flag_value_and_flag_equals_value_parse_the_same_for_every_f
     {{},
      {{"--steps", "7"}, {"--lr", "0.5"}, {"--hidden", "9"}, {"--seed", "0"},
       {"--log-every", "3"}, {"--executor", "reference"}, {"--devices", "sim:3"},
-      {"--optimizer", "sgd"}, {"--momentum", "0.5"}, {"--activation", "relu"},
+      {"--cpu-workers", "2"}, {"--optimizer", "sgd"}, {"--momentum", "0.5"},
+      {"--activation", "relu"},
       {"--dtype", "float64"}, {"--points", "11"}, {"--batch", "4"}, {"--trace", "-"},
       {"--trace-step", {"1", {"--trace", out}}}, {"--html", {out, {"--trace", "-"}}}}},
     [](const Parsed& p) -> const TrainOptions& { return p.train; });
   check_both_forms<TraceOptions>(
     "trace",
     {{"--summary", out},
-     {{"--model", "chain"}, {"--devices", "cpu"}, {"--hidden", "5"}, {"--points", "6"},
+     {{"--model", "chain"}, {"--devices", "cpu"}, {"--cpu-workers", "2"}, {"--hidden", "5"},
+      {"--points", "6"},
       {"--nodes", "7"}, {"--seed", "0"}, {"--in", in}, {"--out", "-"}, {"--html", "-"},
       {"--summary", "-"}, {"--ops-csv", "-"}, {"--top", "5"}, {"--all", ""},
       {"--diff", {in, {}, {in}}}, {"--merge", {in, {}, {in}}}}},
@@ -162,6 +166,28 @@ BOOST_AUTO_TEST_CASE(seed_zero_is_an_integer_like_any_other) {
   BOOST_TEST(parse_args({"trace", "--seed", "0", "--summary", "-"}).trace.seed == 0u);
   BOOST_TEST(*parse_args({"train", "--seed", "-1"}).status == kUsageError);
   BOOST_TEST(*parse_args({"trace", "--seed", "x"}).status == kUsageError);
+}
+
+BOOST_AUTO_TEST_CASE(cpu_workers_reach_the_engine_and_bad_counts_are_refused) {
+  const Parsed train = parse_args({"train", "--devices", "sim:2", "--cpu-workers", "3"});
+  const Parsed trace =
+    parse_args({"trace", "--devices", "cpu", "--cpu-workers=4", "--summary", "-"});
+  BOOST_TEST_REQUIRE(!train.status.has_value());
+  BOOST_TEST_REQUIRE(!trace.status.has_value());
+  actorgrad::Engine a(engine_config(train.train.devices, train.train.cpu_workers));
+  BOOST_TEST(a.config().cpu_workers == 3u);
+  BOOST_TEST(a.config().devices.size() == 2u);
+  actorgrad::Engine b(engine_config(trace.trace.devices, trace.trace.cpu_workers));
+  BOOST_TEST(b.config().cpu_workers == 4u);
+  BOOST_TEST(b.config().devices.empty());
+  BOOST_TEST(parse_args({"train"}).train.cpu_workers == 1, "1 unless given");
+  for (const char* bad : {"0", "257", "-1", "two", "1.5"}) {
+    BOOST_TEST(*parse_args({"train", "--cpu-workers", bad}).status == kUsageError, bad);
+    BOOST_TEST(*parse_args({"trace", "--cpu-workers", bad, "--summary", "-"}).status == kUsageError,
+               bad);
+  }
+  BOOST_TEST(*parse_args({"train", "--executor", "reference", "--cpu-workers", "2"}).status ==
+             kUsageError);
 }
 
 BOOST_AUTO_TEST_CASE(validators_name_the_bad_value) {

@@ -49,6 +49,29 @@ def test_install_swaps_the_engine_and_uninstall_restores_it():
     assert torch.autograd.Variable._execution_engine is stock
 
 
+def test_cpu_workers_reach_the_engine_and_bad_counts_are_refused():
+    x = torch.randn(8, 8, dtype=torch.float64, requires_grad=True)
+    (x.tanh() @ x).sum().backward()
+    expected = x.grad.clone()
+    with ag.installed(cpu_workers=2):
+        assert ag.engine_config()["cpu_workers"] == 2
+        x.grad = None
+        (x.tanh() @ x).sum().backward()
+        assert torch.equal(x.grad, expected)
+    with ag.installed():
+        assert ag.engine_config()["cpu_workers"] == 1
+    with pytest.raises(RuntimeError, match="not installed"):
+        ag.engine_config()
+    for bad in (0, -1, 2.0, "2", True, None):
+        with pytest.raises(ValueError, match=r"install\(cpu_workers=.*\): cpu_workers must be an integer >= 1"):
+            ag.install(cpu_workers=bad)
+        assert not ag.is_installed()
+    with pytest.raises(ValueError, match="EngineConfig.cpu_workers is 300"):
+        ag.install(cpu_workers=300)  # the engine's bound: the value reached it
+    assert not ag.is_installed()
+    assert torch.autograd.Variable._execution_engine.__class__.__name__ != "_ActorEngine"
+
+
 def test_errors_keep_torch_texts_and_the_next_backward_works(on_actorgrad):
     x = torch.randn(3, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape of torch.Size\(\[4\]\)"):
@@ -371,6 +394,23 @@ def test_profile_from_python(on_actorgrad, tmp_path):
     p.save(str(tmp_path / "t.json"))
     assert "MulBackward0" in open(tmp_path / "t.json").read()
     assert "ExpBackward0" in p.summary()
+
+
+def test_profile_of_an_ensemble_on_cpu_workers_shows_each_pass_s_parallelism():
+    # Issue #60: the summary gives each pass's parallelism, each track's busy
+    # % of it and its longest chain of dependent nodes.
+    torch.manual_seed(0)
+    x = torch.randn(32, 64)
+    models = [torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64))
+              for _ in range(8)]
+    with ag.installed(cpu_workers=2):
+        loss = sum(m(x).sum() for m in models)
+        with ag.profile() as p:
+            loss.backward()
+    text = p.summary()
+    assert re.search(r"parallelism of GraphTask \d+: \d+\.\d\dx \(node time", text), text
+    assert "longest chain of dependent nodes" in text, text
+    assert re.search(r"caller \d+ +busy +\d+\.\d%", text), text
 
 
 def test_profile_paths_name_the_rank_and_process(on_actorgrad, tmp_path, monkeypatch):

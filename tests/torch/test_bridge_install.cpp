@@ -1,6 +1,7 @@
 /// @file test_bridge_install.cpp
 /// The torch bridge's public API (actors/torch/install.h): install/uninstall
-/// and their errors, libtorch's default engine switching, uninstall and
+/// and their errors (cpu_workers reaches the engine, a bad count is refused
+/// by name), libtorch's default engine switching, uninstall and
 /// install in the middle of a backward call (calls in flight finish where
 /// they started; a call nested in a stock call is delegated to the stock
 /// engine), and recording a libtorch backward with libtorch's node names.
@@ -74,6 +75,25 @@ BOOST_AUTO_TEST_CASE(install_uninstall_and_their_errors) {
   bad.scheduler_threads = 0;
   BOOST_CHECK_THROW(ag_torch::install(bad), std::invalid_argument);
   BOOST_CHECK(!ag_torch::installed());
+  // cpu_workers reaches the installed engine; a bad count is refused by name.
+  actorgrad::EngineConfig two;
+  two.cpu_workers = 2;
+  ag_torch::install(two);
+  BOOST_CHECK_EQUAL(ag_torch::engine().config().cpu_workers, 2u);
+  ag_torch::uninstall();
+  for (std::size_t n : {std::size_t{0}, std::size_t{257}}) {
+    actorgrad::EngineConfig workers;
+    workers.cpu_workers = n;
+    try {
+      ag_torch::install(workers);
+      BOOST_ERROR("cpu_workers " << n << " was accepted");
+    } catch (const std::invalid_argument& e) {
+      BOOST_CHECK_MESSAGE(std::string(e.what()).find("cpu_workers is " + std::to_string(n)) !=
+                            std::string::npos,
+                          e.what());
+    }
+    BOOST_CHECK(!ag_torch::installed());
+  }
   {
     ag_torch::Scope scope;
     BOOST_CHECK(ag_torch::installed());

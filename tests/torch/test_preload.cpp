@@ -15,7 +15,8 @@
 /// trace (timeout, which ran no backward pass, writes nothing over it);
 /// `%r` and `%p` name each process's file; with `:5`, a program of 10,000
 /// passes keeps a flat resident set and exits within a second with the
-/// last 5 passes in its trace.
+/// last 5 passes in its trace. ACTORGRAD_CPU_WORKERS=2 prints the same bits;
+/// a bad count is refused naming the variable.
 
 #define BOOST_TEST_MODULE torch_preload
 #include <boost/test/unit_test.hpp>
@@ -204,6 +205,25 @@ BOOST_AUTO_TEST_CASE(a_bad_percent_sequence_is_refused_by_name) {
                std::string::npos,
              r.err);
   BOOST_TEST(r.out == plain_output(), "and the program runs on libtorch's engine");
+}
+
+BOOST_AUTO_TEST_CASE(cpu_workers_from_the_environment) {
+  // Two workers: the same bits as libtorch's engine.
+  const test::RunResult two =
+    run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_CPU_WORKERS=2"}, {program});
+  BOOST_TEST(two.err.find("not installed") == std::string::npos, two.err);
+  BOOST_TEST(two.out == plain_output());
+  // A value that is no count from 1 to 256 is refused naming the variable,
+  // and the program runs on libtorch's engine.
+  for (const std::string bad : {"0", "two", "-1", "2x", "257"}) {
+    const test::RunResult r =
+      run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_CPU_WORKERS=" + bad}, {program});
+    BOOST_TEST(r.err.find("actorgrad preload: not installed: ACTORGRAD_CPU_WORKERS is '" + bad +
+                          "': expected the number of threads that run CPU nodes, 1 to 256") !=
+                 std::string::npos,
+               r.err);
+    BOOST_TEST(r.out == plain_output(), "and the program runs on libtorch's engine");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(ten_thousand_passes_with_the_last_five_kept_stay_flat_and_exit_at_once) {

@@ -16,6 +16,7 @@
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/ops.h"
+#include "tools/cli/engine_flags.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/mlp.h"
 #include "tools/cli/spirals.h"
@@ -28,7 +29,9 @@ namespace {
 
 constexpr const char* kAbout = R"(
 Runs one backward pass of a model on the actor engine with recording on (after
-one unrecorded warm-up pass), or reads a recording (--in), and writes:
+one unrecorded warm-up pass), or reads a recording (--in); with --cpu-workers N
+the engine runs a CPU-only backward's nodes (--devices cpu) on N threads, each
+a track of its own. It writes:
   --out      a Chrome Trace Event JSON file (open it in https://ui.perfetto.dev
              or chrome://tracing): one track per actor, a slice per node, an
              arrow per message, a counter of each actor's queue lengths;
@@ -37,8 +40,11 @@ one unrecorded warm-up pass), or reads a recording (--in), and writes:
              wait p50/p99; per actor the mailbox and ready-heap lengths (max,
              mean) and mailbox wait; the operations (per node name: calls, total, self,
              mean, min, max, share of the node time); messages per actor pair;
-             the critical path of each backward call. Each list shows its
-             first --top rows (default 20), or all of them with --all;
+             per backward call its parallelism (node time / wall time, each
+             track's busy % of the call, the longest chain of dependent nodes
+             and the most parallelism it allows) and its critical path. Each
+             list shows its first --top rows (default 20), or all of them
+             with --all;
   --ops-csv  the operations table as CSV (times in ns).
 With --diff BEFORE AFTER, two recordings are compared instead: the summary
 lists per operation and per actor the counts and times before and after and
@@ -67,6 +73,9 @@ checked before anything runs.
 Exit status: 0 on success, 1 on failure, 2 on a bad command line.
 )";
 
+/// Independent MLPs of `--model ensemble`.
+constexpr std::int64_t kEnsemble = 16;
+
 /// A backward pass to record: builds the model's graph and returns the loss.
 std::function<Tensor()> make_model(const TraceOptions& o) {
   std::vector<Device> devices = device_list(o.devices);
@@ -88,18 +97,26 @@ std::function<Tensor()> make_model(const TraceOptions& o) {
   }
   if (devices.empty())
     devices.push_back(Device::cpu());
-  auto model = std::make_shared<Mlp>(std::vector<std::int64_t>{2, o.hidden, o.hidden, 2},
-                                     Activation::tanh, DType::f32, devices, o.seed);
+  // The MLP, or kEnsemble of them (seeds seed, seed + 1, ...), their losses summed.
+  const std::int64_t count = o.model == "ensemble" ? kEnsemble : 1;
+  std::vector<std::shared_ptr<Mlp>> models;
+  for (std::int64_t m = 0; m < count; ++m)
+    models.push_back(std::make_shared<Mlp>(std::vector<std::int64_t>{2, o.hidden, o.hidden, 2},
+                                           Activation::tanh, DType::f32, devices,
+                                           o.seed + static_cast<std::uint64_t>(m)));
   const SpiralData data = make_spirals(o.points, 0.02, o.seed);
   const Tensor x = Tensor::from_vector(data.x, {data.size(), 2}, DType::f32);
-  return [model, x, y = data.y] { return cross_entropy(model->forward(x), y); };
+  return [models, x, y = data.y] {
+    Tensor loss = cross_entropy(models.front()->forward(x), y);
+    for (std::size_t m = 1; m < models.size(); ++m)
+      loss = loss + cross_entropy(models[m]->forward(x), y);
+    return loss;
+  };
 }
 
 /// Runs the model's backward once to warm up, then once more while recording.
 trace::Timeline record(const TraceOptions& o) {
-  EngineConfig config;
-  config.devices = device_list(o.devices);
-  Engine engine(std::move(config));
+  Engine engine(engine_config(o.devices, o.cpu_workers));
   const auto loss_of = make_model(o);
   backward({loss_of()}, {}, engine);
   const Tensor loss = loss_of();
@@ -116,12 +133,15 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
   cmd->footer(kAbout);
   cmd->add_option("--model", o.model,
                   "the MLP of `actorgrad train` (2 -> hidden -> hidden -> 2 on two spirals), "
-                  "or a chain of --nodes multiplications of a [1] tensor")
-    ->check(one_of({"mlp", "chain"}));
+                  "16 such MLPs with their losses summed (ensemble: independent branches "
+                  "that CPU workers can run at once), or a chain of --nodes multiplications "
+                  "of a [1] tensor")
+    ->check(one_of({"mlp", "ensemble", "chain"}));
   cmd->add_option("--devices", o.devices,
                   "MLP layers round-robin on sim:0..sim:N-1 (or cuda:0..cuda:N-1), chain in N "
                   "contiguous stages")
     ->check(device_set());
+  add_cpu_workers(*cmd, o.cpu_workers);
   cmd->add_option("--hidden", o.hidden, "MLP hidden width")->check(integer_in(1));
   cmd->add_option("--points", o.points, "spiral points per class")->check(integer_in(2));
   cmd->add_option("--nodes", o.nodes, "chain length")->check(integer_in(1));

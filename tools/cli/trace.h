@@ -14,9 +14,12 @@ namespace actorgrad::cli {
 
 /// The flags of `actorgrad trace`, as parsed.
 struct TraceOptions {
+  /// `mlp`, `ensemble` (16 MLPs, losses summed) or `chain`.
   std::string model = "mlp";
   /// `cpu` or `sim:N` (flags.h device_set).
   std::string devices = "sim:2";
+  /// EngineConfig::cpu_workers (engine_flags.h).
+  std::int64_t cpu_workers = 1;
   std::int64_t hidden = 64;
   std::int64_t points = 500;
   std::int64_t nodes = 1000;

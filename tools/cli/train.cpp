@@ -18,6 +18,7 @@
 #include "actorgrad/libengine/engine/reference_executor.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/ops.h"
+#include "tools/cli/engine_flags.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/mlp.h"
 #include "tools/cli/format.h"
@@ -53,9 +54,7 @@ Exit status: 0 when the loss dropped, 1 when it did not or training failed,
 std::unique_ptr<Executor> make_executor(const TrainOptions& o) {
   if (o.executor == "reference")
     return std::make_unique<ReferenceExecutor>();
-  EngineConfig config;
-  config.devices = device_list(o.devices);
-  return std::make_unique<Engine>(std::move(config));
+  return std::make_unique<Engine>(engine_config(o.devices, o.cpu_workers));
 }
 
 /// Mini-batches: a walk over a permutation reshuffled every epoch.
@@ -147,6 +146,7 @@ CLI::App* add_train(CLI::App& app, TrainOptions& o) {
                   "with sim:N or cuda:N, layer i lives on sim:(i mod N) or cuda:(i mod N), "
                   "so the backward crosses device workers")
     ->check(device_set());
+  add_cpu_workers(*cmd, o.cpu_workers);
   cmd->add_option("--optimizer", o.optimizer, "adam, or sgd with momentum")
     ->check(one_of({"adam", "sgd"}));
   cmd->add_option("--momentum", o.momentum, "momentum of sgd")
@@ -170,6 +170,9 @@ CLI::App* add_train(CLI::App& app, TrainOptions& o) {
   cmd->final_callback([&o] {
     if (!o.trace.empty() && o.executor != "actor")
       throw CLI::ValidationError("--trace", "records the actor engine: it needs --executor actor");
+    if (o.cpu_workers != 1 && o.executor != "actor")
+      throw CLI::ValidationError("--cpu-workers",
+                                 "sets the actor engine's CPU workers: it needs --executor actor");
     if (o.trace_step > o.steps)
       throw CLI::ValidationError("--trace-step", std::to_string(o.trace_step) +
                                                    " is past --steps " + std::to_string(o.steps));

@@ -21,6 +21,8 @@ struct TrainOptions {
   std::string executor = "actor";
   /// `cpu` or `sim:N` (flags.h device_set).
   std::string devices = "cpu";
+  /// EngineConfig::cpu_workers (engine_flags.h).
+  std::int64_t cpu_workers = 1;
   std::string optimizer = "adam";
   double momentum = 0.9;
   std::string activation = "tanh";

@@ -384,7 +384,10 @@ void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
       out << "<li>" << escape(describe_step(tl, s, step)) << "</li>\n";
     out << "</ol>\n";
   }
-  for (const CriticalPath& p : s.critical_paths) {
+  for (std::size_t k = 0; k < s.critical_paths.size(); ++k) {
+    const CriticalPath& p = s.critical_paths[k];
+    out << "<h2>Parallelism of " << escape(task_name(tl, p)) << "</h2>\n<pre class=\"parallelism\">"
+        << escape(describe_parallelism(tl, p, s.parallelism[k])) << "</pre>\n";
     out << "<h2>Critical path of " << escape(task_name(tl, p)) << "</h2>\n<p class=\"meta\">"
         << p.steps.size() << " steps, " << format_duration(p.length_ns)
         << " from its first start to its end (" << format_duration(p.wall_ns)

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "actorgrad/tools/trace/slice_inputs.h"
+
 namespace actorgrad::trace {
 
 namespace {
@@ -25,22 +27,6 @@ Percentiles percentiles(std::vector<std::int64_t> v) {
   p.p50_ns = rank(0.50);
   p.p99_ns = rank(0.99);
   return p;
-}
-
-/// Time covered by the outermost slices of one actor (slices sorted by start).
-std::int64_t busy_time(const std::vector<const Slice*>& slices) {
-  std::int64_t busy = 0;
-  std::int64_t covered_until = 0;
-  bool any = false;
-  for (const Slice* s : slices) {
-    if (any && s->end_ns <= covered_until)
-      continue; // nested in a slice already counted
-    const std::int64_t from = any ? std::max(s->start_ns, covered_until) : s->start_ns;
-    busy += s->end_ns - from;
-    covered_until = s->end_ns;
-    any = true;
-  }
-  return busy;
 }
 
 // Note [Critical path by last arrival]
@@ -89,19 +75,9 @@ CriticalPath critical_path(const Timeline& tl, std::size_t process, std::uint64_
   for (std::size_t i : task_slices)
     by_seq.emplace(tl.slices[i].sequence_nr, i);
   std::map<std::size_t, std::vector<In>> in, device_in;
-  for (std::size_t i : task_slices)
-    for (std::uint64_t p : tl.slices[i].local_inputs)
-      if (auto it = by_seq.find(p); it != by_seq.end())
-        in[i].push_back({{it->second, false}, tl.slices[it->second].end_ns, 0, false});
-  for (const Message& m : tl.messages) {
-    if (m.graph_task != task || !m.producer || !m.received() ||
-        tl.process_of_actor(m.from_actor) != process)
-      continue;
-    auto from = by_seq.find(*m.producer);
-    auto to = by_seq.find(m.sequence_nr);
-    if (from != by_seq.end() && to != by_seq.end())
-      in[to->second].push_back({{from->second, false}, *m.recv_ns, m.latency_ns(), true});
-  }
+  for (const auto& [to, inputs] : slice_inputs(tl, process, task, task_slices))
+    for (const SliceInput& e : inputs)
+      in[to].push_back({{e.from, false}, e.arrival_ns, e.latency_ns, e.message});
   std::map<std::pair<std::size_t, std::uint64_t>, std::size_t> at_point; // stream, point -> span
   for (std::size_t j : task_spans)
     at_point.emplace(std::pair{tl.device_spans[j].stream, tl.device_spans[j].point}, j);
@@ -345,6 +321,9 @@ Summary summarize(const Timeline& tl) {
   s.queues = queue_depths(tl);
   std::sort(s.critical_paths.begin(), s.critical_paths.end(),
             [&](const CriticalPath& a, const CriticalPath& b) { return a.start_ns < b.start_ns; });
+  for (const CriticalPath& p : s.critical_paths)
+    s.parallelism.push_back(
+      pass_parallelism(tl, p.process, p.graph_task, task_slices[{p.process, p.graph_task}]));
   s.process_paths = process_paths(tl, s.critical_paths);
   return s;
 }
@@ -360,6 +339,26 @@ std::string describe_step(const Timeline& tl, const Summary& s, const ProcessSte
   const CriticalPath& p = s.critical_paths[step.index];
   return "pass " + task_name(tl, p) + ": " + format_duration(p.wall_ns) + ", its critical path " +
          std::to_string(p.steps.size()) + " nodes";
+}
+
+std::string describe_parallelism(const Timeline& tl, const CriticalPath& p,
+                                 const PassParallelism& par) {
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "parallelism of %s: %.2fx (node time %s in %s wall); longest chain of dependent "
+                "nodes %s over %zu nodes: at most %.2fx with any number of workers\n",
+                task_name(tl, p).c_str(), par.parallelism, format_duration(par.node_ns).c_str(),
+                format_duration(par.wall_ns).c_str(), format_duration(par.critical_ns).c_str(),
+                par.critical_chain.size(), par.max_parallelism);
+  out << line;
+  for (const PassTrack& t : par.tracks) {
+    std::snprintf(line, sizeof line, "  %-26s busy %5.1f%% %11s %7zu nodes\n",
+                  tl.actor_label(t.actor).c_str(), t.busy_percent,
+                  format_duration(t.busy_ns).c_str(), t.nodes);
+    out << line;
+  }
+  return out.str();
 }
 
 std::string task_name(const Timeline& tl, const CriticalPath& p) {
@@ -474,8 +473,10 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
       out << "  " << describe_step(tl, s, step) << "\n";
   }
 
-  for (const CriticalPath& p : s.critical_paths) {
-    out << "\ncritical path of " << task_name(tl, p) << ": " << p.steps.size()
+  for (std::size_t k = 0; k < s.critical_paths.size(); ++k) {
+    const CriticalPath& p = s.critical_paths[k];
+    out << "\n" << describe_parallelism(tl, p, s.parallelism[k]);
+    out << "critical path of " << task_name(tl, p) << ": " << p.steps.size()
         << " steps, " << format_duration(p.length_ns) << " from its first start to its end ("
         << format_duration(p.wall_ns) << " wall)\n";
     for (std::size_t i = 0; i < rows_shown(p.steps.size(), top); ++i) {

@@ -1,7 +1,7 @@
 #pragma once
 /// @file summary.h
-/// Figures of a timeline: per-actor load, queue waits, message traffic and
-/// the critical path of each backward call.
+/// Figures of a timeline: per-actor load, queue waits, message traffic and,
+/// per backward call, its critical path and parallelism.
 
 #include <cstdint>
 #include <iosfwd>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actorgrad/tools/trace/op_table.h"
+#include "actorgrad/tools/trace/parallelism.h"
 #include "actorgrad/tools/trace/queue_depth.h"
 #include "actorgrad/tools/trace/timeline.h"
 
@@ -118,6 +119,9 @@ struct Summary {
   std::size_t unreceived = 0;
   /// One per backward call, in order of their first node.
   std::vector<CriticalPath> critical_paths;
+  /// The same calls' per-track busy %, parallelism and longest chain of
+  /// dependent nodes, in the same order (parallelism.h).
+  std::vector<PassParallelism> parallelism;
   /// One per distributed backward whose messages between processes the
   /// timeline holds (a merge of its processes' recordings), in order.
   std::vector<ProcessPath> process_paths;
@@ -133,7 +137,8 @@ struct Summary {
 Summary summarize(const Timeline& tl);
 
 /// The summary as text: an actor table, the streams, the queues, the
-/// operations, message edges, and each critical path with its nodes. Each list shows its first `top` rows
+/// operations, message edges, and per backward call its parallelism (busy %
+/// per track) and its critical path with its nodes. Each list shows its first `top` rows
 /// (0: all) and says how many it left out.
 std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top = 20);
 
@@ -141,6 +146,12 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
 /// -> rank 1: 85.2 us in flight`, `pass GraphTask 7 on rank 1: 1.2 ms, its
 /// critical path 12 nodes`.
 std::string describe_step(const Timeline& tl, const Summary& s, const ProcessStep& step);
+
+/// The parallelism of pass `p` in words: `parallelism of GraphTask 7: 1.85x
+/// (node time ... in ... wall); longest chain ...`, then a line per track
+/// with its busy % of the pass.
+std::string describe_parallelism(const Timeline& tl, const CriticalPath& p,
+                                 const PassParallelism& par);
 
 /// `GraphTask N`, and ` on PROCESS` when the timeline has several processes.
 std::string task_name(const Timeline& tl, const CriticalPath& p);

@@ -136,12 +136,20 @@ Timeline build_timeline(const Trace& trace) {
   // Ready times and inputs are keyed by (graph task, sequence_nr), which
   // libtorch does not make unique: every AccumulateGrad has UINT64_MAX. So
   // the ready times of a key go to its slices in order (the earliest
-  // unclaimed one at or before each start, in start order), and a
-  // node_start takes the inputs fed to its key on its actor since the
-  // key's last start. Keeping only the last ready time gave AccumulateGrads
+  // unclaimed one at or before each start, in start order), and each input
+  // fed to a key goes to its first slice that starts at or after the feed,
+  // whichever actor fed it and whichever runs the slice (a CPU worker may
+  // feed a node that another worker then runs; taking the inputs at the
+  // node_start while walking its actor's track lost those fed on a track
+  // walked later). Keeping only the last ready time gave AccumulateGrads
   // ready times after their starts.
   std::map<NodeKey, std::vector<std::int64_t>> ready;
-  std::map<NodeKey, std::vector<std::uint64_t>> inputs;
+  struct Fed {
+    NodeKey key;
+    std::uint64_t producer;
+    std::int64_t ts_ns;
+  };
+  std::vector<Fed> feds;
   std::map<std::uint64_t, Message> messages;
   std::map<std::uint64_t, std::pair<std::size_t, std::int64_t>> receipts; // id -> actor, ts
   std::map<std::uint64_t, std::pair<std::size_t, Event>> launches;        // id -> actor, launch
@@ -175,9 +183,6 @@ Timeline build_timeline(const Trace& trace) {
         tl.slices.push_back({actor, e.graph_task, e.node, e.sequence_nr, e.depth, e.device,
                              e.stream, e.ts_ns, e.ts_ns, std::nullopt, {}});
         open.push_back(tl.slices.size() - 1);
-        const NodeKey key{e.graph_task, e.sequence_nr};
-        if (auto it = inputs.find(key); it != inputs.end())
-          tl.slices.back().local_inputs = std::exchange(it->second, {});
         break;
       }
       case EventKind::node_end:
@@ -192,7 +197,7 @@ Timeline build_timeline(const Trace& trace) {
         break;
       case EventKind::input:
         if (auto producer = running_node(e.graph_task))
-          inputs[{e.graph_task, e.sequence_nr}].push_back(*producer);
+          feds.push_back({{e.graph_task, e.sequence_nr}, *producer, e.ts_ns});
         break;
       case EventKind::send:
         if (crosses_processes(e.message))
@@ -225,18 +230,30 @@ Timeline build_timeline(const Trace& trace) {
   for (std::size_t i = 0; i < tl.slices.size(); ++i)
     starts[{tl.slices[i].graph_task, tl.slices[i].sequence_nr}].push_back(i);
   for (auto& [key, slices] : starts) {
+    std::sort(slices.begin(), slices.end(), [&](std::size_t a, std::size_t b) {
+      return tl.slices[a].start_ns < tl.slices[b].start_ns;
+    });
     auto it = ready.find(key);
     if (it == ready.end())
       continue;
     std::vector<std::int64_t>& times = it->second;
     std::sort(times.begin(), times.end());
-    std::sort(slices.begin(), slices.end(), [&](std::size_t a, std::size_t b) {
-      return tl.slices[a].start_ns < tl.slices[b].start_ns;
-    });
     std::size_t next = 0;
     for (std::size_t i : slices)
       if (next < times.size() && times[next] <= tl.slices[i].start_ns)
         tl.slices[i].ready_ns = times[next++];
+  }
+  std::stable_sort(feds.begin(), feds.end(),
+                   [](const Fed& a, const Fed& b) { return a.ts_ns < b.ts_ns; });
+  for (const Fed& f : feds) {
+    auto it = starts.find(f.key);
+    if (it == starts.end())
+      continue; // its node had not started when the snapshot was taken
+    for (std::size_t i : it->second)
+      if (tl.slices[i].start_ns >= f.ts_ns) {
+        tl.slices[i].local_inputs.push_back(f.producer);
+        break;
+      }
   }
   for (auto& [id, m] : messages) {
     if (auto it = receipts.find(id); it != receipts.end()) {

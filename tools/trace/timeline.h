@@ -27,8 +27,9 @@ struct Slice {
   std::int64_t end_ns = 0;
   /// When the node's last input arrived (it became ready), if recorded.
   std::optional<std::int64_t> ready_ns;
-  /// Sequence numbers of the nodes of the same task that fed this one on
-  /// the same actor, without a message.
+  /// Sequence numbers of the nodes of the same task that fed this one
+  /// without a message (on this actor, or on another, such as a CPU worker
+  /// that fed a node the caller then ran), in the order they fed it.
   std::vector<std::uint64_t> local_inputs;
 
   std::int64_t duration_ns() const { return end_ns - start_ns; }

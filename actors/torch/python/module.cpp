@@ -52,8 +52,8 @@ public:
     paths.ops_csv = path;
     write(paths);
   }
-  /// The text summary (per-actor load, operations, message edges,
-  /// critical paths), each list cut to `top` rows (0: all).
+  /// The text summary (per-actor load, operations, message edges, per pass
+  /// its parallelism and critical path), each list cut to `top` rows (0: all).
   std::string summary(std::size_t top) const {
     return trace::format_summary(timeline_, trace::summarize(timeline_), top);
   }
@@ -90,16 +90,29 @@ PYBIND11_MODULE(_C, m) {
     m.add_object(def->ml_name, py::reinterpret_steal<py::object>(PyCFunction_NewEx(def, nullptr, m.attr("__name__").ptr())));
   m.def(
     "install",
-    [](const std::string& devices, int max_recursion_depth) {
+    [](const std::string& devices, int max_recursion_depth, std::size_t cpu_workers) {
       EngineConfig config;
       config.devices = parse_devices(devices);
       config.max_recursion_depth = max_recursion_depth;
+      config.cpu_workers = cpu_workers;
       torch::install(std::move(config));
       torch::take_over_distributed_autograd();
     },
-    py::arg("devices") = "", py::arg("max_recursion_depth") = 60,
+    py::arg("devices") = "", py::arg("max_recursion_depth") = 60, py::arg("cpu_workers") = 1,
     "Makes the actor engine libtorch's default engine (devices as ACTORGRAD_DEVICES: 'sim:2').");
   m.def("uninstall", &torch::uninstall, "Restores libtorch's default engine.");
+  m.def(
+    "engine_config",
+    [] {
+      const EngineConfig& c = torch::engine().config();
+      py::list devices;
+      for (Device d : c.devices)
+        devices.append(d.str());
+      return py::dict(py::arg("devices") = devices,
+                      py::arg("max_recursion_depth") = c.max_recursion_depth,
+                      py::arg("cpu_workers") = c.cpu_workers);
+    },
+    "The installed engine's settings (raises when not installed).");
   m.def("installed", &torch::installed);
   m.def("stats", [] {
     const auto s = torch::stats();

@@ -30,7 +30,8 @@ import torch.autograd
 
 from . import _C
 
-__all__ = ["install", "uninstall", "is_installed", "installed", "stats", "profile"]
+__all__ = ["install", "uninstall", "is_installed", "installed", "engine_config", "stats",
+           "profile"]
 
 
 class _ActorEngine:
@@ -111,11 +112,23 @@ def _prologue_frames(stock_backward):
     return tuple(entries[:2])
 
 
-def install(devices="", max_recursion_depth=60, fast_backward=True):
+def _check_cpu_workers(cpu_workers):
+    """Refuses, naming it, a cpu_workers that is not an integer >= 1 (the
+    engine checks the upper bound)."""
+    if isinstance(cpu_workers, bool) or not isinstance(cpu_workers, int) or cpu_workers < 1:
+        raise ValueError(f"install(cpu_workers={cpu_workers!r}): cpu_workers must be an integer "
+                         ">= 1 (threads that run a backward's CPU nodes, the caller included)")
+
+
+def install(devices="", max_recursion_depth=60, fast_backward=True, cpu_workers=1):
     """Makes the actor engine run every backward pass of the process.
 
     devices: the non-CPU devices the engine serves besides the CPU, as for
     ACTORGRAD_DEVICES ("sim:2"); torch's CPU nodes need none.
+    cpu_workers: threads that run the CPU nodes of a backward, the calling
+    thread included (EngineConfig::cpu_workers, as ACTORGRAD_CPU_WORKERS for
+    the preload library); 1, the default, runs them all on the caller, as
+    torch does. Raises ValueError naming it when not an integer in [1, 256].
     fast_backward: Tensor.backward does torch's Python prologue (argument
     checks, the implicit ones_like) in C++ for the common case, about 1.6 µs
     less a call; every other case, every refusal, and every call under a
@@ -127,7 +140,8 @@ def install(devices="", max_recursion_depth=60, fast_backward=True):
     Raises RuntimeError when already installed.
     """
     global _stock_engine, _stock_tensor_backward, _stock_will_engine_execute_node
-    _C.install(devices, max_recursion_depth)
+    _check_cpu_workers(cpu_workers)
+    _C.install(devices, max_recursion_depth, cpu_workers)
     _stock_engine = torch.autograd.Variable._execution_engine
     torch.autograd.Variable._execution_engine = _ActorEngine()
     _stock_will_engine_execute_node = torch._C._will_engine_execute_node
@@ -163,13 +177,20 @@ def is_installed():
 
 
 @contextlib.contextmanager
-def installed(devices="", max_recursion_depth=60, fast_backward=True):
+def installed(devices="", max_recursion_depth=60, fast_backward=True, cpu_workers=1):
     """install() for the duration of a with-block."""
-    install(devices, max_recursion_depth, fast_backward)
+    install(devices, max_recursion_depth, fast_backward, cpu_workers)
     try:
         yield
     finally:
         uninstall()
+
+
+def engine_config():
+    """The installed engine's settings: {"devices": ["sim:0", ...],
+    "max_recursion_depth": int, "cpu_workers": int}. Raises RuntimeError
+    when not installed."""
+    return _C.engine_config()
 
 
 def stats():
@@ -206,7 +227,9 @@ class Profile:
 
     def summary(self, top=20):
         """The text summary: per-actor load, the per-operation table, messages,
-        critical paths; each list cut to `top` rows (0: all)."""
+        per pass its parallelism (busy % per track, node time / wall time,
+        longest chain of dependent nodes) and critical path; each list cut
+        to `top` rows (0: all)."""
         return self._recording.summary(top)
 
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""The table of a bench_cpu_workers run (its --benchmark_out JSON) for
+RESULTS.md: issue #60's targets, 1 and 2 CPU workers side by side.
+
+    tools/bench/cpu_workers_table.py bench_cpu_workers.json
+
+Per case and engine: the least of the repetitions' minimum times of one
+backward (us), the median of their medians (us), and the ratios of both to
+the same case's 1-worker row and, for libtorch's cases, to the stock
+engine's row. Then each target of the issue with the figure it is judged by
+(the minima's ratio) and whether it is met.
+"""
+import json
+import statistics
+import sys
+
+# case -> (row, against, at most): issue #60's targets.
+TARGETS = [
+    ("ensemble/16", "torch_actor_2w", "torch", 0.6),
+    ("ensemble/16", "torch_actor_2w", "torch_actor_1w", 0.6),
+    ("wide_dag/64x20", "actor_2w", "actor_1w", 0.6),
+    ("chain_mul/1000", "actor_2w", "actor_1w", 1.05),
+    ("mlp/4", "actor_2w", "actor_1w", 1.05),
+    ("transformer/1", "torch_actor_2w", "torch_actor_1w", 1.05),
+    ("mlp/4", "torch_actor_2w", "torch_actor_1w", 1.05),
+    ("chain_passthrough/1000", "torch_actor_2w", "torch_actor_1w", 1.05),
+]
+
+
+def load(path):
+    """{case: {engine: (min us, median us, nodes)}} over the repetitions."""
+    runs = {}
+    for b in json.load(open(path))["benchmarks"]:
+        if b.get("run_type") != "iteration" or "best_us" not in b:
+            continue
+        case, _, engine = b["run_name"].removesuffix("/real_time").rpartition("/")
+        runs.setdefault(case, {}).setdefault(engine, []).append(b)
+    return {case: {e: (min(b["best_us"] for b in bs),
+                       statistics.median(b["median_ns_per_iter"] / 1e3 for b in bs),
+                       int(bs[0]["nodes"]))
+                   for e, bs in engines.items()}
+            for case, engines in runs.items()}
+
+
+def main(path):
+    rows = load(path)
+    print("| case | nodes | engine | min µs | median µs | min / 1 worker | median / 1 worker "
+          "| min / stock | median / stock |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    for case, engines in rows.items():
+        for e, (low, med, nodes) in engines.items():
+            one = engines.get(e.replace("_2w", "_1w")) if e.endswith("_2w") else None
+            stock = engines.get("torch") if e.startswith("torch_actor") else None
+            cells = [f"{low / one[0]:.3f}" if one else "", f"{med / one[1]:.3f}" if one else "",
+                     f"{low / stock[0]:.3f}" if stock else "",
+                     f"{med / stock[1]:.3f}" if stock else ""]
+            print(f"| {case} | {nodes} | {e} | {low:,.1f} | {med:,.1f} | " + " | ".join(cells) + " |")
+    print("\n| target | min ratio | median ratio | met (min) |\n|---|---:|---:|---|")
+    for case, row, against, most in TARGETS:
+        engines = rows.get(case, {})
+        if row not in engines or against not in engines:
+            print(f"| {case}: {row} ≤ {most}× {against} | – | – | not run |")
+            continue
+        low = engines[row][0] / engines[against][0]
+        med = engines[row][1] / engines[against][1]
+        print(f"| {case}: {row} ≤ {most}× {against} | {low:.3f}× | {med:.3f}× | "
+              f"{'met' if low <= most else 'not met'} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
