@@ -16,7 +16,7 @@
 #include "tests/support/hand_made_trace.h"
 
 using namespace actorgrad::trace;
-using actorgrad::test::slice;
+using actorgrad::testing::slice;
 
 namespace {
 
