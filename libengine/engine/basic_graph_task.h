@@ -218,6 +218,9 @@ private:
   [[gnu::noinline]] NodeState* add_input_in_order(node& fn, std::uint32_t input_nr, value&& grad,
                                                   const typename G::source& source,
                                                   InputOrder order);
+  /// add_input_in_order for a joining node whose state `s` was found.
+  NodeState* add_joining_input(node& fn, NodeState& s, std::uint32_t input_nr, value&& grad,
+                               const typename G::source& source, InputOrder order);
   value_list evaluate_node(node& fn, NodeState& s);
   /// evaluate_node's part for selective execution: captures the node's
   /// inputs (after the tensor pre-hooks when it only captures) and returns

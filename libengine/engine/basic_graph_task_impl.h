@@ -354,7 +354,13 @@ BasicGraphTask<G>::add_input_in_order(node& fn, std::uint32_t input_nr, value&& 
   NodeState* found = state_.find(key_of(fn));
   if (!found || !found->exec.joins()) // one gradient: nothing to order
     return add_input(fn, input_nr, std::move(grad), source);
-  NodeState& s = *found;
+  return add_joining_input(fn, *found, input_nr, std::move(grad), source, order);
+}
+
+template <GraphTraits G>
+typename BasicGraphTask<G>::NodeState*
+BasicGraphTask<G>::add_joining_input(node& fn, NodeState& s, std::uint32_t input_nr, value&& grad,
+                                     const typename G::source& source, InputOrder order) {
   const bool ready = --s.dependencies == 0;
   if (selective() && !s.exec.should_execute())
     return nullptr;
@@ -408,8 +414,9 @@ void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self,
   node& consumer = *G::target(next);
   const std::uint32_t input_nr = G::input_nr(next);
   const InputOrder order{G::sequence_nr(from), output_nr};
-  const NodeState* s = state_.find(key_of(consumer));
-  if (s && s->exec.joins() && !to.owns(cpu_queue, Device::cpu())) {
+  NodeState* s = state_.find(key_of(consumer));
+  const bool joins = s && s->exec.joins();
+  if (joins && !to.owns(cpu_queue, Device::cpu())) {
     to.send(self, SentGrad{G::target_handle(next), input_nr, Device::cpu(), order,
                            SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
     return;
@@ -417,7 +424,9 @@ void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self,
   if (to.wants_feeds()) [[unlikely]]
     to.fed(*this, &consumer, input_nr);
   const typename G::source source = G::local_source(from, grad);
-  if (NodeState* r = add_input_in_order(consumer, input_nr, std::move(grad), source, order))
+  NodeState* r = joins ? add_joining_input(consumer, *s, input_nr, std::move(grad), source, order)
+                       : add_input(consumer, input_nr, std::move(grad), source);
+  if (r)
     to.ready(make_ready(self, G::target_handle(next), consumer, r));
 }
 
