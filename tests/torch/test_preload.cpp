@@ -209,14 +209,14 @@ BOOST_AUTO_TEST_CASE(a_bad_percent_sequence_is_refused_by_name) {
 
 BOOST_AUTO_TEST_CASE(cpu_workers_from_the_environment) {
   // Two workers: the same bits as libtorch's engine.
-  const test::RunResult two =
+  const testing::RunResult two =
     run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_CPU_WORKERS=2"}, {program});
   BOOST_TEST(two.err.find("not installed") == std::string::npos, two.err);
   BOOST_TEST(two.out == plain_output());
   // A value that is no count from 1 to 256 is refused naming the variable,
   // and the program runs on libtorch's engine.
   for (const std::string bad : {"0", "two", "-1", "2x", "257"}) {
-    const test::RunResult r =
+    const testing::RunResult r =
       run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_CPU_WORKERS=" + bad}, {program});
     BOOST_TEST(r.err.find("actorgrad preload: not installed: ACTORGRAD_CPU_WORKERS is '" + bad +
                           "': expected the number of threads that run CPU nodes, 1 to 256") !=
