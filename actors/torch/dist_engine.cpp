@@ -1,5 +1,10 @@
 #include "actorgrad/actors/torch/dist_engine.h"
 
+// NOT-SCHEDULING-PATH: the one mutex here guards the distributed contexts'
+// bookkeeping at the RPC boundary (Note [Distributed autograd on actors]):
+// it is held for a table update or inside a RecvRpcBackward node's call, as
+// libtorch's own nodes hold theirs, never while an actor waits or dispatches.
+
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/engine.h>

@@ -79,7 +79,10 @@ BOOST_AUTO_TEST_CASE(checkpoint_nested_past_depth_60_moves_to_another_thread) {
     r.push_back(torch::tensor(static_cast<std::int64_t>(seen.threads.size())));
     return r;
   });
-  actorgrad::testing::check_equal(stock, ours);
+  // The gradients and the count of nested calls, bitwise; the threads that
+  // ran nodes differ with CPU workers (ctest's .cpu_workers_2 run).
+  actorgrad::testing::check_equal(Results(stock.begin(), stock.begin() + 3),
+                                  Results(ours.begin(), ours.begin() + 3));
   // 71 nested backward calls: past 60 on one thread they continue on another.
   BOOST_CHECK_EQUAL(ours[2].item<std::int64_t>(), 71);
   BOOST_CHECK_GT(ours[3].item<std::int64_t>(), 1);
