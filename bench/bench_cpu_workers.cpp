@@ -37,6 +37,7 @@
 #include <string>
 
 #include "actorgrad/actors/engine.h"
+#include "bench/common/benchmark_main.h"
 #include "bench/common/single_case.h"
 #include "bench/common/timed_loop.h"
 #include "bench/common/workloads.h"
@@ -147,12 +148,5 @@ void register_all() {
 } // namespace
 
 int main(int argc, char** argv) {
-  register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv))
-    return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  std::fflush(stdout);
-  std::_Exit(0); // the engines are process-wide: skip their teardown
+  return actorgrad::bench::benchmark_main(argc, argv, register_all);
 }

@@ -6,6 +6,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/common/benchmark_main.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -128,12 +130,5 @@ void register_all() {
 } // namespace
 
 int main(int argc, char** argv) {
-  register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv))
-    return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  std::fflush(stdout);
-  std::_Exit(0); // the engine is process-wide: skip its teardown
+  return actorgrad::bench::benchmark_main(argc, argv, register_all);
 }

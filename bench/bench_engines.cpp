@@ -41,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/benchmark_main.h"
 #include "bench/common/parallel_plan.h"
 #include "bench/common/single_case.h"
 #include "bench/common/timed_loop.h"
@@ -212,12 +213,5 @@ void register_all() {
 } // namespace
 
 int main(int argc, char** argv) {
-  register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv))
-    return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  std::fflush(stdout);
-  std::_Exit(0); // engines and graphs are process-wide: skip their teardown
+  return actorgrad::bench::benchmark_main(argc, argv, register_all);
 }
