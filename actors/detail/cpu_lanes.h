@@ -43,14 +43,16 @@ namespace actorgrad::detail {
 // - Order. A joining node's gradients come from several threads in an order
 //   set by timing, and floating-point addition is not associative. In a
 //   spread call they wait on the coordinator until the last one came, then
-//   add up in one fixed order: InputOrder, the producers' sequence_nr from
-//   the highest, then their output number (add_input_in_order). Each
-//   gradient's bits are then the same on every run, and the same with any
-//   number of lanes above one. A node that one gradient reaches adds
+//   add up in one fixed order: InputOrder, the producers' numbers in the
+//   task's dependency walk, then their output numbers (add_input_in_order).
+//   The walk's numbers depend on the graph alone; sequence_nr would not do,
+//   since libtorch counts it per thread, so the nodes that a create_graph
+//   call made on several threads would sort by timing in the next call.
+//   Each gradient's bits are then the same on every run, and the same with
+//   any number of lanes above one. A node that one gradient reaches adds
 //   nothing. Against the one-thread call: a buffer that two gradients reach
 //   has the same bits (a + b == b + a); one that three or more reach may
-//   differ in its last bits, the one-thread order following readiness, not
-//   sequence_nr alone.
+//   differ in its last bits, the one-thread order following readiness.
 // Completion, errors and wake-ups are those of a call that crosses devices
 // (Note [Completion without a lock] in runner.cpp), so a spread call's
 // coordinator has a mailbox even on the CPU. A call with a device node is

@@ -3,7 +3,6 @@
 /// Where a GraphTask sends the work its nodes produce: the executor's side
 /// of Note [Graph interface].
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 
@@ -24,24 +23,20 @@ QueueId new_queue_id();
 
 /// The place of one gradient in the fixed order in which a node's inputs
 /// add up when they come from several threads (Note [Parallel CPU nodes]
-/// in actors/detail/cpu_lanes.h): its producer's sequence_nr, highest
-/// first (the order one thread would mostly run them in), then the
-/// producer's output number. One word, so that a SentGrad keeps its size
-/// (Note [Per-node messages share a heap size class]): 48 bits of the
-/// sequence_nr, 16 of the output number, each saturated (numbers beyond
-/// them tie, and ties add up in their order of arrival).
+/// in actors/detail/cpu_lanes.h): its producer's number in the task's
+/// dependency walk (a function of the graph alone: sequence numbers are
+/// per thread in libtorch, and a graph that create_graph built on several
+/// threads has them in an order set by timing), then the producer's output
+/// number. One word, so that a SentGrad keeps its size (Note [Per-node
+/// messages share a heap size class]).
 struct InputOrder {
   std::uint64_t key = 0;
 
   InputOrder() = default;
-  InputOrder(std::uint64_t sequence_nr, std::uint32_t output_nr)
-    : key((std::min<std::uint64_t>(sequence_nr, max_sequence_nr) << 16) |
-          (0xFFFFu - std::min<std::uint32_t>(output_nr, 0xFFFFu))) {}
+  InputOrder(std::uint32_t producer, std::uint32_t output_nr)
+    : key((std::uint64_t{producer} << 32) | output_nr) {}
   /// Whether this gradient adds up before `o`.
-  bool before(const InputOrder& o) const { return key > o.key; }
-
-private:
-  static constexpr std::uint64_t max_sequence_nr = (std::uint64_t{1} << 48) - 1;
+  bool before(const InputOrder& o) const { return key < o.key; }
 };
 
 /// A gradient on its way to the actor that owns its consumer node
