@@ -204,14 +204,16 @@ private:
   template <class D>
   void run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self, D& to);
   template <class D>
-  void route(const std::shared_ptr<GraphTaskBase>& self, const node& from, InputOrder order,
-             const edge& next, value&& grad, D& to);
+  void route(const std::shared_ptr<GraphTaskBase>& self, const node& from,
+             const NodeState& from_state, std::uint32_t output_nr, const edge& next, value&& grad,
+             D& to);
   /// route() for a spread task (Note [Parallel CPU nodes]): a node one
   /// gradient reaches is the delivering thread's, a joining node the
   /// coordinator's. Out of line: the one-thread path stays as it was.
   template <class D>
   [[gnu::noinline]] void route_spread(const std::shared_ptr<GraphTaskBase>& self, const node& from,
-                                      InputOrder order, const edge& next, value&& grad, D& to);
+                                      const NodeState& from_state, std::uint32_t output_nr,
+                                      const edge& next, value&& grad, D& to);
   /// add_input for a spread task: a joining node's gradients wait in
   /// waiting_ until the last one came, then add up in their InputOrder.
   [[gnu::noinline]] NodeState* add_input_in_order(node& fn, std::uint32_t input_nr, value&& grad,

@@ -383,14 +383,15 @@ BasicGraphTask<G>::add_joining_input(node& fn, NodeState& s, std::uint32_t input
 template <GraphTraits G>
 template <class D>
 void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const node& from,
-                              InputOrder order, const edge& next, value&& grad, D& to) {
+                              const NodeState& from_state, std::uint32_t output_nr,
+                              const edge& next, value&& grad, D& to) {
   node& consumer = *G::target(next);
   // A node pruned by selective execution (see in_graph) leads to no
   // requested input: its gradient is dropped where it is produced.
   if (selective() && !in_graph(&consumer))
     return;
   if (spread_) [[unlikely]]
-    return route_spread(self, from, order, next, std::move(grad), to);
+    return route_spread(self, from, from_state, output_nr, next, std::move(grad), to);
   // No device listed: every node of the task is a CPU node.
   const Device owner = devices_.empty() ? Device::cpu() : G::device(consumer);
   const std::uint32_t input_nr = G::input_nr(next);
@@ -409,9 +410,13 @@ void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const 
 template <GraphTraits G>
 template <class D>
 void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self, const node& from,
-                                     InputOrder order, const edge& next, value&& grad, D& to) {
+                                     const NodeState& from_state, std::uint32_t output_nr,
+                                     const edge& next, value&& grad, D& to) {
   node& consumer = *G::target(next);
   const std::uint32_t input_nr = G::input_nr(next);
+  // Joining nodes' gradients sort by their producers' numbers in the
+  // dependency walk (Note [Parallel CPU nodes]).
+  const InputOrder order(state_.number_of(&from_state), output_nr);
   NodeState* s = state_.find(key_of(consumer));
   const bool joins = s && s->exec.joins();
   if (joins && !to.owns(cpu_queue, Device::cpu())) {
@@ -432,16 +437,12 @@ template <GraphTraits G>
 template <class D>
 void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self, D& to) {
   node& fn = node_of(t);
-  auto* state = static_cast<NodeState*>(t.slot);
-  value_list outputs = evaluate_node(fn, *state);
-  // A spread task orders a joining node's gradients by their producers'
-  // numbers in the dependency walk (Note [Parallel CPU nodes]).
-  const std::uint32_t producer = spread_ ? state_.number_of(state) : 0;
+  auto& state = *static_cast<NodeState*>(t.slot);
+  value_list outputs = evaluate_node(fn, state);
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const edge& next = G::next_edge(fn, i);
     if (G::target(next))
-      route(self, fn, InputOrder(producer, static_cast<std::uint32_t>(i)), next,
-            std::move(outputs[i]), to);
+      route(self, fn, state, static_cast<std::uint32_t>(i), next, std::move(outputs[i]), to);
   }
 }
 

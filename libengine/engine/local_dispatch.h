@@ -16,7 +16,10 @@ namespace actorgrad {
 class LocalDispatch final : public Dispatch {
 public:
   explicit LocalDispatch(ReadyHeap& heap) : heap_(heap) { owns_all_ = true; }
-  void ready(ReadyTask&& t) override { heap_.push(std::move(t)); }
+  /// Forced inline into BasicGraphTask::route, which GCC stopped inlining
+  /// it into once route could also call route_spread (callgrind,
+  /// bench/RESULTS.md: the 1-worker path).
+  [[gnu::always_inline]] void ready(ReadyTask&& t) override { heap_.push(std::move(t)); }
   void send(const std::shared_ptr<GraphTaskBase>&, SentGrad&&) override {
     throw EngineError("internal: a one-thread executor owns every node, nothing is sent");
   }
