@@ -193,6 +193,9 @@ private:
   /// ready. Inlined: it runs once per gradient (errors stay out of line).
   [[gnu::always_inline]] NodeState* add_input(node& fn, std::uint32_t input_nr, value&& grad,
                                               const typename G::source& source);
+  /// add_input for the state `s` of `fn`, already found.
+  [[gnu::always_inline]] NodeState* add_input_to(node& fn, NodeState& s, std::uint32_t input_nr,
+                                                 value&& grad, const typename G::source& source);
   ReadyTask make_ready(std::shared_ptr<GraphTaskBase> self, std::shared_ptr<void> handle,
                        const node& fn, NodeState* s) const {
     return {std::move(self), std::move(handle), s, {G::sequence_nr(fn), reentrant_depth}};

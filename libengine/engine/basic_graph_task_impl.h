@@ -302,7 +302,13 @@ BasicGraphTask<G>::add_input(node& fn, std::uint32_t input_nr, value&& grad,
       return nullptr;
     detail::throw_no_dependency<G>(fn);
   }
-  NodeState& s = *found;
+  return add_input_to(fn, *found, input_nr, std::move(grad), source);
+}
+
+template <GraphTraits G>
+inline typename BasicGraphTask<G>::NodeState*
+BasicGraphTask<G>::add_input_to(node& fn, NodeState& s, std::uint32_t input_nr, value&& grad,
+                                const typename G::source& source) {
   const bool ready = --s.dependencies == 0;
   if (selective() && !s.exec.should_execute())
     return nullptr;
@@ -352,8 +358,10 @@ typename BasicGraphTask<G>::NodeState*
 BasicGraphTask<G>::add_input_in_order(node& fn, std::uint32_t input_nr, value&& grad,
                                       const typename G::source& source, InputOrder order) {
   NodeState* found = state_.find(key_of(fn));
-  if (!found || !found->exec.joins()) // one gradient: nothing to order
+  if (!found) // add_input's error, or its drop of a pruned node
     return add_input(fn, input_nr, std::move(grad), source);
+  if (!found->exec.joins()) // one gradient: nothing to order
+    return add_input_to(fn, *found, input_nr, std::move(grad), source);
   return add_joining_input(fn, *found, input_nr, std::move(grad), source, order);
 }
 
@@ -427,8 +435,9 @@ void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self,
   if (to.wants_feeds()) [[unlikely]]
     to.fed(*this, &consumer, input_nr);
   const typename G::source source = G::local_source(from, grad);
-  NodeState* r = joins ? add_joining_input(consumer, *s, input_nr, std::move(grad), source, order)
-                       : add_input(consumer, input_nr, std::move(grad), source);
+  NodeState* r = !s     ? add_input(consumer, input_nr, std::move(grad), source) // its error
+                 : joins ? add_joining_input(consumer, *s, input_nr, std::move(grad), source, order)
+                         : add_input_to(consumer, *s, input_nr, std::move(grad), source);
   if (r)
     to.ready(make_ready(self, G::target_handle(next), consumer, r));
 }
