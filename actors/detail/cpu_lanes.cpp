@@ -1,5 +1,8 @@
 #include "actorgrad/actors/detail/cpu_lanes.h"
 
+#include <cstdint>
+#include <limits>
+
 #include <boost/container/small_vector.hpp>
 
 #include "actorgrad/actors/detail/post.h"
@@ -34,18 +37,33 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
     claim(worker);
   if (idle.empty())
     return;
-  // Each claimed lane gets as many as this one keeps; tasks of other calls
-  // (a nested call's, another caller's on a shared worker) stop the share.
-  const std::size_t give = heap.size() * idle.size() / (idle.size() + 1);
+  // The call's tasks on top of the heap, in the ready order; tasks of other
+  // calls (a nested call's, another caller's on a shared worker) stop the
+  // share. Leaf accumulators (the largest sequence_nr: libtorch's
+  // AccumulateGrad) stay: they run next and take a microsecond, less than
+  // a hand-over. Each claimed lane gets as many of the others as this one
+  // keeps, from the top: the ready order puts the branches it would start
+  // next first, and keeps the path they came from (an ensemble's sum of
+  // losses) here.
+  boost::container::small_vector<ReadyTask, 16> mine;
+  while (!heap.empty() && heap.top().graph_task == task)
+    mine.push_back(heap.pop());
+  std::size_t first = 0;
+  while (first < mine.size() &&
+         mine[first].key.sequence_nr == std::numeric_limits<std::uint64_t>::max())
+    ++first;
+  const std::size_t give = (mine.size() - first) * idle.size() / (idle.size() + 1);
   std::size_t given = 0;
-  while (given < give && heap.top().graph_task == task) {
-    msg::Task m{heap.pop()}; // counted when it was pushed
+  for (; given < give; ++given) {
+    msg::Task m{std::move(mine[first + given])}; // counted when it was pushed
     if (ctx.observer) [[unlikely]]
       m.trace = ctx.observer->message_sent(actor, *task, trace::MessageKind::task,
                                            task->describe(m.task.node.get()), 0);
     post(idle[given % idle.size()], std::move(m));
-    ++given;
   }
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    if (i < first || i >= first + give)
+      heap.push(std::move(mine[i]));
   for (std::size_t i = given; i < idle.size(); ++i)
     engine_actor(idle[i])->set_idle(true); // claimed for nothing: idle again
   core.cpu_tasks_shared.fetch_add(given, std::memory_order_relaxed);

@@ -29,12 +29,20 @@ namespace actorgrad::detail {
 // - Sharing. A lane about to run its next node, with two or more ready
 //   tasks of a spread call in its heap, hands a share of them to the lanes
 //   of that call that wait with nothing to run (share_ready_work): with k
-//   such lanes each gets 1/(k + 1) of the heap, in msg::Tasks. A ready
+//   such lanes each gets 1/(k + 1) of the tasks, in msg::Tasks, taken from
+//   the top (the branches the ready order starts next, while the path they
+//   came from stays) but for leaf accumulators (AccumulateGrad), which
+//   take less time than a hand-over. A ready
 //   task's inputs are complete and it holds nothing of its lane, so any lane
 //   may run it; what it makes ready stays on the lane that ran it. A lane
 //   announces that it waits with nothing to run (EngineActor::set_idle) and
 //   a sharer claims it (claim_idle), so two sharers do not both hand it
-//   work. Each lane runs its heap in the ready order (depth, then
+//   work. A lane also announces it when it starts the last task of its
+//   heap (hungry, in Runner::dispatch_until), until its own node makes a
+//   task ready: the task handed over then waits in its mailbox when the
+//   node ends, instead of the lane waiting a whole node of its sharer's
+//   for it (a sharer shares only between its nodes). Each lane runs its
+//   heap in the ready order (depth, then
 //   sequence_nr), as every actor does. A lane with nothing to run polls
 //   its mailbox for EngineConfig::cpu_worker_spin before it sleeps (Note
 //   [Spinning before blocking] in runner.cpp): a node handed to a polling
@@ -58,6 +66,32 @@ namespace actorgrad::detail {
 // coordinator has a mailbox even on the CPU. A call with a device node is
 // not spread: its device nodes' gradients from several lanes would add up
 // on a device worker in their order of arrival.
+
+// Note [Spreading a call where it branches]
+// A spread call costs more per node than a call on one thread: each ready
+// task holds the task and is counted (Note [Completion without a lock] in
+// runner.cpp), joining nodes' gradients wait and sort, and a hand-over
+// wakes a lane. A chain gains nothing for it, nor an MLP, whose only side
+// branches are its parameters' one- or two-node paths to their leaves, nor
+// a transformer layer, whose attention branches join again after a few
+// nodes (its longest chain of dependent nodes is 97% of its node time:
+// `actorgrad trace` summary): measured on this 2-core machine, they ran
+// 1.1 to 1.4x slower when spread from the start (bench/RESULTS.md). Where
+// a path's own nodes end, the topological_nr would not say (a branch that
+// joins again still has the whole graph below it), so the count walks them. So a call that would run on one
+// thread with one CPU worker (Note [CPU calls on a caller] in runner.cpp)
+// starts the same way with several, on run_all_here's loop, and looks at
+// its ready tasks before each node: once two of them each head
+// kSpreadBranchLength nodes or more of their own (nodes that only their
+// path feeds: one dependency left, BasicGraphTask::heads_branch), the call
+// has two branches that can each keep a lane busy, and the loop stops; its ready tasks go into the coordinator's
+// heap, spread_cpu_nodes runs, and the dispatch loop shares them from
+// there. The point where it stops depends on the graph alone (one thread
+// ran the nodes before it, in the ready order), so the bits stay the same
+// on every run: gradients that reached a node's buffer before it were
+// added in the one-thread order, the rest wait and sort (rule Order
+// above). A nested call, a worker's, or an observed call spreads from its
+// start, as before.
 
 /// Hands a share of `heap`'s ready tasks of the spread call on its top to
 /// that call's lanes that wait with nothing to run, in msg::Tasks (Note

@@ -248,8 +248,6 @@ void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& 
 
 void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
   task->cpu_queue = queue_.id;
-  if (lanes_ && task->devices().empty()) // Note [Parallel CPU nodes] in cpu_lanes.h
-    task->spread_cpu_nodes();
   auto observer = core_.observer.load(std::memory_order_acquire);
   // Note [CPU calls on a caller]
   // A task whose every node is a CPU node, coordinated by an actor that serves
@@ -277,34 +275,62 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   // nodes. Such a task gets no TaskContext either: nothing on this path reads
   // one. A caller's top-level call of this kind does not even make a Runner
   // (Note [A top-level CPU call needs no Runner] in engine.cpp).
-  if (serves_nothing_else() && task->devices().empty() && !task->spread() && !observer) {
-    task->run_all_here(std::move(first));
+  // With CPU workers, such a call runs here the same way until it branches
+  // (Note [Spreading a call where it branches] in cpu_lanes.h); then it
+  // spreads, from the ready tasks it has.
+  if (serves_nothing_else() && task->devices().empty() && !observer) {
+    if (!lanes_) {
+      task->run_all_here(std::move(first));
+      return;
+    }
+    ReadyHeap branched;
+    if (task->run_here_until_branched(std::move(first), branched))
+      return;
+    task->spread_cpu_nodes();
+    start(task, nullptr);
+    while (!branched.empty()) {
+      ReadyTask t = branched.pop();
+      t.graph_task = task; // run_all_here's tasks hold no task
+      ready(std::move(t));
+    }
+    await_frame(task);
     return;
   }
-  auto ctx = make_context(*task, std::move(observer));
-  task->executor_data = ctx;
+  if (lanes_ && task->devices().empty()) // Note [Parallel CPU nodes] in cpu_lanes.h
+    task->spread_cpu_nodes();
+  const TaskContext& ctx = start(task, std::move(observer));
   task->hold(); // the first task
-  if (ctx->observer) [[unlikely]]
-    ctx->observer->task_started(actor_, *task);
   const Device root_device = task->device_of(first.node.get());
   if (owns(task->cpu_queue, root_device)) {
-    if (ctx->observer) [[unlikely]]
-      ctx->observer->node_ready(actor_, *task, task->describe(first.node.get()));
+    if (ctx.observer) [[unlikely]]
+      ctx.observer->node_ready(actor_, *task, task->describe(first.node.get()));
     queue_.heap.push(std::move(first));
   } else {
     msg::Task m{std::move(first)};
-    if (ctx->observer) [[unlikely]]
-      m.trace = ctx->observer->message_sent(actor_, *task, trace::MessageKind::task,
+    if (ctx.observer) [[unlikely]]
+      m.trace = ctx.observer->message_sent(actor_, *task, trace::MessageKind::task,
                                             task->describe(m.task.node.get()), 0);
-    post(ctx->worker(root_device), std::move(m));
+    post(ctx.worker(root_device), std::move(m));
   }
+  await_frame(task);
+}
 
+const TaskContext& Runner::start(const std::shared_ptr<GraphTaskBase>& task,
+                                 std::shared_ptr<EngineObserver> observer) {
+  auto ctx = make_context(*task, std::move(observer));
+  task->executor_data = ctx;
+  if (ctx->observer) [[unlikely]]
+    ctx->observer->task_started(actor_, *task);
+  return *ctx;
+}
+
+void Runner::await_frame(const std::shared_ptr<GraphTaskBase>& task) {
   frames_.push_back({task.get()});
   const std::size_t frame = frames_.size() - 1;
   dispatch_until([&] { return !task->outstanding() || frames_[frame].aborted; });
   frames_.pop_back();
-  if (ctx->observer) [[unlikely]]
-    ctx->observer->task_finished(actor_, *task);
+  if (const TaskContext& ctx = context_of(*task); ctx.observer) [[unlikely]]
+    ctx.observer->task_finished(actor_, *task);
 }
 
 void Runner::serve() {
@@ -327,6 +353,10 @@ void Runner::dispatch_until(Done done) {
     if (lanes_ && queue_.heap.size() > 1)
       share_ready_work(core_, self_, actor_, queue_.heap); // Note [Parallel CPU nodes]
     ReadyTask t = queue_.heap.pop();
+    if (lanes_ && queue_.heap.empty() && !t.is_shutdown() && t.graph_task->spread()) {
+      self_->set_idle(true); // hungry: Note [Parallel CPU nodes] in cpu_lanes.h
+      hungry_ = true;
+    }
     if (t.is_shutdown()) {
       // Note [Shutdown during a frame]
       // A Shutdown waits until this actor coordinates nothing.
@@ -412,6 +442,10 @@ void Runner::ready(ReadyTask&& t) {
     ctx.observer->node_ready(actor_, task, task.describe(t.node.get()));
   task.hold();
   queue_.heap.push(std::move(t));
+  if (hungry_) [[unlikely]] { // fed by its own node: Note [Parallel CPU nodes] in cpu_lanes.h
+    self_->set_idle(false);
+    hungry_ = false;
+  }
 }
 
 void Runner::fed(const GraphTaskBase& task, const void* node, std::uint32_t input_nr) {
@@ -499,6 +533,7 @@ void Runner::await_message(Done done) {
   self_->await_mail_or(done); // Note [Wake-up without a message]
   if (lanes_)
     self_->set_idle(false);
+  hungry_ = false;
   if (self_->mailbox().empty())
     return; // done, woken without a message
   auto element = self_->dequeue();

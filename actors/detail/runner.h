@@ -106,6 +106,12 @@ private:
   }
   /// coordinate without the depth check.
   void coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first);
+  /// Gives `task` its context (with `observer`, if any) before its first
+  /// ready task is queued.
+  const TaskContext& start(const std::shared_ptr<GraphTaskBase>& task,
+                           std::shared_ptr<EngineObserver> observer);
+  /// Opens `task`'s frame and serves until the task is done or aborted.
+  void await_frame(const std::shared_ptr<GraphTaskBase>& task);
   std::shared_ptr<TaskContext> make_context(const GraphTaskBase& task,
                                             std::shared_ptr<EngineObserver> observer);
   /// Handles the next message, or returns without one once `done()` holds.
@@ -140,6 +146,10 @@ private:
   /// calls and says when it waits with nothing to run (Note [Parallel CPU
   /// nodes] in cpu_lanes.h).
   const bool lanes_;
+  /// This lane told the others it has no ready task left (set_idle) while
+  /// it still runs one: the next one handed over waits in its mailbox when
+  /// it is done (Note [Parallel CPU nodes] in cpu_lanes.h).
+  bool hungry_ = false;
   /// Reentrant coordinate calls nested on the stack this thread runs on.
   int reentrant_frames_ = 0;
   bool stop_ = false;

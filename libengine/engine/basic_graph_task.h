@@ -63,6 +63,7 @@ public:
   // -- GraphTaskBase ------------------------------------------------------------
   void run(ReadyTask& t, Dispatch& to) override { run_with(t, t.graph_task, to); }
   void run_all_here(ReadyTask&& first) override;
+  bool run_here_until_branched(ReadyTask&& first, ReadyHeap& rest) override;
   void accept_sent(SentGrad& g, Dispatch& to) override;
   Device device_of(const void* n) const override { return G::device(*static_cast<const node*>(n)); }
   NodeInfo describe(const void* n) const override {
@@ -206,6 +207,13 @@ private:
   /// `self` (see run_all_here).
   template <class D>
   void run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self, D& to);
+  /// run_all_here's loop over `heap`, which stops (returning false) before
+  /// a node once `stop(heap)` holds.
+  template <class Stop>
+  bool run_here(ReadyHeap& heap, Stop stop);
+  /// Whether ready node `head` has kSpreadBranchLength nodes or more of its
+  /// own below it (Note [Spreading a call where it branches]).
+  bool heads_branch(node& head);
   template <class D>
   void route(const std::shared_ptr<GraphTaskBase>& self, const node& from,
              const NodeState& from_state, std::uint32_t output_nr, const edge& next, value&& grad,

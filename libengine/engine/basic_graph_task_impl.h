@@ -458,12 +458,50 @@ void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBa
 template <GraphTraits G>
 void BasicGraphTask<G>::run_all_here(ReadyTask&& first) {
   ReadyHeap heap;
-  LocalDispatch dispatch(heap);
   heap.push(std::move(first));
+  run_here(heap, [](const ReadyHeap&) { return false; });
+}
+
+template <GraphTraits G>
+bool BasicGraphTask<G>::run_here_until_branched(ReadyTask&& first, ReadyHeap& rest) {
+  rest.push(std::move(first));
+  return run_here(rest, [this](const ReadyHeap& heap) {
+    if (heap.size() < 2 || has_error())
+      return false;
+    std::size_t branches = 0;
+    heap.for_each([&](const ReadyTask& t) { branches += heads_branch(node_of(t)); });
+    return branches >= 2;
+  });
+}
+
+template <GraphTraits G>
+bool BasicGraphTask<G>::heads_branch(node& head) {
+  // Its own nodes: those that only `head`'s path feeds (one dependency
+  // left), depth first, counted up to kSpreadBranchLength.
+  boost::container::small_vector<node*, 16> stack{&head};
+  std::uint64_t own = 0;
+  while (!stack.empty() && own < kSpreadBranchLength) {
+    node* fn = stack.back();
+    stack.pop_back();
+    ++own;
+    for (std::size_t i = 0, n = G::num_outputs(*fn); i < n; ++i)
+      if (node* next = G::target(G::next_edge(*fn, i)))
+        if (const NodeState* s = state_.find(key_of(*next)); s && s->dependencies == 1)
+          stack.push_back(next);
+  }
+  return own >= kSpreadBranchLength;
+}
+
+template <GraphTraits G>
+template <class Stop>
+bool BasicGraphTask<G>::run_here(ReadyHeap& heap, Stop stop) {
+  LocalDispatch dispatch(heap);
   // The tasks this loop makes do not hold the GraphTask: it outlives the
   // loop (its caller holds it), and a reference count per node is not free.
   const std::shared_ptr<GraphTaskBase> unheld;
   while (!heap.empty()) {
+    if (stop(heap))
+      return false;
     ReadyTask t = heap.pop();
     if (has_error())
       continue;
@@ -473,6 +511,7 @@ void BasicGraphTask<G>::run_all_here(ReadyTask&& first) {
       set_error(kept_error()); // Note [A thread that exits inside a node]
     }
   }
+  return true;
 }
 
 template <GraphTraits G>

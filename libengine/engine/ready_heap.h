@@ -123,6 +123,14 @@ public:
   const ReadyTask& top() const {
     return num_few_ > 0 ? few_[num_few_ - 1].task : slots_[keys_.front().slot];
   }
+  /// Calls `f` with each waiting task, in no particular order.
+  template <class F>
+  void for_each(F f) const {
+    for (std::size_t i = 0; i < num_few_; ++i)
+      f(few_[i].task);
+    for (const Slot& k : keys_)
+      f(slots_[k.slot]);
+  }
   bool empty() const { return num_few_ == 0 && keys_.empty(); }
   std::size_t size() const { return keys_.size() + num_few_; }
 

@@ -138,6 +138,45 @@ BOOST_AUTO_TEST_CASE(wide_call_runs_on_several_threads_with_fixed_bits) {
   BOOST_TEST(g.bad_state.load() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(narrow_calls_stay_on_the_caller_with_one_thread_bits) {
+  // Note [Spreading a call where it branches]: a chain, and a chain whose
+  // nodes each feed a short side branch to a leaf (an MLP's parameters),
+  // never have two ready nodes heading kSpreadBranchLength nodes of their
+  // own, so they run on the caller as with one worker, sharing nothing.
+  ThreadLog threads;
+  Tensor x = Tensor::from_vector({0.5, -0.25, 0.75}, {3}).set_requires_grad(true);
+  std::vector<Tensor> side;
+  Tensor h = x;
+  for (int i = 0; i < 200; ++i) {
+    Tensor p = Tensor::from_vector({1.0 + 0.001 * i}, {1}).set_requires_grad(true);
+    side.push_back(p);
+    h = tanh(mul(h, i % 2 ? mul(p, 1.5) : p)); // a one- or two-node path to p
+    if (i % 50 == 0)
+      h = lambda_op(h, "Log", [&threads](variable_list&& g) {
+            threads.note();
+            return std::move(g);
+          }).first;
+  }
+  Tensor loss = sum(h);
+  std::vector<Tensor> inputs{x};
+  inputs.insert(inputs.end(), side.begin(), side.end());
+  auto grads = [&](Engine& engine) {
+    std::vector<std::vector<double>> out;
+    for (const Tensor& g : engine.grad({loss}, inputs, {.retain_graph = true}))
+      out.push_back(g.to_vector());
+    return out;
+  };
+  Engine one(with_cpu_workers(1));
+  const auto reference = grads(one);
+  Engine two(with_cpu_workers(2));
+  threads.ids.clear();
+  for (int run = 0; run < 20; ++run)
+    BOOST_TEST(same_bits(grads(two), reference), "run " << run);
+  BOOST_TEST(two.stats().cpu_tasks_shared == 0u);
+  BOOST_TEST(threads.ids.size() == 1u);
+  BOOST_TEST(threads.ids.count(std::this_thread::get_id()) == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(an_error_on_a_worker_names_its_node_and_the_engine_goes_on) {
   Engine engine(with_cpu_workers(2));
   for (int branch : {0, kBranches / 2, kBranches - 1}) {
