@@ -25,19 +25,38 @@ std::vector<Device> parse_devices(const std::string& text) {
   return devices;
 }
 
-std::size_t cpu_workers_from_env(const char* name) {
+namespace {
+
+/// The whole number from `low` to `high` of environment variable `name`,
+/// `unset` when it is unset or empty; throws naming it and `what` it is.
+std::size_t count_from_env(const char* name, std::size_t unset, std::size_t low,
+                           std::size_t high, const char* what) {
   const char* env = std::getenv(name);
   if (!env || !*env)
-    return 1;
+    return unset;
   const std::string text = env;
   std::size_t n = 0;
   const bool digits = text.size() <= 3 && text.find_first_not_of("0123456789") == std::string::npos;
   if (digits)
     n = std::stoul(text);
-  if (!digits || n < 1 || n > 256)
-    throw std::invalid_argument(std::string(name) + " is '" + text +
-                                "': expected the number of threads that run CPU nodes, 1 to 256");
+  if (!digits || n < low || n > high)
+    throw std::invalid_argument(std::string(name) + " is '" + text + "': expected " + what +
+                                ", " + std::to_string(low) + " to " + std::to_string(high));
   return n;
+}
+
+} // namespace
+
+std::size_t cpu_workers_from_env(const char* name) {
+  return count_from_env(name, 1, 1, 256, "the number of threads that run CPU nodes");
+}
+
+EngineConfig cpu_lanes_from_env(EngineConfig config) {
+  config.cpu_workers = cpu_workers_from_env();
+  config.cpu_spread_branch =
+    count_from_env("ACTORGRAD_CPU_SPREAD_BRANCH", config.cpu_spread_branch, 1, 999,
+                   "the nodes of its own a branch needs for a call to spread");
+  return config;
 }
 
 namespace {
@@ -76,9 +95,7 @@ std::shared_ptr<Executor> lazy_default() {
 // owns an Engine and destroys it before main returns.
 Engine& default_engine() {
   static Engine* engine = [] {
-    EngineConfig config{devices_from_env()};
-    config.cpu_workers = cpu_workers_from_env();
-    return new Engine(std::move(config));
+    return new Engine(cpu_lanes_from_env(EngineConfig{devices_from_env()}));
   }();
   return *engine;
 }

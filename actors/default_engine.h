@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "actorgrad/actors/engine_config.h"
 #include "actorgrad/device/device.h"
 
 namespace actorgrad {
@@ -24,10 +25,16 @@ std::vector<Device> parse_devices(const std::string& text);
 /// a whole number from 1 to 256.
 std::size_t cpu_workers_from_env(const char* name = "ACTORGRAD_CPU_WORKERS");
 
+/// `config` with the CPU lanes' settings of the environment: cpu_workers
+/// from ACTORGRAD_CPU_WORKERS (cpu_workers_from_env) and cpu_spread_branch
+/// from ACTORGRAD_CPU_SPREAD_BRANCH (1 to 999; unset keeps `config`'s).
+/// Throws std::invalid_argument naming a variable whose value is not that.
+EngineConfig cpu_lanes_from_env(EngineConfig config);
+
 /// The process-wide Engine, created on first use. It serves the devices
 /// named by ACTORGRAD_DEVICES ("sim:2" serves sim:0 and sim:1; "sim:0,cuda:0"
 /// those two), or sim:0 to sim:3 when it is unset, and runs CPU nodes on
-/// ACTORGRAD_CPU_WORKERS threads (cpu_workers_from_env). A value that cannot be
+/// ACTORGRAD_CPU_WORKERS threads (cpu_lanes_from_env). A value that cannot be
 /// parsed, or names a device this process cannot serve, throws
 /// std::invalid_argument naming it (each first use tries again). Linking
 /// actorgrad_actors installs it as the default executor, so

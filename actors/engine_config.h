@@ -54,6 +54,12 @@ struct EngineConfig {
   /// on a VM takes 10-60 µs, as long as several nodes (Note [Parallel CPU
   /// nodes] in actors/detail/cpu_lanes.h).
   std::chrono::nanoseconds cpu_worker_spin{std::chrono::microseconds(50)};
+  /// With cpu_workers > 1: a call that starts on a caller's thread spreads
+  /// over the workers once two of its ready nodes each head this many nodes
+  /// of their own (1 or more; 1 spreads at the first fork). Fewer make a
+  /// branch too short to pay for a hand-over (Note [Spreading a call where
+  /// it branches] in actors/detail/cpu_lanes.h).
+  std::size_t cpu_spread_branch = 8;
   /// How long an engine thread with nothing to do (a device worker, or a
   /// caller waiting for its call's workers) polls its mailbox before it
   /// blocks (zero or more; 0, the default, blocks at once). Spinning spends

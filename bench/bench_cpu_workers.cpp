@@ -16,7 +16,8 @@
 ///   chain_passthrough/1000 of bench_torch_bridge (`torch`,
 ///   `torch_actor_1w`, `torch_actor_2w`)
 /// libtorch runs with one intra-op thread (at::set_num_threads(1)), as in
-/// bench_torch_bridge. Each benchmark builds its graph once and runs
+/// bench_torch_bridge, but for ensemble_2t/16: the ensemble with 2 intra-op
+/// threads, how CPU workers and intra-op threads share the cores. Each benchmark builds its graph once and runs
 /// backward with retain_graph; the CPU workers' engine is built before the
 /// timed loop. Counters (wall time of one backward, every iteration timed):
 ///   best_us             the minimum over the iterations (least disturbed)
@@ -62,6 +63,11 @@ std::string engine_name(const char* prefix, std::size_t workers) {
   return std::string(prefix) + "_" + std::to_string(workers) + "w";
 }
 
+/// `kind`, or `kind_Nt` for libtorch with N intra-op threads (N > 1).
+std::string case_name(const std::string& kind, int intra_op) {
+  return intra_op > 1 ? kind + "_" + std::to_string(intra_op) + "t" : kind;
+}
+
 /// Times `once` over the state's iterations and sets the counters of row
 /// `eng` of case `key`.
 void time_row(benchmark::State& state, const std::string& key, const std::string& eng,
@@ -104,14 +110,15 @@ void actorgrad_case(benchmark::State& state, const std::string& kind, int n, std
 #if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
 /// libtorch's graph `kind` on its stock engine (workers 0) or through the
 /// bridge on `workers` CPU workers.
-void torch_case(benchmark::State& state, const std::string& kind, int n, std::size_t workers) {
-  torchb::single_intra_op_thread();
+void torch_case(benchmark::State& state, const std::string& kind, int n, std::size_t workers,
+                int intra_op) {
+  torchb::intra_op_threads(intra_op);
   const auto graph = torchb::make(kind, n);
   std::optional<actorgrad::torch::Scope> scope;
   if (workers > 0)
     scope.emplace(EngineConfig{.cpu_workers = workers});
   const auto calls = actorgrad::torch::stats().calls;
-  time_row(state, kind + "/" + std::to_string(n),
+  time_row(state, case_name(kind, intra_op) + "/" + std::to_string(n),
            workers > 0 ? engine_name("torch_actor", workers) : "torch", torchb::nodes(*graph),
            [&] { torchb::backward(*graph); });
   if (workers > 0 &&
@@ -129,14 +136,15 @@ void register_all() {
   struct Case {
     std::string kind;
     int n;
+    int intra_op = 1;
   };
 #if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
-  for (const Case& c : {Case{"ensemble", 16}, Case{"transformer", 1}, Case{"mlp", 4},
-                        Case{"chain_passthrough", 1000}})
+  for (const Case& c : {Case{"ensemble", 16}, Case{"ensemble", 16, 2}, Case{"transformer", 1},
+                        Case{"mlp", 4}, Case{"chain_passthrough", 1000}})
     for (std::size_t workers : {0, 1, 2})
-      add(c.kind + "/" + std::to_string(c.n) + "/" +
+      add(case_name(c.kind, c.intra_op) + "/" + std::to_string(c.n) + "/" +
             (workers > 0 ? engine_name("torch_actor", workers) : "torch"),
-          [c, workers](benchmark::State& s) { torch_case(s, c.kind, c.n, workers); });
+          [c, workers](benchmark::State& s) { torch_case(s, c.kind, c.n, workers, c.intra_op); });
 #endif
   for (const Case& c : {Case{"wide_dag", 20}, Case{"chain_mul", 1000}, Case{"mlp", 4}})
     for (std::size_t workers : {1, 2})

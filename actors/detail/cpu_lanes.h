@@ -82,7 +82,7 @@ namespace actorgrad::detail {
 // thread with one CPU worker (Note [CPU calls on a caller] in runner.cpp)
 // starts the same way with several, on run_all_here's loop, and looks at
 // its ready tasks before each node: once two of them each head
-// kSpreadBranchLength nodes or more of their own (nodes that only their
+// EngineConfig::cpu_spread_branch nodes (8) or more of their own (nodes that only their
 // path feeds: one dependency left, BasicGraphTask::heads_branch), the call
 // has two branches that can each keep a lane busy, and the loop stops; its ready tasks go into the coordinator's
 // heap, spread_cpu_nodes runs, and the dispatch loop shares them from

@@ -36,6 +36,8 @@ void EngineCore::validate(const EngineConfig& cfg) {
   if (cfg.cpu_workers < 1 || cfg.cpu_workers > 256)
     throw std::invalid_argument("EngineConfig.cpu_workers is " + std::to_string(cfg.cpu_workers) +
                                 ": it must be 1 (the caller alone) to 256");
+  if (cfg.cpu_spread_branch < 1)
+    throw std::invalid_argument("EngineConfig.cpu_spread_branch is 0: it must be 1 or more");
   if (cfg.max_recursion_depth < 1)
     throw std::invalid_argument("EngineConfig.max_recursion_depth is " +
                                 std::to_string(cfg.max_recursion_depth) +

@@ -284,7 +284,7 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
       return;
     }
     ReadyHeap branched;
-    if (task->run_here_until_branched(std::move(first), branched))
+    if (task->run_here_until_branched(std::move(first), branched, core_.config.cpu_spread_branch))
       return;
     task->spread_cpu_nodes();
     start(task, nullptr);

@@ -12,6 +12,11 @@
 ///                      included (EngineConfig::cpu_workers, 1 to 256;
 ///                      cpu_workers_from_env in actors/default_engine.h).
 ///                      Default: 1, the caller alone.
+///   ACTORGRAD_CPU_SPREAD_BRANCH
+///                      with several CPU workers, the nodes of its own a
+///                      branch needs for a call to spread over them
+///                      (EngineConfig::cpu_spread_branch, 1 to 999).
+///                      Default: 8.
 ///   ACTORGRAD_TRACE    path.json (Chrome trace) or path.html (report): records
 ///                      every backward pass and writes the file at exit;
 ///                      "path.html:N" keeps the last N passes only, in
@@ -71,8 +76,7 @@ __attribute__((constructor)) void install_from_environment() {
     EngineConfig config;
     const char* devices = std::getenv("ACTORGRAD_DEVICES");
     config.devices = parse_devices(devices ? devices : "");
-    config.cpu_workers = cpu_workers_from_env();
-    install(std::move(config));
+    install(cpu_lanes_from_env(std::move(config)));
     if (trace_env && *trace_env) {
       pending_trace = new trace::TraceRequest(std::move(request)); // lives until exit
       trace::RecordingOptions options;

@@ -125,7 +125,9 @@ void backward(TorchGraph& g) {
   ::torch::autograd::backward({g.root}, {g.root_grad}, /*retain_graph=*/true);
 }
 
-void single_intra_op_thread() { at::set_num_threads(1); }
+void single_intra_op_thread() { intra_op_threads(1); }
+
+void intra_op_threads(int n) { at::set_num_threads(n); }
 
 void install_bridge() {
 #if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE

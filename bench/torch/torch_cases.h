@@ -23,6 +23,8 @@ void backward(TorchGraph& g);
 /// One intra-op thread (at::set_num_threads(1)): every instruction of a
 /// node's work then runs inside its apply, on the thread that calls it.
 void single_intra_op_thread();
+/// libtorch with `n` intra-op threads (at::set_num_threads).
+void intra_op_threads(int n);
 /// Makes actorgrad's actor engine libtorch's default engine for the rest of
 /// the process (actorgrad::torch::install, once); throws std::runtime_error
 /// in a build without the bridge (actorgrad_torch).

@@ -63,7 +63,7 @@ public:
   // -- GraphTaskBase ------------------------------------------------------------
   void run(ReadyTask& t, Dispatch& to) override { run_with(t, t.graph_task, to); }
   void run_all_here(ReadyTask&& first) override;
-  bool run_here_until_branched(ReadyTask&& first, ReadyHeap& rest) override;
+  bool run_here_until_branched(ReadyTask&& first, ReadyHeap& rest, std::size_t branch) override;
   void accept_sent(SentGrad& g, Dispatch& to) override;
   Device device_of(const void* n) const override { return G::device(*static_cast<const node*>(n)); }
   NodeInfo describe(const void* n) const override {
@@ -206,14 +206,18 @@ private:
   /// Runs `t`'s node and routes its outputs; the tasks made ready hold
   /// `self` (see run_all_here).
   template <class D>
-  void run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self, D& to);
+  [[gnu::always_inline]] void run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self,
+                                       D& to);
   /// run_all_here's loop over `heap`, which stops (returning false) before
-  /// a node once `stop(heap)` holds.
+  /// a node once `stop(heap)` holds. Forced inline: in a function of its
+  /// own, GCC no longer inlines the heap's pop and the task's destructor
+  /// into the loop (80 instructions a node more on the chain under
+  /// callgrind, bench_chain_driver).
   template <class Stop>
-  bool run_here(ReadyHeap& heap, Stop stop);
-  /// Whether ready node `head` has kSpreadBranchLength nodes or more of its
-  /// own below it (Note [Spreading a call where it branches]).
-  bool heads_branch(node& head);
+  [[gnu::always_inline]] bool run_here(ReadyHeap& heap, Stop stop);
+  /// Whether ready node `head` heads `branch` nodes or more of its own
+  /// (Note [Spreading a call where it branches]).
+  bool heads_branch(node& head, std::size_t branch);
   template <class D>
   void route(const std::shared_ptr<GraphTaskBase>& self, const node& from,
              const NodeState& from_state, std::uint32_t output_nr, const edge& next, value&& grad,

@@ -444,7 +444,7 @@ void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self,
 
 template <GraphTraits G>
 template <class D>
-void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self, D& to) {
+inline void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self, D& to) {
   node& fn = node_of(t);
   auto& state = *static_cast<NodeState*>(t.slot);
   value_list outputs = evaluate_node(fn, state);
@@ -463,24 +463,25 @@ void BasicGraphTask<G>::run_all_here(ReadyTask&& first) {
 }
 
 template <GraphTraits G>
-bool BasicGraphTask<G>::run_here_until_branched(ReadyTask&& first, ReadyHeap& rest) {
+bool BasicGraphTask<G>::run_here_until_branched(ReadyTask&& first, ReadyHeap& rest,
+                                                std::size_t branch) {
   rest.push(std::move(first));
-  return run_here(rest, [this](const ReadyHeap& heap) {
+  return run_here(rest, [this, branch](const ReadyHeap& heap) {
     if (heap.size() < 2 || has_error())
       return false;
     std::size_t branches = 0;
-    heap.for_each([&](const ReadyTask& t) { branches += heads_branch(node_of(t)); });
+    heap.for_each([&](const ReadyTask& t) { branches += heads_branch(node_of(t), branch); });
     return branches >= 2;
   });
 }
 
 template <GraphTraits G>
-bool BasicGraphTask<G>::heads_branch(node& head) {
+bool BasicGraphTask<G>::heads_branch(node& head, std::size_t branch) {
   // Its own nodes: those that only `head`'s path feeds (one dependency
-  // left), depth first, counted up to kSpreadBranchLength.
+  // left), depth first, counted up to `branch`.
   boost::container::small_vector<node*, 16> stack{&head};
-  std::uint64_t own = 0;
-  while (!stack.empty() && own < kSpreadBranchLength) {
+  std::size_t own = 0;
+  while (!stack.empty() && own < branch) {
     node* fn = stack.back();
     stack.pop_back();
     ++own;
@@ -489,12 +490,12 @@ bool BasicGraphTask<G>::heads_branch(node& head) {
         if (const NodeState* s = state_.find(key_of(*next)); s && s->dependencies == 1)
           stack.push_back(next);
   }
-  return own >= kSpreadBranchLength;
+  return own >= branch;
 }
 
 template <GraphTraits G>
 template <class Stop>
-bool BasicGraphTask<G>::run_here(ReadyHeap& heap, Stop stop) {
+inline bool BasicGraphTask<G>::run_here(ReadyHeap& heap, Stop stop) {
   LocalDispatch dispatch(heap);
   // The tasks this loop makes do not hold the GraphTask: it outlives the
   // loop (its caller holds it), and a reference count per node is not free.

@@ -25,11 +25,6 @@ using DeviceList = boost::container::small_vector<Device, 2>;
 
 class ReadyHeap;
 
-/// The nodes that only a ready node's path reaches (itself included) must
-/// number this many for it to count as a branch worth a CPU lane of its own
-/// (Note [Spreading a call where it branches] in actors/detail/cpu_lanes.h).
-inline constexpr std::uint64_t kSpreadBranchLength = 8;
-
 /// How a backward call runs (from the public API's arguments).
 struct ExecuteOptions {
   /// retain_graph: keep saved tensors so the graph can run again.
@@ -85,12 +80,12 @@ public:
   /// ready, in the ready order (the one-thread executors); the first error
   /// is recorded and the nodes still ready after it are skipped.
   virtual void run_all_here(ReadyTask&& first) = 0;
-  /// run_all_here until two ready nodes each head a branch of
-  /// kSpreadBranchLength nodes or more (Note [Spreading a call where it
-  /// branches] in actors/detail/cpu_lanes.h). Returns true when the task
+  /// run_all_here until two ready nodes each head `branch` nodes or more of
+  /// their own, which only their path reaches (Note [Spreading a call where
+  /// it branches] in actors/detail/cpu_lanes.h). Returns true when the task
   /// ran to its end; false with its ready tasks left in `rest` (the empty
   /// heap given), which hold no task.
-  virtual bool run_here_until_branched(ReadyTask&& first, ReadyHeap& rest) = 0;
+  virtual bool run_here_until_branched(ReadyTask&& first, ReadyHeap& rest, std::size_t branch) = 0;
   /// Owner side of `g` (sent by another actor): accumulates it and hands the
   /// node to `to.ready` when its inputs are complete.
   virtual void accept_sent(SentGrad& g, Dispatch& to) = 0;
@@ -102,7 +97,8 @@ public:
   /// [Parallel CPU nodes] in actors/detail/cpu_lanes.h): marks the nodes
   /// whose inputs join, prepares the node table for lookups from several
   /// threads and keeps the caller's thread-local state for the others.
-  /// Call before the first node runs, on the coordinator's thread.
+  /// Call on the coordinator's thread before a node runs on another (Note
+  /// [Spreading a call where it branches]).
   virtual void spread_cpu_nodes() = 0;
   /// Whether spread_cpu_nodes was called.
   bool spread() const { return spread_; }

@@ -277,6 +277,8 @@ struct WorkersOutcome {
   int passed = 0;
   /// ... and were bitwise equal to the reference's.
   int bitwise_to_reference = 0;
+  /// Ready tasks the engine's lanes handed each other (EngineStats).
+  std::uint64_t tasks_shared = 0;
 };
 
 /// Runs grad() of every value and backward() into the leaves' .grad of
@@ -290,6 +292,7 @@ WorkersOutcome check_with_cpu_workers(std::size_t cpu_workers, const std::vector
                                       bool same_bits) {
   EngineConfig config;
   config.cpu_workers = cpu_workers;
+  config.cpu_spread_branch = 1; // spread at the first fork: every call takes the lanes
   for (Device d : devices)
     if (!d.is_cpu())
       config.devices.push_back(d);
@@ -334,6 +337,7 @@ WorkersOutcome check_with_cpu_workers(std::size_t cpu_workers, const std::vector
     ++out.passed;
     out.bitwise_to_reference += all_bitwise;
   }
+  out.tasks_shared = eng.stats().cpu_tasks_shared;
   return out;
 }
 
@@ -357,6 +361,7 @@ BOOST_AUTO_TEST_CASE(random_dags_with_cpu_workers_match_the_reference_and_repeat
                                                         0x5eed0000ULL, mixed_graphs, kRepeats,
                                                         false);
     BOOST_TEST(cpu.passed == cpu_graphs, workers << " cpu workers");
+    BOOST_TEST(cpu.tasks_shared > 0u, workers << " cpu workers: the nodes really moved");
     BOOST_TEST(mixed.passed == mixed_graphs, workers << " cpu workers");
     BOOST_TEST_MESSAGE(workers << " cpu workers: " << cpu.bitwise_to_reference << " of "
                                << cpu_graphs << " cpu-only and " << mixed.bitwise_to_reference

@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(wide_call_runs_on_several_threads_with_fixed_bits) {
 BOOST_AUTO_TEST_CASE(narrow_calls_stay_on_the_caller_with_one_thread_bits) {
   // Note [Spreading a call where it branches]: a chain, and a chain whose
   // nodes each feed a short side branch to a leaf (an MLP's parameters),
-  // never have two ready nodes heading kSpreadBranchLength nodes of their
+  // never have two ready nodes heading EngineConfig::cpu_spread_branch (8) nodes of their
   // own, so they run on the caller as with one worker, sharing nothing.
   ThreadLog threads;
   Tensor x = Tensor::from_vector({0.5, -0.25, 0.75}, {3}).set_requires_grad(true);

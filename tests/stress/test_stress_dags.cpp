@@ -249,6 +249,7 @@ BOOST_AUTO_TEST_CASE(cpu_dags_from_threads_spread_over_cpu_workers) {
   for (std::size_t workers : {2u, 4u}) {
     EngineConfig config;
     config.cpu_workers = workers;
+    config.cpu_spread_branch = 1; // spread at the first fork: every call takes the lanes
     Engine eng(config);
     run_phase(workers == 2 ? "2 CPU workers" : "4 CPU workers", 0xc0a00000ULL + workers, &eng);
   }

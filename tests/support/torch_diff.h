@@ -26,12 +26,11 @@
 namespace actorgrad::testing {
 
 /// The engine settings of the bridge's runs: ACTORGRAD_CPU_WORKERS CPU
-/// workers (ctest runs the bridge's and the models' tests with 1 and with
-/// 2: Note [Parallel CPU nodes] in actors/detail/cpu_lanes.h).
+/// workers and ACTORGRAD_CPU_SPREAD_BRANCH (ctest runs the bridge's and the
+/// models' tests with 1 worker and with 2 spreading at the first fork: Note
+/// [Parallel CPU nodes] in actors/detail/cpu_lanes.h).
 inline actorgrad::EngineConfig bridge_config() {
-  actorgrad::EngineConfig config;
-  config.cpu_workers = actorgrad::cpu_workers_from_env();
-  return config;
+  return actorgrad::cpu_lanes_from_env({});
 }
 
 /// The tensors a program run returns, by name, in a fixed order.
