@@ -15,8 +15,8 @@
 #include "actorgrad/actors/detail/request_server.h"
 #include "actorgrad/actors/detail/runner.h"
 #include "actorgrad/actors/trace/recorder.h"
-#include "actorgrad/libengine/engine/call_args.h"
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/call_args.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 
 namespace actorgrad {
 

@@ -55,7 +55,7 @@ struct EngineStats {
 
 /// Runs backward passes on actors (DESIGN.md section 2), for actorgrad's own
 /// graphs (execute) and for any graph type of the scheduler (run; see Note
-/// [Graph interface] in libengine/engine/graph_interface.h).
+/// [Graph interface] in libengine/engine/detail/graph_interface.h).
 ///
 /// - A synchronous call (execute, or the public API with this engine as the
 ///   default executor) is coordinated by the caller's thread, which runs the

@@ -81,9 +81,9 @@
 #include "actorgrad/actors/detail/caller_state.h"
 #include "actorgrad/actors/detail/message_size.h"
 #include "actorgrad/libengine/autograd.h"
-#include "actorgrad/libengine/engine/call_args.h"
-#include "actorgrad/libengine/engine/graph_task.h"
-#include "actorgrad/libengine/engine/graph_task_base.h"
+#include "actorgrad/libengine/engine/detail/call_args.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task_base.h"
 
 namespace actorgrad::msg {
 

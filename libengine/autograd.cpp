@@ -2,7 +2,7 @@
 
 #include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/autograd/node.h"
-#include "actorgrad/libengine/engine/call_args.h"
+#include "actorgrad/libengine/engine/detail/call_args.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/ops.h"
 

@@ -5,7 +5,7 @@
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/coordinator_pool.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 
 namespace actorgrad::detail {
 

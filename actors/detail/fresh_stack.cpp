@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "actorgrad/actors/detail/stack_guard.h"
-#include "actorgrad/libengine/engine/kept_stack.h"
+#include "actorgrad/libengine/engine/detail/kept_stack.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define ACTORGRAD_ASAN_FIBERS 1

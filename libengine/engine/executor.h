@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 
 namespace actorgrad {
 

@@ -19,7 +19,7 @@
 #include <thread>
 #include <typeinfo>
 
-#include "actorgrad/libengine/engine/basic_graph_task_impl.h"
+#include "actorgrad/libengine/engine/detail/basic_graph_task_impl.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/torch/validate_outputs.h"
 

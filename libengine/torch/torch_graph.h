@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "actorgrad/libengine/engine/basic_graph_task.h"
-#include "actorgrad/libengine/engine/graph_task_base.h"
+#include "actorgrad/libengine/engine/detail/basic_graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task_base.h"
 
 namespace actorgrad {
 

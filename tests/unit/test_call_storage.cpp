@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include "actorgrad/libengine/engine/call_args.h"
-#include "actorgrad/libengine/engine/node_table.h"
-#include "actorgrad/libengine/engine/recycling_allocator.h"
-#include "actorgrad/libengine/engine/thread_exit.h"
+#include "actorgrad/libengine/engine/detail/call_args.h"
+#include "actorgrad/libengine/engine/detail/node_table.h"
+#include "actorgrad/libengine/engine/detail/recycling_allocator.h"
+#include "actorgrad/libengine/engine/detail/thread_exit.h"
 #include "actorgrad/libengine/ops.h"
 
 namespace {

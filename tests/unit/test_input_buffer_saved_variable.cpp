@@ -8,9 +8,9 @@
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/node.h"
 #include "actorgrad/libengine/autograd/saved_variable.h"
-#include "actorgrad/libengine/engine/actorgrad_graph.h"
+#include "actorgrad/libengine/engine/detail/actorgrad_graph.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/input_buffer.h"
+#include "actorgrad/libengine/engine/detail/input_buffer.h"
 #include "actorgrad/libengine/ops.h"
 #include "tests/support/message_has.h"
 

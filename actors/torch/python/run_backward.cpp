@@ -14,7 +14,7 @@
 
 #include <memory>
 
-#include "actorgrad/libengine/engine/graph_task_base.h"
+#include "actorgrad/libengine/engine/detail/graph_task_base.h"
 
 namespace actorgrad::torch_python {
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "actorgrad/libengine/engine/kept_stack.h"
+#include "actorgrad/libengine/engine/detail/kept_stack.h"
 
 namespace actorgrad {
 

@@ -15,9 +15,9 @@
 
 #include <boost/container/small_vector.hpp>
 
-#include "actorgrad/libengine/engine/exec_info.h"
-#include "actorgrad/libengine/engine/graph_interface.h"
-#include "actorgrad/libengine/engine/node_table.h"
+#include "actorgrad/libengine/engine/detail/exec_info.h"
+#include "actorgrad/libengine/engine/detail/graph_interface.h"
+#include "actorgrad/libengine/engine/detail/node_table.h"
 
 namespace actorgrad {
 

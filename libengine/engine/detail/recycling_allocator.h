@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "actorgrad/libengine/engine/kept_stack.h"
+#include "actorgrad/libengine/engine/detail/kept_stack.h"
 
 namespace actorgrad {
 

@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <optional>
 
-#include "actorgrad/libengine/engine/graph_task.h"
-#include "actorgrad/libengine/engine/kept_stack.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
+#include "actorgrad/libengine/engine/detail/kept_stack.h"
 
 namespace actorgrad {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "actorgrad/device/device.h"
-#include "actorgrad/libengine/engine/graph_task_base.h"
+#include "actorgrad/libengine/engine/detail/graph_task_base.h"
 
 namespace actorgrad {
 

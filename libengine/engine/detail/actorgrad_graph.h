@@ -15,10 +15,10 @@
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/node.h"
-#include "actorgrad/libengine/engine/evaluate.h"
-#include "actorgrad/libengine/engine/graph_task_base.h"
-#include "actorgrad/libengine/engine/input_buffer.h"
-#include "actorgrad/libengine/engine/node_table.h"
+#include "actorgrad/libengine/engine/detail/evaluate.h"
+#include "actorgrad/libengine/engine/detail/graph_task_base.h"
+#include "actorgrad/libengine/engine/detail/input_buffer.h"
+#include "actorgrad/libengine/engine/detail/node_table.h"
 
 namespace actorgrad {
 

@@ -14,8 +14,8 @@
 #include <boost/container/small_vector.hpp>
 
 #include "actorgrad/device/device.h"
-#include "actorgrad/libengine/engine/dispatch.h"
-#include "actorgrad/libengine/engine/ready_task.h"
+#include "actorgrad/libengine/engine/detail/dispatch.h"
+#include "actorgrad/libengine/engine/detail/ready_task.h"
 
 namespace actorgrad {
 

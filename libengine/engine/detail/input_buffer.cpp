@@ -1,8 +1,8 @@
-#include "actorgrad/libengine/engine/input_buffer.h"
+#include "actorgrad/libengine/engine/detail/input_buffer.h"
 
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
-#include "actorgrad/libengine/engine/stream_sync.h"
+#include "actorgrad/libengine/engine/detail/stream_sync.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/libengine/tensor/kernels.h"
 #include "actorgrad/libengine/tensor/pending_reads.h"

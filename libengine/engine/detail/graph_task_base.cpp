@@ -1,4 +1,4 @@
-#include "actorgrad/libengine/engine/graph_task_base.h"
+#include "actorgrad/libengine/engine/detail/graph_task_base.h"
 
 #include <algorithm>
 

@@ -7,7 +7,7 @@
 #include <new>
 #include <utility>
 
-#include "actorgrad/libengine/engine/thread_exit.h"
+#include "actorgrad/libengine/engine/detail/thread_exit.h"
 
 namespace actorgrad::detail {
 

@@ -4,9 +4,9 @@
 
 #include <memory>
 
-#include "actorgrad/libengine/engine/dispatch.h"
+#include "actorgrad/libengine/engine/detail/dispatch.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/ready_heap.h"
+#include "actorgrad/libengine/engine/detail/ready_heap.h"
 
 namespace actorgrad {
 

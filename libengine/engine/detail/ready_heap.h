@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "actorgrad/libengine/engine/ready_task.h"
+#include "actorgrad/libengine/engine/detail/ready_task.h"
 
 namespace actorgrad {
 

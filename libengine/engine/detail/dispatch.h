@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "actorgrad/device/device.h"
-#include "actorgrad/libengine/engine/ready_task.h"
-#include "actorgrad/libengine/engine/sent_value.h"
+#include "actorgrad/libengine/engine/detail/ready_task.h"
+#include "actorgrad/libengine/engine/detail/sent_value.h"
 
 namespace actorgrad {
 

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "actorgrad/device/event.h"
-#include "actorgrad/libengine/engine/kept_stack.h"
+#include "actorgrad/libengine/engine/detail/kept_stack.h"
 #include "actorgrad/libengine/tensor/tensor.h"
 #include "actorgrad/libengine/tensor/tensor_impl.h"
 

@@ -2,8 +2,8 @@
 /// @file graph_task.h
 /// The GraphTask of actorgrad's own graphs (see Note [Graph interface]).
 
-#include "actorgrad/libengine/engine/actorgrad_graph.h"
-#include "actorgrad/libengine/engine/basic_graph_task.h"
+#include "actorgrad/libengine/engine/detail/actorgrad_graph.h"
+#include "actorgrad/libengine/engine/detail/basic_graph_task.h"
 
 namespace actorgrad {
 

@@ -13,11 +13,11 @@
 #include <string>
 #include <unordered_map>
 
-#include "actorgrad/libengine/engine/basic_graph_task.h"
+#include "actorgrad/libengine/engine/detail/basic_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/local_dispatch.h"
-#include "actorgrad/libengine/engine/recycling_allocator.h"
-#include "actorgrad/libengine/engine/scratch_vector.h"
+#include "actorgrad/libengine/engine/detail/local_dispatch.h"
+#include "actorgrad/libengine/engine/detail/recycling_allocator.h"
+#include "actorgrad/libengine/engine/detail/scratch_vector.h"
 
 namespace actorgrad {
 
