@@ -349,7 +349,7 @@ void Runner::run(ReadyTask&& t) {
       try {
         task.run(t, *this);
       } catch (...) {
-        task.set_error(kept_error()); // Note [A thread that exits inside a node] (errors.h)
+        task.set_error(current_exception_or_unwind()); // Note [A thread that exits inside a node] (errors.h)
       }
     }
   }
@@ -398,7 +398,7 @@ void Runner::run_observed(ReadyTask& t, EngineObserver& observer) {
   try {
     task.run(t, *this);
   } catch (...) {
-    const std::exception_ptr error = kept_error(); // Note [A thread that exits inside a node]
+    const std::exception_ptr error = current_exception_or_unwind(); // Note [A thread that exits inside a node]
     task.set_error(error);
     observer.error(actor_, task, error);
   }

@@ -6,7 +6,7 @@
 #include "actorgrad/libengine/engine/detail/basic_graph_task_impl.h"
 #include "actorgrad/libengine/engine/detail/call_hooks.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/detail/evaluate.h"
+#include "actorgrad/libengine/engine/detail/node_call.h"
 #include "actorgrad/libengine/engine/detail/stream_sync.h"
 #include "actorgrad/libengine/tensor/kernels.h"
 #include "actorgrad/libengine/tensor/pending_reads.h"

@@ -15,7 +15,7 @@
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/node.h"
-#include "actorgrad/libengine/engine/detail/evaluate.h"
+#include "actorgrad/libengine/engine/detail/node_call.h"
 #include "actorgrad/libengine/engine/detail/graph_task_base.h"
 #include "actorgrad/libengine/engine/detail/input_buffer.h"
 #include "actorgrad/libengine/engine/detail/node_table.h"

@@ -470,7 +470,7 @@ void BasicGraphTask<G>::run_all_here(ReadyTask&& first) {
     try {
       run_with(t, unheld, dispatch);
     } catch (...) {
-      set_error(kept_error()); // Note [A thread that exits inside a node]
+      set_error(current_exception_or_unwind()); // Note [A thread that exits inside a node]
     }
   }
 }

@@ -1,5 +1,5 @@
 #pragma once
-/// @file evaluate.h
+/// @file node_call.h
 /// The call protocol of one of actorgrad's nodes (PyTorch's call_function).
 
 #include "actorgrad/libengine/autograd/node.h"

@@ -1,4 +1,4 @@
-#include "actorgrad/libengine/engine/detail/evaluate.h"
+#include "actorgrad/libengine/engine/detail/node_call.h"
 
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
