@@ -10,7 +10,7 @@
 #include "actorgrad/actors/trace/event.h"
 #include "actorgrad/device/device.h"
 #include "actorgrad/device/launch_observer.h"
-#include "actorgrad/libengine/engine/detail/graph_task_base.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad {
 

@@ -4,6 +4,7 @@
 
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/coordinator_pool.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/detail/graph_task.h"
 

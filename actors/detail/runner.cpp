@@ -16,6 +16,7 @@
 #include "actorgrad/actors/detail/message_type.h"
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/stack_guard.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad::detail {

@@ -16,6 +16,7 @@
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/actors/torch/nodes_in_graph.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/torch/torch_graph.h"
 #include "actorgrad/libengine/torch/validate_outputs.h"
 

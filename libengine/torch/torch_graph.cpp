@@ -20,6 +20,7 @@
 #include <typeinfo>
 
 #include "actorgrad/libengine/engine/detail/basic_graph_task_impl.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/torch/validate_outputs.h"
 

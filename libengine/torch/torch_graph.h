@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "actorgrad/libengine/engine/detail/basic_graph_task.h"
-#include "actorgrad/libengine/engine/detail/graph_task_base.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad {
 

@@ -25,6 +25,7 @@
 
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/detail/graph_task.h"
 #include "tests/actors/actor_test_util.h"

@@ -19,6 +19,7 @@
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/executor.h"
 #include "actorgrad/libengine/engine/detail/graph_task.h"
+#include "actorgrad/libengine/engine/queue_callback.h"
 #include "actorgrad/libengine/ops.h"
 #include "tests/support/executor_fixture.h"
 #include "tests/support/lambda_node.h"

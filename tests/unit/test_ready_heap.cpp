@@ -17,6 +17,7 @@
 #include "actorgrad/libengine/engine/detail/ready_heap.h"
 
 using namespace actorgrad;
+using actorgrad::detail::ReadyHeap;
 
 namespace {
 

@@ -9,7 +9,7 @@
 
 #include "actorgrad/libengine/engine/detail/sent_value.h"
 
-using actorgrad::SentValue;
+using actorgrad::detail::SentValue;
 
 namespace {
 

@@ -14,7 +14,9 @@
 
 #include <memory>
 
-#include "actorgrad/libengine/engine/detail/graph_task_base.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
+#include "actorgrad/libengine/engine/queue_callback.h"
 
 namespace actorgrad::torch_python {
 

@@ -3,6 +3,9 @@
 /// One backward()/grad() call over a graph type G (see Note [Graph interface]).
 /// The member definitions are in basic_graph_task_impl.h, included where a
 /// graph type is instantiated.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <algorithm>
 #include <cstddef>

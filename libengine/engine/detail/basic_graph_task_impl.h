@@ -6,6 +6,9 @@
 /// Over 300 lines on purpose: these are PyTorch's GraphTask algorithms
 /// (create, compute_dependencies with init_to_execute, accept, evaluate), kept
 /// in one place so they can be read against engine.cpp side by side.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <algorithm>
 #include <limits>
@@ -412,7 +415,7 @@ void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const 
     return;
   }
   to.send(self, SentGrad{G::target_handle(next), input_nr, owner, {},
-                         SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
+                         detail::SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
 }
 
 template <GraphTraits G>
@@ -429,7 +432,7 @@ void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self,
   const bool joins = s && s->exec.joins();
   if (joins && !to.owns(cpu_queue, Device::cpu())) {
     to.send(self, SentGrad{G::target_handle(next), input_nr, Device::cpu(), order,
-                           SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
+                           detail::SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
     return;
   }
   if (to.wants_feeds()) [[unlikely]]
@@ -457,8 +460,8 @@ void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBa
 
 template <GraphTraits G>
 void BasicGraphTask<G>::run_all_here(ReadyTask&& first) {
-  ReadyHeap heap;
-  LocalDispatch dispatch(heap);
+  detail::ReadyHeap heap;
+  detail::LocalDispatch dispatch(heap);
   heap.push(std::move(first));
   // The tasks this loop makes do not hold the GraphTask: it outlives the
   // loop (its caller holds it), and a reference count per node is not free.

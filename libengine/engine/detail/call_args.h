@@ -1,6 +1,9 @@
 #pragma once
 /// @file call_args.h
 /// Turning the public API's tensors into an executor's edges and gradients.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <cstddef>
 #include <optional>

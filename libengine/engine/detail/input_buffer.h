@@ -1,6 +1,9 @@
 #pragma once
 /// @file input_buffer.h
 /// Where the gradients bound for one node's inputs add up.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <cstddef>
 #include <optional>

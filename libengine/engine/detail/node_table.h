@@ -2,6 +2,9 @@
 /// @file node_table.h
 /// The per-node state of one GraphTask, found through the node's hint or by
 /// its address.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <algorithm>
 #include <array>

@@ -3,6 +3,9 @@
 /// An allocator that keeps the blocks a thread frees for that thread's next
 /// allocations of the same type: a backward call's task block
 /// (std::allocate_shared) then costs no malloc.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <cstddef>
 #include <memory>
