@@ -126,7 +126,7 @@ struct NodeApply : ::torch::autograd::Node {
   const bool post_hooks = !fn.post_hooks().empty();
   TorchGraph::value_list outputs = post_hooks ? call(TorchGraph::value_list(inputs))
                                               : call(std::move(inputs));
-  torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
+  torch::detail::validate_outputs(fn.next_edges(), outputs, &fn);
   if (post_hooks) [[unlikely]]
     for (const auto& hook : fn.post_hooks())
       outputs = (*hook)(outputs, inputs);

@@ -18,7 +18,7 @@
 #include "actorgrad/libengine/engine/graph_task_base.h"
 #include "actorgrad/libengine/engine/queue_callback.h"
 
-namespace actorgrad::torch_python {
+namespace actorgrad::python {
 
 using ::torch::autograd::Edge;
 using ::torch::autograd::Engine;
@@ -204,4 +204,4 @@ PyObject* is_checkpoint_valid(PyObject*, PyObject*) {
   END_HANDLE_TH_ERRORS
 }
 
-} // namespace actorgrad::torch_python
+} // namespace actorgrad::python
