@@ -15,8 +15,9 @@
 #include "actorgrad/actors/detail/request_server.h"
 #include "actorgrad/actors/detail/runner.h"
 #include "actorgrad/actors/trace/recorder.h"
-#include "actorgrad/libengine/engine/call_args.h"
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/call_args.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 
 namespace actorgrad {
 
@@ -36,7 +37,7 @@ int reentrant_depth_here() {
 
 /// Reuses a caller's queue storage between its calls (see Note [Caller
 /// scratch reuse]).
-thread_local ReadyHeap::Storage spare_caller_heap;
+thread_local detail::ReadyHeap::Storage spare_caller_heap;
 
 class CallerRunner;
 /// The call without a Runner that runs on this thread, or null.
@@ -65,7 +66,7 @@ public:
     if (!runner_)
       runner_.emplace(
         core_, nullptr, ObservedActor::Role::caller,
-        detail::ReadyQueue{ReadyHeap(std::move(spare_caller_heap)), new_queue_id(),
+        detail::ReadyQueue{detail::ReadyHeap(std::move(spare_caller_heap)), new_queue_id(),
                            Device::cpu()});
     return *runner_;
   }

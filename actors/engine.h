@@ -25,6 +25,7 @@ namespace actorgrad {
 namespace detail {
 struct EngineCore;
 }
+struct ReadyTask; // internal (libengine/engine/detail/ready_task.h)
 namespace trace {
 class Recorder;
 }
@@ -55,7 +56,7 @@ struct EngineStats {
 
 /// Runs backward passes on actors (DESIGN.md section 2), for actorgrad's own
 /// graphs (execute) and for any graph type of the scheduler (run; see Note
-/// [Graph interface] in libengine/engine/graph_interface.h).
+/// [Graph interface] in libengine/engine/detail/graph_interface.h).
 ///
 /// - A synchronous call (execute, or the public API with this engine as the
 ///   default executor) is coordinated by the caller's thread, which runs the
@@ -125,7 +126,7 @@ public:
                                         const GradOptions& options = {});
 
   /// The actor that answers backward and grad requests sent by message
-  /// (msg::BackwardRequest / msg::GradRequest in actors/messages.h), from
+  /// (msg::BackwardRequest / msg::GradRequest in actors/requests.h), from
   /// any actor, event-based included, of this or another actor system:
   /// `self->request(engine.request_actor(), timeout, msg::GradRequest{{y}, {x}})
   ///    .then([](msg::GradResponse& r) {...}, [](caf::error& e) {...})`.

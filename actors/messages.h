@@ -1,7 +1,9 @@
 #pragma once
 /// @file messages.h
 /// Every message the actor engine sends, in one place: the map of who talks
-/// to whom.
+/// to whom. Internal: not installed, and no public header includes it; what
+/// an application sends the engine (the requests and their answers) is
+/// declared in actors/requests.h, whose table continues the one below.
 ///
 /// | message   | sent by (file: function)                              | received by  | handled in (file: function)                 |
 /// |-----------|-------------------------------------------------------|--------------|---------------------------------------------|
@@ -12,10 +14,6 @@
 /// | Shutdown  | engine.cpp: Engine::~Engine; engine_core.cpp: EngineCore::replace_worker; coordinator_pool.cpp: CoordinatorPool::stop (idle coordinators, and all at Shutdown) | DeviceWorker, CoordinatorPool, AsyncCoordinator, request actor | runner.cpp: Runner::handle; coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act; request_server.cpp: request_server |
 /// | AsyncCall | async_call.cpp: spawn_call (when no coordinator is parked and the call is not made inside a node; a parked one is handed the call without a message: Note [A call handed to a parked coordinator]); coordinator_pool.cpp: CoordinatorPool::take_call, CoordinatorPool::became_idle (forward, to an idle or new coordinator) | CoordinatorPool, AsyncCoordinator (from the pool) | coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act (run_call in async_call.cpp) |
 /// | Idle      | async_call.cpp: run_call (when it cannot park, or calls wait: Note [Calls that wait for a coordinator]) | CoordinatorPool | coordinator_pool.cpp: CoordinatorPool::act (became_idle) |
-/// | BackwardRequest | the application: any actor, `request(engine.request_actor(), timeout, msg::BackwardRequest{...})` | request actor | request_server.cpp: request_server |
-/// | GradRequest | the application, as BackwardRequest                     | request actor | request_server.cpp: request_server |
-/// | BackwardResponse | request_server.cpp: request_server (through serve and Requester::answer, on the call's coordinator) | requester | the requester's response handler (`.then`, `.receive`) |
-/// | GradResponse | request_server.cpp: request_server (as BackwardResponse) | requester | the requester's response handler |
 ///
 /// The actors that receive them (an actor's handler: the function that
 /// tells its messages apart):
@@ -39,15 +37,6 @@
 /// which accepts only the types listed in `engine_messages` below, passed on
 /// through detail::forward, and the answers to requests go through
 /// detail::respond there.
-///
-/// Requests (the application's actors ask the engine): a BackwardRequest or
-/// GradRequest sent with CAF's `request` to Engine::request_actor() is
-/// answered by a BackwardResponse or GradResponse, or by a `caf::error`
-/// (category `sec`; `sec::invalid_argument`: the request's arguments are
-/// wrong; `sec::runtime_error`: the pass failed) whose context holds the
-/// engine's message (msg::error_text). The requester is never blocked: the
-/// call runs on a pooled async coordinator (Note [Requests across actor
-/// systems] in actors/detail/request_server.h).
 ///
 /// CAF system messages the engine handles: `down_msg` (a monitored
 /// DeviceWorker died; runner.cpp: Runner::handle) and `exit_msg` (a worker
@@ -80,9 +69,10 @@
 #include "actorgrad/actors/detail/call_done.h"
 #include "actorgrad/actors/detail/caller_state.h"
 #include "actorgrad/actors/detail/message_size.h"
+#include "actorgrad/actors/requests.h"
 #include "actorgrad/libengine/autograd.h"
-#include "actorgrad/libengine/engine/call_args.h"
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/call_args.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad::msg {
@@ -154,48 +144,6 @@ struct Idle {
   caf::actor coordinator;
 };
 
-/// Asks the engine for `actorgrad::backward(tensors, options)`: sent by any
-/// actor (event-based included) with `request` to Engine::request_actor().
-/// Answered by a BackwardResponse once the pass is over, or a caf::error.
-struct BackwardRequest {
-  variable_list tensors{};
-  BackwardOptions options{};
-};
-
-/// Asks the engine for `actorgrad::grad(outputs, inputs, options)`.
-/// Answered by a GradResponse, or a caf::error.
-struct GradRequest {
-  variable_list outputs{};
-  variable_list inputs{};
-  GradOptions options{};
-};
-
-/// The answer to a BackwardRequest: the gradients are in the leaves'
-/// `.grad`; `grads` holds the `.grad` of each of the request's
-/// `options.inputs`, in order, read when the pass ended (empty when the
-/// request named no inputs).
-struct BackwardResponse {
-  variable_list grads{};
-};
-
-/// The answer to a GradRequest: one gradient per input (undefined for an
-/// unused input when `options.allow_unused`).
-struct GradResponse {
-  variable_list grads{};
-};
-
-/// The engine's message in an error answer to a request (empty when `error`
-/// carries none, e.g. a request timeout, or is no error).
-inline std::string error_text(const caf::error& error) {
-  if (!error)
-    return {};
-  const caf::message& context = error.context();
-  for (std::size_t i = 0; i < context.size(); ++i)
-    if (context.match_element<std::string>(i))
-      return context.get_as<std::string>(i);
-  return {};
-}
-
 /// Whether `M` is one of the messages a pass sends for its nodes, all of
 /// one size (Note [Per-node messages share a heap size class]).
 template <class M>
@@ -220,7 +168,3 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Shutdown)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::Idle)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::AsyncCall)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::BackwardRequest)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::GradRequest)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::BackwardResponse)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::msg::GradResponse)

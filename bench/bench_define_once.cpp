@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "actorgrad/actors/engine.h"
-#include "actorgrad/actors/graph_runner.h"
+#include "actorgrad/actors/parallel_forward.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/graph/graph.h"
 #include "actorgrad/libengine/graph/graph_ops.h"
@@ -71,14 +71,14 @@ Engine& engine() {
 
 /// Two branches of `depth` nodes (3 x tanh(h @ W), 160x160) on sim:0 and on
 /// sim:`devices - 1`, summed on the CPU; both inputs change every iteration.
-/// `runner`: GraphRunner on the actor engine, else the sequential executor.
+/// `runner`: ParallelForward on the actor engine, else the sequential executor.
 void parallel(benchmark::State& state, int devices, bool runner) {
   NoGradGuard no_grad;
   constexpr std::int64_t kSize = 160;
   constexpr int kDepth = 4;
   d1::Graph g;
   if (runner)
-    g.set_forward_executor(std::make_shared<GraphRunner>(engine()));
+    g.set_forward_executor(std::make_shared<ParallelForward>(engine()));
   d1::NodeId x[2], sums[2];
   for (int k = 0; k < 2; ++k) {
     const Device dev = Device::sim(k % devices);

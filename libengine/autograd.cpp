@@ -2,7 +2,7 @@
 
 #include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/autograd/node.h"
-#include "actorgrad/libengine/engine/call_args.h"
+#include "actorgrad/libengine/engine/detail/call_args.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/ops.h"
 
@@ -21,12 +21,12 @@ namespace {
 // them saved about 340 instructions a list in a grad() nested in a node,
 // at depth 1 and at depth 100 alike (callgrind, reentrant 1 and 100).
 // So the thread that made a call keeps the two lists' storage, emptied
-// (no node held), for its next calls (detail::KeptEdgeLists, Note [Storage
+// (no node held), for its next calls (detail::SpareEdgeLists, Note [Storage
 // a thread keeps]): two lists for every call one thread nests
 // (max_recursion_depth, 60, and some to spare), of at most 8 edges, so at
 // most 24 KiB a thread. A list that goes to another thread (backward_async)
 // is freed there.
-using detail::KeptEdgeLists;
+using detail::SpareEdgeLists;
 
 std::string nth(const char* what, std::size_t i) {
   return std::string(what) + "[" + std::to_string(i) + "]";
@@ -35,7 +35,7 @@ std::string nth(const char* what, std::size_t i) {
 edge_list root_edges(const variable_list& tensors, const char* api) {
   if (tensors.empty())
     throw EngineError(std::string(api) + "() called with an empty list of tensors");
-  edge_list roots = KeptEdgeLists::take(tensors.size());
+  edge_list roots = SpareEdgeLists::take(tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     if (!t.defined())
@@ -89,8 +89,8 @@ void check_input(const Tensor& t, std::size_t i, const char* api) {
 } // namespace
 
 void BackwardCall::keep_edge_lists() {
-  KeptEdgeLists::keep(std::move(roots));
-  KeptEdgeLists::keep(std::move(outputs));
+  SpareEdgeLists::keep(std::move(roots));
+  SpareEdgeLists::keep(std::move(outputs));
 }
 
 BackwardCall make_backward_call(const variable_list& tensors, const variable_list& grad_tensors,
@@ -98,7 +98,7 @@ BackwardCall make_backward_call(const variable_list& tensors, const variable_lis
                                 const variable_list& inputs) {
   BackwardCall call{root_edges(tensors, "backward"), make_grads(tensors, grad_tensors),
                     {retain_graph.value_or(create_graph), create_graph, true},
-                    KeptEdgeLists::take(inputs.size())};
+                    SpareEdgeLists::take(inputs.size())};
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     Tensor t = inputs[i];
     check_input(t, i, "backward");
@@ -117,7 +117,7 @@ BackwardCall make_grad_call(const variable_list& outputs, const variable_list& i
     throw EngineError("grad() called with an empty list of inputs");
   BackwardCall call{std::move(roots), make_grads(outputs, grad_outputs),
                     {retain_graph.value_or(create_graph), create_graph, false},
-                    KeptEdgeLists::take(inputs.size())};
+                    SpareEdgeLists::take(inputs.size())};
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     check_input(inputs[i], i, "grad");
     if (auto fn = inputs[i].grad_fn())

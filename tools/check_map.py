@@ -12,7 +12,7 @@ The map is the "## Map" section (up to the next "## " heading). Checks
      declared in that file (class, struct, enum, using, namespace, or a
      function declared or defined there).
   3. The message table (| message | sent by | handled in |) lists every
-     message of actors/messages.h's table, each with the same sender and
+     message of the tables of actors/messages.h and requests.h, each with the same sender and
      handler functions as that table ("the application": outside the code).
 Exit 0 when all hold; else one line per problem and exit 1.
 """
@@ -21,7 +21,7 @@ import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from check_messages import code_of, places, report, tables  # noqa: E402
+from check_messages import AREAS, code_of, places, report, tables  # noqa: E402
 
 PATH = re.compile(r'`((?:device|libengine|actors|tools|bench|tests|docs)/[\w/.-]*)`')
 
@@ -66,7 +66,9 @@ def main():
                 for name in names:
                     if not declares(code, name):
                         problems.append(f'map: {pm.group(1)} declares no {name}')
-    rows = [r for t in tables(root / 'actors/messages.h') if t[0][0] == 'message' for r in t[1:]]
+    headers = ' and '.join('actors/' + t for t in AREAS['engine']['tables'])
+    rows = [r for h in AREAS['engine']['tables'] for t in tables(root / 'actors' / h)
+            if t[0][0] == 'message' for r in t[1:]]
     want = {r[0]: (table_functions(r[1]), table_functions(r[3])) for r in rows}
     seen = set()
     for line in section.splitlines():
@@ -76,17 +78,17 @@ def main():
         for message in re.findall(r'`(\w+)`', cells[0]):
             seen.add(message)
             if message not in want:
-                problems.append(f'map: message {message} is not in actors/messages.h\'s table')
+                problems.append(f'map: message {message} is not in the tables of {headers}')
                 continue
             sent, handled = want[message]
             if functions(cells[1]) != sent:
                 problems.append(f'map: {message} is sent by {sorted(functions(cells[1]))}, '
-                                f'actors/messages.h says {sorted(sent)}')
+                                f'{headers} say {sorted(sent)}')
             if functions(cells[2]) != handled:
                 problems.append(f'map: {message} is handled in {sorted(functions(cells[2]))}, '
-                                f'actors/messages.h says {sorted(handled)}')
+                                f'{headers} say {sorted(handled)}')
     for message in sorted(set(want) - seen):
-        problems.append(f'map: message {message} of actors/messages.h is missing')
+        problems.append(f'map: message {message} of {headers} is missing')
     return report('check_map', problems)
 
 

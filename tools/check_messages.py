@@ -4,7 +4,7 @@
   tools/check_messages.py ACTORS_DIR
 
 Two areas, each with its own message tables and its one sending helper:
-  engine  actors/messages.h; helper actors/detail/post.h (post, forward,
+  engine  actors/messages.h and requests.h; helper actors/detail/post.h (post, forward,
           respond; trait msg::is_engine_message)
   remote  actors/remote/protocol.h and local_messages.h; helper
           actors/remote/detail/send.h (tell, request_from, tell_exit, and
@@ -47,7 +47,7 @@ NOT_A_TYPE = {'return', 'else', 'do', 'throw', 'case', 'co_return', 'co_await', 
 KEYWORDS = {'if', 'for', 'while', 'switch', 'catch', 'return', 'sizeof', 'alignof', 'decltype',
             'static_assert', 'noexcept', 'requires', 'defined'}
 AREAS = {
-    'engine': dict(tables=['messages.h'], helper='detail/post.h', trait_file='messages.h',
+    'engine': dict(tables=['messages.h', 'requests.h'], helper='detail/post.h', trait_file='messages.h',
                    calls={'post', 'forward', 'respond'}, trait='is_engine_message'),
     'remote': dict(tables=['remote/protocol.h', 'remote/local_messages.h'],
                    helper='remote/detail/send.h', trait_file='remote/detail/send.h',

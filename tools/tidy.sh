@@ -4,15 +4,19 @@
 # fails (exit 1, printing each finding) when any check finds something.
 #
 #   tools/tidy.sh [FILE...]     FILE... defaults to those sources
+#   tools/tidy.sh --core        the engine's core only: libengine/engine/,
+#                               actors/ and actors/detail/ (ctest check_tidy)
 #
 # Needs a configured build (tools/setup.sh, or cmake -S . -B build: the
 # project sets CMAKE_EXPORT_COMPILE_COMMANDS) and clang-tidy 14 (Debian 12's
-# package clang-tidy). Environment: BUILD_DIR (default build), JOBS (files
+# package clang-tidy). Environment: BUILD_DIR (default build; relative to
+# the repository root unless absolute), JOBS (files
 # checked at once, default 2), CLANG_TIDY (default clang-tidy).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build_dir="$repo_root/${BUILD_DIR:-build}"
+build_dir="${BUILD_DIR:-build}"
+[[ $build_dir == /* ]] || build_dir="$repo_root/$build_dir"
 clang_tidy="${CLANG_TIDY:-clang-tidy}"
 jobs="${JOBS:-2}"
 if [[ ! -f "$build_dir/compile_commands.json" ]]; then
@@ -39,15 +43,19 @@ for e in entries:
 json.dump(entries, open(sys.argv[2], 'w'), indent=1)
 PY
 
-if (( $# > 0 )); then
+if (( $# > 0 )) && [[ $1 != --core ]]; then
   files=("$@")
 else
-  mapfile -t files < <(python3 - "$db_dir/compile_commands.json" "$repo_root" <<'PY'
-import json, sys
+  mapfile -t files < <(python3 - "$db_dir/compile_commands.json" "$repo_root" "${1:-}" <<'PY'
+import json, re, sys
 root = sys.argv[2].rstrip('/') + '/'
+core = re.compile(r'(libengine/engine/.*|actors/(detail/)?[^/]*)\.cpp')
 for e in json.load(open(sys.argv[1])):
     f = e['file']
-    if f.startswith((root + 'actors/', root + 'libengine/')) and f.endswith('.cpp'):
+    if not f.startswith(root) or not f.endswith('.cpp'):
+        continue
+    rel = f[len(root):]
+    if (core.fullmatch(rel) if sys.argv[3] == '--core' else rel.startswith(('actors/', 'libengine/'))):
         print(f)
 PY
 )
@@ -58,7 +66,8 @@ trap 'rm -f "$out"' EXIT
 start=$SECONDS
 status=0
 printf '%s\0' "${files[@]}" |
-  xargs -0 -n 1 -P "$jobs" "$clang_tidy" -p "$db_dir" --quiet >"$out" 2>&1 || status=$?
+  xargs -0 -n 1 -P "$jobs" "$clang_tidy" -p "$db_dir" --config-file="$repo_root/.clang-tidy" --quiet \
+    >"$out" 2>&1 || status=$?
 if (( status != 0 )); then
   grep -E '(warning|error):' "$out" || cat "$out"
   echo "tidy.sh: findings above (${#files[@]} files, $((SECONDS - start)) s)" >&2

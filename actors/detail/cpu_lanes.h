@@ -6,7 +6,7 @@
 #include "actorgrad/actors/detail/engine_actor.h"
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/observer.h"
-#include "actorgrad/libengine/engine/ready_heap.h"
+#include "actorgrad/libengine/engine/detail/ready_heap.h"
 
 namespace actorgrad::detail {
 

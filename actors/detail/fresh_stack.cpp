@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "actorgrad/actors/detail/stack_guard.h"
-#include "actorgrad/libengine/engine/kept_stack.h"
+#include "actorgrad/libengine/engine/detail/spare_stack.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define ACTORGRAD_ASAN_FIBERS 1
@@ -105,7 +105,7 @@ private:
 
 /// Stacks a thread keeps between calls (Note [Storage a thread keeps]):
 /// enough for a few levels of fresh stacks in a row.
-using KeptStacks = KeptStack<MappedStack, 4>;
+using SpareStacks = SpareStack<MappedStack, 4>;
 
 /// The stack size a new thread gets (glibc's default: RLIMIT_STACK), page aligned.
 std::size_t thread_stack_size() {
@@ -179,8 +179,8 @@ struct Switch {
 void run_on_fresh_stack(void (*fn)(void*), void* arg) {
   static_assert(sizeof(std::uintptr_t) <= 2 * sizeof(unsigned));
   MappedStack stack;
-  if (KeptStacks::size() != 0)
-    KeptStacks::take(stack);
+  if (SpareStacks::size() != 0)
+    SpareStacks::take(stack);
   else
     stack = MappedStack(thread_stack_size());
 #ifdef ACTORGRAD_ASAN_FIBERS
@@ -213,7 +213,7 @@ void run_on_fresh_stack(void (*fn)(void*), void* arg) {
   __tsan_destroy_fiber(fiber);
 #endif
   enter_stack(outer_low);
-  KeptStacks::keep(stack);
+  SpareStacks::keep(stack);
   if (switch_error != 0)
     throw std::system_error(switch_error, std::generic_category(), "swapcontext");
   if (s.error)

@@ -27,11 +27,11 @@ namespace actorgrad::detail {
 // of the depth handoff"): in a nest 100 deep, the 40 calls past the limit
 // ran on a pool thread, with its own malloc arena, and freed each other's
 // blocks across the two threads; on one thread, with the storage of 128
-// nested calls kept (kept_nested_calls in kept_stack.h), a call there
+// nested calls kept (nested_calls_with_spares in spare_stack.h), a call there
 // takes about 500 instructions fewer.
 //
 // Stacks are mapped once and kept by their thread for its next calls
-// (KeptStack), each with a guard page below it, so an overflow faults
+// (SpareStack), each with a guard page below it, so an overflow faults
 // instead of writing over other memory.
 
 /// Runs `fn(arg)` on a fresh stack of this thread, as big as a new thread's,

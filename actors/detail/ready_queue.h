@@ -3,8 +3,8 @@
 /// The ready queue of one engine actor, as a value that can move between actors. Internal.
 
 #include "actorgrad/device/device.h"
-#include "actorgrad/libengine/engine/dispatch.h"
-#include "actorgrad/libengine/engine/ready_heap.h"
+#include "actorgrad/libengine/engine/detail/dispatch.h"
+#include "actorgrad/libengine/engine/detail/ready_heap.h"
 
 namespace actorgrad::detail {
 

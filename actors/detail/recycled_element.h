@@ -15,7 +15,7 @@
 #include <caf/type_erased_tuple.hpp>
 
 #include "actorgrad/actors/messages.h"
-#include "actorgrad/libengine/engine/recycling_allocator.h"
+#include "actorgrad/libengine/engine/detail/recycling_allocator.h"
 
 namespace actorgrad::detail {
 

@@ -13,7 +13,7 @@
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/messages.h"
-#include "actorgrad/libengine/engine/call_args.h"
+#include "actorgrad/libengine/engine/detail/call_args.h"
 
 namespace actorgrad::detail {
 

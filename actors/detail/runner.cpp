@@ -16,6 +16,7 @@
 #include "actorgrad/actors/detail/message_type.h"
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/stack_guard.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad::detail {
@@ -379,7 +380,7 @@ void Runner::run(ReadyTask&& t) {
       try {
         task.run(t, *this);
       } catch (...) {
-        task.set_error(kept_error()); // Note [A thread that exits inside a node] (errors.h)
+        task.set_error(current_exception_or_unwind()); // Note [A thread that exits inside a node] (errors.h)
       }
     }
   }
@@ -428,7 +429,7 @@ void Runner::run_observed(ReadyTask& t, EngineObserver& observer) {
   try {
     task.run(t, *this);
   } catch (...) {
-    const std::exception_ptr error = kept_error(); // Note [A thread that exits inside a node]
+    const std::exception_ptr error = current_exception_or_unwind(); // Note [A thread that exits inside a node]
     task.set_error(error);
     observer.error(actor_, task, error);
   }

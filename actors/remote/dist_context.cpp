@@ -9,7 +9,7 @@
 #include "actorgrad/actors/remote/local_step.h"
 #include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
-#include "actorgrad/libengine/engine/call_args.h"
+#include "actorgrad/libengine/engine/detail/call_args.h"
 
 namespace actorgrad::remote {
 

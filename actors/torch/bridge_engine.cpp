@@ -16,10 +16,11 @@
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/actors/torch/nodes_in_graph.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/torch/torch_graph.h"
 #include "actorgrad/libengine/torch/validate_outputs.h"
 
-namespace actorgrad::torch_bridge {
+namespace actorgrad::torch::detail {
 
 using ::torch::autograd::edge_list;
 using ::torch::autograd::GraphTask;
@@ -137,7 +138,7 @@ public:
   /// Fills stock()'s nodes_in_graph_ unless done (Note [Nodes in graph on demand]).
   void fill_nodes_in_graph() {
     if (!nodes_in_graph_filled_)
-      torch_bridge::fill_nodes_in_graph(stock_, roots_, outputs_, reached_);
+      detail::fill_nodes_in_graph(stock_, roots_, outputs_, reached_);
     nodes_in_graph_filled_ = true;
   }
 
@@ -299,7 +300,7 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
 
   // libtorch's argument checks, with its texts.
   variable_list root_grads = inputs;
-  torch_bridge::validate_outputs(roots, root_grads, nullptr);
+  detail::validate_outputs(roots, root_grads, nullptr);
   if (accumulate_grad && create_graph) {
     TORCH_WARN_ONCE(
       "Using backward() with create_graph=True will create a reference cycle between the "
@@ -367,4 +368,4 @@ variable_list BridgeEngine::run_in_graph_task(const std::shared_ptr<TorchGraphTa
   return trampoline->take_result(); // Note [Nothing of a call left on libtorch's threads]
 }
 
-} // namespace actorgrad::torch_bridge
+} // namespace actorgrad::torch::detail

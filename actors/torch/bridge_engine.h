@@ -15,7 +15,7 @@ namespace actorgrad {
 class Engine;
 }
 
-namespace actorgrad::torch_bridge {
+namespace actorgrad::torch::detail {
 
 // Note [The bridge runs inside one libtorch GraphTask]
 // libtorch keeps in its engine's thread-locals, which it does not export,
@@ -129,4 +129,4 @@ private:
 /// The head of the chain of every BridgeEngine made (see `previous`).
 std::atomic<BridgeEngine*>& all_bridge_engines();
 
-} // namespace actorgrad::torch_bridge
+} // namespace actorgrad::torch::detail

@@ -28,7 +28,7 @@
 #include "actorgrad/actors/torch/install.h"
 #include "actorgrad/actors/torch/plt_slots.h"
 
-namespace actorgrad::torch_bridge {
+namespace actorgrad::torch::detail {
 
 // Note [Distributed autograd on actors]
 // libtorch 1.13's DistEngine (a singleton in libtorch_cpu.so) runs the
@@ -363,4 +363,4 @@ bool take_over_dist_engine() {
   return taken;
 }
 
-} // namespace actorgrad::torch_bridge
+} // namespace actorgrad::torch::detail

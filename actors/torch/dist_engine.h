@@ -6,7 +6,7 @@
 /// local part on actors (see Note [Distributed autograd on actors] in
 /// dist_engine.cpp).
 
-namespace actorgrad::torch_bridge {
+namespace actorgrad::torch::detail {
 
 /// Redirects libtorch_cpu's calls of DistEngine::execute and
 /// DistEngine::executeSendFunctionAsync to the actor engine (once per
@@ -16,4 +16,4 @@ namespace actorgrad::torch_bridge {
 /// libtorch's engine).
 bool take_over_dist_engine();
 
-} // namespace actorgrad::torch_bridge
+} // namespace actorgrad::torch::detail

@@ -11,7 +11,7 @@ namespace actorgrad::torch {
 
 namespace {
 
-using torch_bridge::BridgeEngine;
+using detail::BridgeEngine;
 
 /// The installed bridge (null: none). Written by install/uninstall, read by
 /// every libtorch call of get_default_engine (through default_engine_stub).
@@ -53,7 +53,7 @@ void install(EngineConfig config) {
 }
 
 bool take_over_distributed_autograd() {
-  const bool taken = torch_bridge::take_over_dist_engine();
+  const bool taken = detail::take_over_dist_engine();
   dist_taken_over.store(taken, std::memory_order_relaxed);
   return taken;
 }
@@ -73,7 +73,7 @@ actorgrad::Engine& engine() {
 }
 
 Stats stats() {
-  auto& c = torch_bridge::counters();
+  auto& c = detail::counters();
   return {c.calls.load(std::memory_order_relaxed), c.delegated.load(std::memory_order_relaxed),
           c.distributed_parts.load(std::memory_order_relaxed),
           dist_taken_over.load(std::memory_order_relaxed)};

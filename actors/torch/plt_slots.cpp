@@ -9,7 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace actorgrad::torch_bridge {
+namespace actorgrad::torch::detail {
 
 namespace {
 
@@ -100,4 +100,4 @@ bool redirect_plt_slot(const char* library, const char* symbol, void* replacemen
   return request.found;
 }
 
-} // namespace actorgrad::torch_bridge
+} // namespace actorgrad::torch::detail

@@ -4,7 +4,7 @@
 /// functions it imports, by rewriting the library's PLT slot (its GOT
 /// entry of type R_X86_64_JUMP_SLOT) for that function.
 
-namespace actorgrad::torch_bridge {
+namespace actorgrad::torch::detail {
 
 /// Writes `replacement` into the PLT slot of `symbol` (a mangled name) of
 /// every loaded object whose file name contains `library` (e.g.
@@ -17,4 +17,4 @@ namespace actorgrad::torch_bridge {
 bool redirect_plt_slot(const char* library, const char* symbol, void* replacement,
                        void** original);
 
-} // namespace actorgrad::torch_bridge
+} // namespace actorgrad::torch::detail

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "actorgrad/device/guards.h"
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 
 namespace actorgrad::bench {
 

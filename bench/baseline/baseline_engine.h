@@ -32,7 +32,7 @@
 
 #include "actorgrad/device/device.h"
 #include "actorgrad/libengine/engine/executor.h"
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 
 namespace actorgrad::bench {
 

@@ -13,7 +13,7 @@
 #include "bench/baseline/baseline_engine.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/graph_builder.h"
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 #include "actorgrad/libengine/engine/reference_executor.h"
 #include "actorgrad/libengine/ops.h"
 

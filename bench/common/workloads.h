@@ -14,7 +14,7 @@
 #include "bench/common/ready_order.h"
 #include "actorgrad/libengine/autograd/node.h"
 #include "actorgrad/libengine/engine/executor.h"
-#include "actorgrad/libengine/engine/input_buffer.h"
+#include "actorgrad/libengine/engine/detail/input_buffer.h"
 #include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {

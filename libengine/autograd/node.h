@@ -132,7 +132,7 @@ public:
   /// every hook pass after this one load.
   bool may_have_hooks() const { return may_have_hooks_.load(std::memory_order_acquire); }
   /// Scratch of the engine's node table (Note [Node table hints] in
-  /// libengine/engine/node_table.h), not part of the node's value.
+  /// libengine/engine/detail/node_table.h), not part of the node's value.
   std::atomic<std::uint32_t>& table_hint() const { return table_hint_; }
 
 protected:

@@ -24,7 +24,7 @@ public:
 // exception that is not a C++ one (abi::__forced_unwind), and a `catch
 // (...)` that keeps it, as the engine keeps a node's error for the caller,
 // makes glibc abort the process ("FATAL: exception not rethrown"). So every
-// place that keeps a node's error takes it with kept_error(), which rethrows
+// place that keeps a node's error takes it with current_exception_or_unwind(), which rethrows
 // an exception that std::exception_ptr cannot hold: the thread unwinds, its
 // destructors run, and it ends with its exit value. (A handler of type
 // abi::__forced_unwind would do the same, but it binds a reference to a
@@ -39,7 +39,7 @@ public:
 /// Inside a `catch (...)` that keeps a node's error: the exception being
 /// handled, or, when it is not a C++ exception (glibc's thread-exit unwind),
 /// rethrows it (Note [A thread that exits inside a node]).
-inline std::exception_ptr kept_error() {
+inline std::exception_ptr current_exception_or_unwind() {
   std::exception_ptr error = std::current_exception();
   if (!error)
     throw;

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/reference_executor.h"
 
 namespace actorgrad {

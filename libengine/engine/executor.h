@@ -4,7 +4,9 @@
 
 #include <memory>
 
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/autograd/edge.h"
+#include "actorgrad/libengine/engine/execute_options.h"
+#include "actorgrad/libengine/tensor/tensor.h"
 
 namespace actorgrad {
 

@@ -3,7 +3,11 @@
 #include <algorithm>
 
 #include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
+#include "actorgrad/libengine/engine/detail/dispatch.h"
+#include "actorgrad/libengine/engine/detail/final_callback.h"
 #include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/queue_callback.h"
 
 namespace actorgrad {
 
@@ -38,7 +42,7 @@ bool GraphTaskBase::set_error(std::exception_ptr e) {
 }
 
 void GraphTaskBase::queue_callback(std::function<void()> fn) {
-  auto* cb = new FinalCallback{std::move(fn), callbacks_.load(std::memory_order_relaxed)};
+  auto* cb = new detail::FinalCallback{std::move(fn), callbacks_.load(std::memory_order_relaxed)};
   while (!callbacks_.compare_exchange_weak(cb->next, cb, std::memory_order_release,
                                            std::memory_order_relaxed)) {
   }
@@ -47,8 +51,8 @@ void GraphTaskBase::queue_callback(std::function<void()> fn) {
 void GraphTaskBase::run_final_callbacks() {
   CurrentGraphTaskGuard guard(this);
   // Callbacks may queue more callbacks: take the list until it stays empty.
-  while (FinalCallback* head = callbacks_.exchange(nullptr, std::memory_order_acquire)) {
-    std::vector<std::unique_ptr<FinalCallback>> in_order;
+  while (detail::FinalCallback* head = callbacks_.exchange(nullptr, std::memory_order_acquire)) {
+    std::vector<std::unique_ptr<detail::FinalCallback>> in_order;
     for (; head != nullptr; head = head->next)
       in_order.emplace_back(head);
     std::reverse(in_order.begin(), in_order.end());

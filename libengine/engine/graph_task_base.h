@@ -1,7 +1,9 @@
 #pragma once
 /// @file graph_task_base.h
 /// What every GraphTask has, whatever its graph type: the part the
-/// schedulers see (see Note [Graph interface]).
+/// schedulers see (see Note [Graph interface]), and the one observers are
+/// handed (actors/observer.h). What runs a task's nodes is internal
+/// (libengine/engine/detail/).
 
 #include <atomic>
 #include <cstdint>
@@ -14,45 +16,28 @@
 #include <boost/container/small_vector.hpp>
 
 #include "actorgrad/device/device.h"
-#include "actorgrad/libengine/engine/dispatch.h"
-#include "actorgrad/libengine/engine/ready_task.h"
+#include "actorgrad/libengine/engine/execute_options.h"
+#include "actorgrad/libengine/engine/node_info.h"
 
 namespace actorgrad {
+
+// The executor's side, internal (libengine/engine/detail/): what a task is
+// handed when it runs (references only, so declared here).
+class Dispatch;
+struct ReadyTask;
+struct SentGrad;
+namespace detail {
+struct FinalCallback;
+class ReadyHeap;
+} // namespace detail
+
+/// Names the ready queue that runs a GraphTask's CPU nodes (a number, so a
+/// queue keeps its identity when an actor hands it to another; 0: none).
+using QueueId = std::uint64_t;
 
 /// The devices of one task: nearly always none or a few, so kept inline (a
 /// call rooted on a device allocates nothing for them).
 using DeviceList = boost::container::small_vector<Device, 2>;
-
-class ReadyHeap;
-
-/// How a backward call runs (from the public API's arguments).
-struct ExecuteOptions {
-  /// retain_graph: keep saved tensors so the graph can run again.
-  bool keep_graph = false;
-  /// create_graph: run nodes in grad mode so gradients have graphs.
-  bool create_graph = false;
-  /// backward() (true: leaves accumulate into .grad) or grad() (false: the
-  /// gradients of `outputs` are captured and returned).
-  bool accumulate_grad = true;
-};
-
-/// What observers and errors need to know of a node, whatever its type.
-struct NodeInfo {
-  /// The node's identity (its address; null: no node).
-  const void* id = nullptr;
-  std::string name;
-  std::uint64_t sequence_nr = 0;
-  Device device;
-  /// The device stream it runs on (0: default or none).
-  int stream = 0;
-};
-
-/// A final callback (queue_callback) waiting for its GraphTask to finish.
-/// Pushed lock-free by whichever actor runs the node that queues it.
-struct FinalCallback {
-  std::function<void()> fn;
-  FinalCallback* next = nullptr;
-};
 
 /// One backward()/grad() call (PyTorch's GraphTask), as the schedulers see
 /// it: identity, completion count, first error, final callbacks, and one
@@ -85,7 +70,8 @@ public:
   /// it branches] in actors/detail/cpu_lanes.h). Returns true when the task
   /// ran to its end; false with its ready tasks left in `rest` (the empty
   /// heap given), which hold no task.
-  virtual bool run_here_until_branched(ReadyTask&& first, ReadyHeap& rest, std::size_t branch) = 0;
+  virtual bool run_here_until_branched(ReadyTask&& first, detail::ReadyHeap& rest,
+                                       std::size_t branch) = 0;
   /// Owner side of `g` (sent by another actor): accumulates it and hands the
   /// node to `to.ready` when its inputs are complete.
   virtual void accept_sent(SentGrad& g, Dispatch& to) = 0;
@@ -168,43 +154,7 @@ private:
   std::atomic<bool> has_error_{false};
   std::exception_ptr error_;
   /// Lock-free push list (any actor pushes; the coordinator takes it at the end).
-  std::atomic<FinalCallback*> callbacks_{nullptr};
+  std::atomic<detail::FinalCallback*> callbacks_{nullptr};
 };
-
-namespace detail {
-/// See current_graph_task(). In the header, so that the guard a node runs
-/// under is inlined (it runs for every node). Written and read by its own
-/// thread only.
-inline constinit thread_local GraphTaskBase* current_task = nullptr;
-} // namespace detail
-
-/// The GraphTask whose node runs on this thread right now (null outside
-/// a node), for queue_callback and for reentrant calls.
-inline GraphTaskBase* current_graph_task() { return detail::current_task; }
-
-/// Sets current_graph_task() (for graph types that restore it themselves,
-/// see Note [Per-thread call state] in libengine/torch/torch_graph.cpp).
-inline void set_current_graph_task(GraphTaskBase* t) { detail::current_task = t; }
-
-/// Sets current_graph_task() for a scope.
-class CurrentGraphTaskGuard {
-public:
-  explicit CurrentGraphTaskGuard(GraphTaskBase* t)
-    : current_(&detail::current_task), prev_(*current_) {
-    *current_ = t;
-  }
-  ~CurrentGraphTaskGuard() { *current_ = prev_; }
-  CurrentGraphTaskGuard(const CurrentGraphTaskGuard&) = delete;
-  CurrentGraphTaskGuard& operator=(const CurrentGraphTaskGuard&) = delete;
-
-private:
-  /// This thread's slot, looked up once (see AutoGradMode::mode_).
-  GraphTaskBase** current_;
-  GraphTaskBase* prev_;
-};
-
-/// `Variable._execution_engine.queue_callback`: runs `fn` when the backward
-/// call whose node is running on this thread completes. Throws outside one.
-void queue_callback(std::function<void()> fn);
 
 } // namespace actorgrad

@@ -1,6 +1,6 @@
 #include "actorgrad/libengine/engine/reference_executor.h"
 
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 
 namespace actorgrad {
 

@@ -3,8 +3,11 @@
 /// The sequential reference: one thread, one ready heap.
 
 #include "actorgrad/libengine/engine/executor.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad {
+
+struct ReadyTask; // internal (libengine/engine/detail/ready_task.h)
 
 /// Runs every node of a backward call on the calling thread, in the ready
 /// order, with the same GraphTask algorithms as the actor engine: the

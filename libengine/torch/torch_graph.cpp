@@ -19,7 +19,8 @@
 #include <thread>
 #include <typeinfo>
 
-#include "actorgrad/libengine/engine/basic_graph_task_impl.h"
+#include "actorgrad/libengine/engine/detail/basic_graph_task_impl.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/torch/validate_outputs.h"
 
@@ -125,7 +126,7 @@ struct NodeApply : ::torch::autograd::Node {
   const bool post_hooks = !fn.post_hooks().empty();
   TorchGraph::value_list outputs = post_hooks ? call(TorchGraph::value_list(inputs))
                                               : call(std::move(inputs));
-  torch_bridge::validate_outputs(fn.next_edges(), outputs, &fn);
+  torch::detail::validate_outputs(fn.next_edges(), outputs, &fn);
   if (post_hooks) [[unlikely]]
     for (const auto& hook : fn.post_hooks())
       outputs = (*hook)(outputs, inputs);

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "actorgrad/libengine/engine/basic_graph_task.h"
+#include "actorgrad/libengine/engine/detail/basic_graph_task.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad {

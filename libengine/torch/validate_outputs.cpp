@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-namespace actorgrad::torch_bridge {
+namespace actorgrad::torch::detail {
 
 namespace {
 
@@ -127,4 +127,4 @@ void validate_outputs(const std::vector<::torch::autograd::Edge>& edges,
   }
 }
 
-} // namespace actorgrad::torch_bridge
+} // namespace actorgrad::torch::detail

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace actorgrad::torch_bridge {
+namespace actorgrad::torch::detail {
 
 /// Checks `grads` against the input metadata of the nodes `edges` lead to,
 /// as libtorch's engine does for every node's outputs and for the root
@@ -21,4 +21,4 @@ namespace actorgrad::torch_bridge {
 void validate_outputs(const std::vector<::torch::autograd::Edge>& edges,
                       std::vector<at::Tensor>& grads, const ::torch::autograd::Node* fn);
 
-} // namespace actorgrad::torch_bridge
+} // namespace actorgrad::torch::detail

@@ -21,7 +21,7 @@
 #include <caf/send.hpp>
 
 #include "actorgrad/actors/engine.h"
-#include "actorgrad/actors/messages.h"
+#include "actorgrad/actors/requests.h"
 #include "tests/actors/actor_test_util.h"
 
 namespace actorgrad::testing {

@@ -25,8 +25,9 @@
 
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 #include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/reference_executor.h"
 #include "tests/support/toy_graph.h"
 

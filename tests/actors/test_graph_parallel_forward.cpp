@@ -1,7 +1,7 @@
 #define BOOST_TEST_MODULE actors_graph_parallel_forward
 #include <boost/test/unit_test.hpp>
 
-// Parallel re-forward of a define-once graph (actors/graph_runner.h): dirty
+// Parallel re-forward of a define-once graph (actors/parallel_forward.h): dirty
 // branches on sim:0 and sim:1 are recomputed at the same time on their
 // device actors, CPU nodes on the calling thread, with the values of the
 // sequential executor.
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "actorgrad/actors/engine.h"
-#include "actorgrad/actors/graph_runner.h"
+#include "actorgrad/actors/parallel_forward.h"
 #include "actorgrad/device/sim/sim_config.h"
 #include "actorgrad/libengine/graph/graph.h"
 #include "actorgrad/libengine/graph/graph_error.h"
@@ -116,7 +116,7 @@ BOOST_TEST_GLOBAL_FIXTURE(SynchronousSim);
 
 BOOST_AUTO_TEST_CASE(branches_on_two_devices_reforward_concurrently) {
   TwoBranches par, seq;
-  par.g.set_forward_executor(std::make_shared<GraphRunner>(engine()));
+  par.g.set_forward_executor(std::make_shared<ParallelForward>(engine()));
   std::thread::id caller;
   bounded([&] {
     caller = std::this_thread::get_id();
@@ -157,14 +157,14 @@ BOOST_AUTO_TEST_CASE(branches_on_two_devices_reforward_concurrently) {
 
 BOOST_AUTO_TEST_CASE(one_device_runs_the_branches_one_at_a_time) {
   TwoBranches one(Device::sim(0));
-  one.g.set_forward_executor(std::make_shared<GraphRunner>(engine()));
+  one.g.set_forward_executor(std::make_shared<ParallelForward>(engine()));
   bounded([&] { return one.g.forward(one.out); });
   BOOST_TEST(one.probe->max_in_flight.load() == 1);
 }
 
 BOOST_AUTO_TEST_CASE(gradients_after_parallel_forward_equal_sequential) {
   TwoBranches par, seq;
-  par.g.set_forward_executor(std::make_shared<GraphRunner>(engine()));
+  par.g.set_forward_executor(std::make_shared<ParallelForward>(engine()));
   d1::BackwardOptions on_engine;
   on_engine.executor = &engine();
   bounded([&] {
@@ -180,7 +180,7 @@ BOOST_AUTO_TEST_CASE(gradients_after_parallel_forward_equal_sequential) {
 
 BOOST_AUTO_TEST_CASE(a_failing_node_fails_the_request_and_stays_dirty) {
   TwoBranches tb;
-  tb.g.set_forward_executor(std::make_shared<GraphRunner>(engine()));
+  tb.g.set_forward_executor(std::make_shared<ParallelForward>(engine()));
   tb.probe->fail = true;
   BOOST_CHECK_EXCEPTION(bounded([&] { return tb.g.forward(tb.out); }), d1::GraphError,
                         message_has({"injected failure", "failed"}));
@@ -192,7 +192,7 @@ BOOST_AUTO_TEST_CASE(a_failing_node_fails_the_request_and_stays_dirty) {
 
 BOOST_AUTO_TEST_CASE(a_device_the_engine_does_not_serve_is_an_error_not_a_hang) {
   Graph g;
-  g.set_forward_executor(std::make_shared<GraphRunner>(engine()));
+  g.set_forward_executor(std::make_shared<ParallelForward>(engine()));
   const NodeId x = g.add_input("x", Tensor::ones({2}, DType::f64, Device::sim(5)));
   const NodeId y = d1::tanh(g, x, "tanh_on_sim5");
   BOOST_CHECK_THROW(bounded([&] { return g.forward(y); }), std::exception);

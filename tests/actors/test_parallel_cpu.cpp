@@ -21,6 +21,7 @@
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 #include "tests/actors/actor_test_util.h"
 

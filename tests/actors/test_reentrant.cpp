@@ -20,7 +20,8 @@
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "tests/actors/actor_test_util.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
+#include "actorgrad/libengine/engine/queue_callback.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/libengine/tensor/kernels.h"
 

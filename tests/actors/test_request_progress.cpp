@@ -23,7 +23,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actorgrad/actors/engine.h"
-#include "actorgrad/actors/messages.h"
+#include "actorgrad/actors/requests.h"
 #include "tests/actors/request_test_util.h"
 
 using namespace actorgrad;

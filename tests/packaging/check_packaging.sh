@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Consumes actorgrad the ways its README describes, from a finished build:
-#   1. cmake --install into a temporary prefix; a project outside the tree
+#   1. cmake --install into a temporary prefix, whose headers are the public
+#      API alone (tools/check_installed_headers.py); a project outside the tree
 #      (consumer/) builds with find_package(actorgrad CONFIG REQUIRED), trains
 #      and writes a trace (JSON and HTML);
 #   2. the same project with add_subdirectory(<source tree>): only the
@@ -34,6 +35,7 @@ run_consumer() { # BUILD_DIR: runs it, checks its trace files
 
 echo "== 1. installed: find_package"
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
+python3 "$src/tools/check_installed_headers.py" "$work/prefix/include"
 cmake -S "$consumer" -B "$work/installed" -DCMAKE_PREFIX_PATH="$work/prefix" > /dev/null
 cmake --build "$work/installed" -j "$jobs" > /dev/null
 run_consumer "$work/installed"

@@ -13,7 +13,7 @@
 #include "actorgrad/device/event.h"
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd.h"
-#include "actorgrad/libengine/engine/stream_sync.h"
+#include "actorgrad/libengine/engine/detail/stream_sync.h"
 #include "actorgrad/libengine/ops.h"
 #include "tests/streams/sim_test_util.h"
 

@@ -7,9 +7,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actorgrad/device/guards.h"
-#include "actorgrad/libengine/engine/actorgrad_graph.h"
-#include "actorgrad/libengine/engine/input_buffer.h"
-#include "actorgrad/libengine/engine/stream_sync.h"
+#include "actorgrad/libengine/engine/detail/actorgrad_graph.h"
+#include "actorgrad/libengine/engine/detail/input_buffer.h"
+#include "actorgrad/libengine/engine/detail/stream_sync.h"
 #include "actorgrad/libengine/tensor/kernels.h"
 #include "tests/streams/sim_test_util.h"
 #include "tests/support/lambda_node.h"

@@ -2,7 +2,7 @@
 
 #include <atomic>
 
-#include "actorgrad/libengine/engine/basic_graph_task_impl.h"
+#include "actorgrad/libengine/engine/detail/basic_graph_task_impl.h"
 
 namespace actorgrad {
 template class BasicGraphTask<toy::ToyGraph>;

@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "actorgrad/libengine/engine/basic_graph_task.h"
+#include "actorgrad/libengine/engine/detail/basic_graph_task.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad::toy {

@@ -53,11 +53,11 @@ class PlantedErrors(unittest.TestCase):
 
     def test_wrong_sender(self):
         self.assert_fails(self.plant('| `Idle` | `run_call` |', '| `Idle` | `spawn_call` |'),
-                          "map: Idle is sent by ['spawn_call'], actors/messages.h says ['run_call']")
+                          "map: Idle is sent by ['spawn_call'], actors/messages.h and actors/requests.h say ['run_call']")
 
     def test_missing_message(self):
         self.assert_fails(self.plant('| `Job` | `Engine::post` | `Runner::handle` |\n', ''),
-                          'map: message Job of actors/messages.h is missing')
+                          'map: message Job of actors/messages.h and actors/requests.h is missing')
 
 
 if __name__ == '__main__':

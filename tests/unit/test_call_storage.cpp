@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include "actorgrad/libengine/engine/call_args.h"
-#include "actorgrad/libengine/engine/node_table.h"
-#include "actorgrad/libengine/engine/recycling_allocator.h"
-#include "actorgrad/libengine/engine/thread_exit.h"
+#include "actorgrad/libengine/engine/detail/call_args.h"
+#include "actorgrad/libengine/engine/detail/node_table.h"
+#include "actorgrad/libengine/engine/detail/recycling_allocator.h"
+#include "actorgrad/libengine/engine/detail/thread_exit.h"
 #include "actorgrad/libengine/ops.h"
 
 namespace {
@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(shared_tasks_nested_max_depth_deep_reuse_their_blocks) {
 }
 
 BOOST_AUTO_TEST_CASE(a_thread_keeps_at_most_max_kept_blocks) {
-  constexpr std::size_t max_kept = actorgrad::detail::KeptBlocks<Other>::max_kept;
+  constexpr std::size_t max_kept = actorgrad::detail::SpareBlocks<Other>::max_kept;
   RecyclingAllocator<Other> alloc;
   std::vector<Other*> blocks;
   for (std::size_t i = 0; i < max_kept + 10; ++i)
@@ -217,7 +217,7 @@ namespace {
 using actorgrad::BackwardCall;
 using actorgrad::Edge;
 using actorgrad::Tensor;
-using actorgrad::detail::KeptEdgeLists;
+using actorgrad::detail::SpareEdgeLists;
 
 /// A grad() call of y = x * 2 for `inputs` inputs (x each time).
 BackwardCall grad_call(std::size_t inputs = 1) {
@@ -235,7 +235,7 @@ std::set<const Edge*> storage_of(const BackwardCall& call) {
 /// Takes every list this thread keeps (held by the calls returned).
 std::vector<BackwardCall> take_all_kept() {
   std::vector<BackwardCall> calls;
-  while (KeptEdgeLists::stack::size() != 0)
+  while (SpareEdgeLists::stack::size() != 0)
     calls.push_back(grad_call());
   return calls;
 }
@@ -277,31 +277,31 @@ BOOST_AUTO_TEST_CASE(calls_nested_max_depth_deep_find_their_edge_lists_again) {
 
 BOOST_AUTO_TEST_CASE(a_thread_keeps_at_most_max_kept_edge_lists_of_at_most_max_size_edges) {
   std::vector<BackwardCall> held = take_all_kept();
-  BackwardCall wide = grad_call(KeptEdgeLists::max_size + 1);
+  BackwardCall wide = grad_call(SpareEdgeLists::max_size + 1);
   wide.keep_edge_lists();
-  BOOST_TEST(KeptEdgeLists::stack::size() == 1u, "the root list only");
-  for (std::size_t i = 0; i < KeptEdgeLists::stack::max_kept; ++i)
+  BOOST_TEST(SpareEdgeLists::stack::size() == 1u, "the root list only");
+  for (std::size_t i = 0; i < SpareEdgeLists::stack::max_kept; ++i)
     held.push_back(grad_call());
   for (BackwardCall& call : held)
     call.keep_edge_lists();
-  BOOST_TEST(KeptEdgeLists::stack::size() == KeptEdgeLists::stack::max_kept);
-  const BackwardCall wide_again = grad_call(KeptEdgeLists::max_size + 1);
-  BOOST_TEST(KeptEdgeLists::stack::size() == KeptEdgeLists::stack::max_kept - 1,
+  BOOST_TEST(SpareEdgeLists::stack::size() == SpareEdgeLists::stack::max_kept);
+  const BackwardCall wide_again = grad_call(SpareEdgeLists::max_size + 1);
+  BOOST_TEST(SpareEdgeLists::stack::size() == SpareEdgeLists::stack::max_kept - 1,
              "only the root list takes a kept one: the inputs' would not fit");
 }
 
 BOOST_AUTO_TEST_CASE(edge_lists_kept_by_one_thread_are_not_another_s) {
   BackwardCall here = grad_call();
   here.keep_edge_lists();
-  const std::size_t kept_here = KeptEdgeLists::stack::size();
+  const std::size_t kept_here = SpareEdgeLists::stack::size();
   std::size_t kept_there_before = 1, kept_there_after = 0;
   std::thread([&] {
-    kept_there_before = KeptEdgeLists::stack::size();
+    kept_there_before = SpareEdgeLists::stack::size();
     BackwardCall there = grad_call();
     there.keep_edge_lists();
-    kept_there_after = KeptEdgeLists::stack::size();
+    kept_there_after = SpareEdgeLists::stack::size();
   }).join();
   BOOST_TEST(kept_there_before == 0u);
   BOOST_TEST(kept_there_after == 2u);
-  BOOST_TEST(KeptEdgeLists::stack::size() == kept_here);
+  BOOST_TEST(SpareEdgeLists::stack::size() == kept_here);
 }

@@ -8,9 +8,9 @@
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/node.h"
 #include "actorgrad/libengine/autograd/saved_variable.h"
-#include "actorgrad/libengine/engine/actorgrad_graph.h"
+#include "actorgrad/libengine/engine/detail/actorgrad_graph.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/input_buffer.h"
+#include "actorgrad/libengine/engine/detail/input_buffer.h"
 #include "actorgrad/libengine/ops.h"
 #include "tests/support/message_has.h"
 
@@ -128,31 +128,31 @@ BOOST_AUTO_TEST_CASE(a_kept_list_grows_for_a_node_with_more_inputs) {
 }
 
 BOOST_AUTO_TEST_CASE(long_lists_and_lists_past_the_bound_are_not_kept) {
-  variable_list long_list(detail::KeptInputLists::max_size + 1);
+  variable_list long_list(detail::SpareInputLists::max_size + 1);
   InputBuffer::recycle(std::move(long_list));
-  BOOST_TEST(long_list.size() == detail::KeptInputLists::max_size + 1); // left to its owner
-  std::vector<variable_list> lists(detail::KeptInputLists::stack::max_kept + 1, variable_list(2));
+  BOOST_TEST(long_list.size() == detail::SpareInputLists::max_size + 1); // left to its owner
+  std::vector<variable_list> lists(detail::SpareInputLists::stack::max_kept + 1, variable_list(2));
   for (auto& l : lists)
     InputBuffer::recycle(std::move(l));
   BOOST_TEST(lists.back().capacity() == 2u); // the thread already kept as many as it may
-  BOOST_TEST(detail::KeptInputLists::stack::size() == detail::KeptInputLists::stack::max_kept);
+  BOOST_TEST(detail::SpareInputLists::stack::size() == detail::SpareInputLists::stack::max_kept);
 }
 
 BOOST_AUTO_TEST_CASE(each_thread_keeps_its_own_lists) {
   InputBuffer drain;
-  for (std::size_t i = 0; i < detail::KeptInputLists::stack::max_kept; ++i) {
+  for (std::size_t i = 0; i < detail::SpareInputLists::stack::max_kept; ++i) {
     drain.make_slots(1);
     variable_list taken = InputBuffer::variables(std::move(drain));
     drain = InputBuffer();
   }
-  BOOST_TEST(detail::KeptInputLists::stack::size() == 0u);
+  BOOST_TEST(detail::SpareInputLists::stack::size() == 0u);
   std::size_t kept_there = 0;
   std::thread([&] {
     InputBuffer::recycle(variable_list(3));
-    kept_there = detail::KeptInputLists::stack::size(); // freed at this thread's exit (LeakSanitizer checks)
+    kept_there = detail::SpareInputLists::stack::size(); // freed at this thread's exit (LeakSanitizer checks)
   }).join();
   BOOST_TEST(kept_there == 1u);
-  BOOST_TEST(detail::KeptInputLists::stack::size() == 0u);
+  BOOST_TEST(detail::SpareInputLists::stack::size() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,5 @@
 /// @file test_node_table.cpp
-/// The GraphTask's node table (libengine/engine/node_table.h): lookups,
+/// The GraphTask's node table (libengine/engine/detail/node_table.h): lookups,
 /// growth past the reserved size, a thread's reused blocks, whose old
 /// entries must not show through (Note [Node table generations]), and
 /// lookups through node hints that other tables rewrite (Note [Node table
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "actorgrad/libengine/engine/node_table.h"
+#include "actorgrad/libengine/engine/detail/node_table.h"
 
 using actorgrad::NodeHint;
 using actorgrad::NodeTable;

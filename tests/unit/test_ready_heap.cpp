@@ -1,7 +1,7 @@
 #define BOOST_TEST_MODULE ready_heap
 #include <boost/test/unit_test.hpp>
 
-// ReadyHeap (libengine/engine/ready_heap.h), the heap each actor pops its
+// ReadyHeap (libengine/engine/detail/ready_heap.h), the heap each actor pops its
 // ready nodes from: it pops in the ready order (shutdown, then wake-ups,
 // then depth, then sequence_nr) for random tasks and for interleaved pushes
 // and pops, moves and copies its tasks intact, and holds one reference per
@@ -14,9 +14,10 @@
 #include <vector>
 
 #include "actorgrad/libengine/autograd/node.h"
-#include "actorgrad/libengine/engine/ready_heap.h"
+#include "actorgrad/libengine/engine/detail/ready_heap.h"
 
 using namespace actorgrad;
+using actorgrad::detail::ReadyHeap;
 
 namespace {
 

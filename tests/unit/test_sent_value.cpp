@@ -1,5 +1,5 @@
 /// @file test_sent_value.cpp
-/// SentValue (libengine/engine/sent_value.h): the value a message carries
+/// SentValue (libengine/engine/detail/sent_value.h): the value a message carries
 /// inline is constructed, copied, moved and destroyed exactly once each.
 #define BOOST_TEST_MODULE sent_value
 #include <boost/test/unit_test.hpp>
@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "actorgrad/libengine/engine/sent_value.h"
+#include "actorgrad/libengine/engine/detail/sent_value.h"
 
-using actorgrad::SentValue;
+using actorgrad::detail::SentValue;
 
 namespace {
 

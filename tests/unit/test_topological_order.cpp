@@ -11,7 +11,7 @@
 
 #include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/autograd/node.h"
-#include "actorgrad/libengine/engine/graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 #include "actorgrad/libengine/ops.h"
 
 using namespace actorgrad;

@@ -65,7 +65,7 @@ ENGINE = [
     # ActorgradGraph::make_in_flight) is the graph task's, not the streams'.
     ("engine: the call and its graph task (arguments, dependencies, ready heap, buffers, sent gradients, hooks)",
      r"BasicGraphTask|GraphTaskBase|ReadyHeap|ReadyTask|NodeTable|InputBuffer|SentValue|evaluate|validate_outputs|call_node|"
-     r"ActorgradGraph|HookSnapshot|CurrentGraphTask|scratch|Executor|make_grad|KeptEdge|RecyclingAllocator|"
+     r"ActorgradGraph|HookSnapshot|CurrentGraphTask|scratch|Executor|make_grad|SpareEdge|RecyclingAllocator|"
      r"collect_|capture_outputs|run_final_callbacks|BackwardCall|\w+_edge_list|actorgrad::(grad|backward)$",
      r"/libengine/engine/|/libengine/autograd\.cpp"),
     ("benchmark harness", r"actorgrad::bench::", r"/bench/"),

@@ -35,19 +35,30 @@ if(TARGET actorgrad_cuda)
   install(TARGETS actorgrad_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 
-# Headers: one folder per library under include/actorgrad/, as included in
-# the tree ("actorgrad/actors/engine.h"). The Python module's are not
-# installed (they need Python.h), nor the CUDA plugin's (the CUDA runtime's);
-# the torch bridge's only with it.
-set(header_excludes PATTERN python EXCLUDE PATTERN plugin EXCLUDE)
-if(NOT ACTORGRAD_WITH_TORCH)
-  list(APPEND header_excludes PATTERN torch EXCLUDE)
-endif()
+# Headers: the public API only, one folder per library under
+# include/actorgrad/, as included in the tree ("actorgrad/actors/engine.h").
+# Left out: the internals (detail/ folders, *_impl.h, actors/messages.h: the
+# engine's own messages; an application's requests are actors/requests.h),
+# the Python module's (they need Python.h), the CUDA plugin's (the CUDA
+# runtime's), and the torch bridge's but for actors/torch/install.h (its
+# graph type, libengine/torch/, is the bridge's own). One internal header is
+# installed: actors/remote/detail/send.h, which the public
+# actors/remote/dist_context.h needs through runtime.h's Runtime::ask, a
+# template. tools/check_installed_headers.py (run by the packaging test)
+# fails when an installed header includes one that is not installed.
+set(header_excludes PATTERN python EXCLUDE PATTERN plugin EXCLUDE PATTERN torch EXCLUDE
+  PATTERN detail EXCLUDE PATTERN "*_impl.h" EXCLUDE PATTERN messages.h EXCLUDE)
 foreach(dir libengine actors device tools/trace)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actorgrad/${dir}
     FILES_MATCHING PATTERN "*.h" ${header_excludes})
 endforeach()
+install(FILES ${PROJECT_SOURCE_DIR}/actors/remote/detail/send.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actorgrad/actors/remote/detail)
+if(ACTORGRAD_WITH_TORCH)
+  install(FILES ${PROJECT_SOURCE_DIR}/actors/torch/install.h
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actorgrad/actors/torch)
+endif()
 install(FILES ${PROJECT_BINARY_DIR}/generated/actorgrad/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actorgrad)
 

@@ -29,7 +29,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actorgrad/actors/engine.h"
-#include "actorgrad/actors/messages.h"
+#include "actorgrad/actors/requests.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/ops.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace actorgrad::torch_python {
+namespace actorgrad::python {
 namespace {
 
 /// What the fast method needs between calls. Read and written under the
@@ -255,4 +255,4 @@ void disable_fast_backward() {
 
 std::uint64_t fast_backward_calls() { return state().calls; }
 
-} // namespace actorgrad::torch_python
+} // namespace actorgrad::python

@@ -44,7 +44,7 @@
 
 #include <cstdint>
 
-namespace actorgrad::torch_python {
+namespace actorgrad::python {
 
 /// Returns the method that replaces `torch.Tensor.backward` (a method
 /// descriptor of torch.Tensor with the stock method's docstring), and
@@ -66,4 +66,4 @@ void disable_fast_backward();
 /// Calls the fast method ran itself, since the process started.
 std::uint64_t fast_backward_calls();
 
-} // namespace actorgrad::torch_python
+} // namespace actorgrad::python

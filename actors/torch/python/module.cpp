@@ -25,7 +25,7 @@
 
 namespace py = pybind11;
 
-namespace actorgrad::torch_python {
+namespace actorgrad::python {
 namespace {
 
 /// What a profile() recorded: the message flow of its backward passes.
@@ -80,13 +80,13 @@ PyMethodDef engine_methods[] = {
   {nullptr, nullptr, 0, nullptr}};
 
 } // namespace
-} // namespace actorgrad::torch_python
+} // namespace actorgrad::python
 
 PYBIND11_MODULE(_C, m) {
   using namespace actorgrad;
-  using torch_python::Recording;
+  using actorgrad::python::Recording;
   m.doc() = "actorgrad's torch bridge (see actorgrad.torch)";
-  for (PyMethodDef* def = torch_python::engine_methods; def->ml_name; ++def)
+  for (PyMethodDef* def = actorgrad::python::engine_methods; def->ml_name; ++def)
     m.add_object(def->ml_name, py::reinterpret_steal<py::object>(PyCFunction_NewEx(def, nullptr, m.attr("__name__").ptr())));
   m.def(
     "install",
@@ -117,7 +117,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("stats", [] {
     const auto s = torch::stats();
     return py::dict(py::arg("calls") = s.calls, py::arg("delegated") = s.delegated,
-                    py::arg("fast_backward") = torch_python::fast_backward_calls(),
+                    py::arg("fast_backward") = actorgrad::python::fast_backward_calls(),
                     py::arg("distributed_parts") = s.distributed_parts,
                     py::arg("distributed_taken_over") = s.distributed_taken_over);
   });
@@ -125,15 +125,15 @@ PYBIND11_MODULE(_C, m) {
     "enable_fast_backward",
     [](py::object stock, py::object autograd_backward, py::object engine,
        py::object prologue_frames) {
-      PyObject* method = torch_python::enable_fast_backward(
+      PyObject* method = actorgrad::python::enable_fast_backward(
         stock.ptr(), autograd_backward.ptr(), engine.ptr(), prologue_frames.ptr());
       if (method == nullptr)
         throw py::error_already_set();
       return py::reinterpret_steal<py::object>(method);
     },
     "The method that replaces torch.Tensor.backward (Note [Fast Tensor.backward]).");
-  m.def("disable_fast_backward", &torch_python::disable_fast_backward);
-  m.def("fill_nodes_in_graph", &torch_bridge::fill_current_nodes_in_graph,
+  m.def("disable_fast_backward", &actorgrad::python::disable_fast_backward);
+  m.def("fill_nodes_in_graph", &actorgrad::torch::detail::fill_current_nodes_in_graph,
         "Fills the current call's nodes_in_graph_ for torch._C._will_engine_execute_node "
         "(Note [Nodes in graph on demand]).");
   m.def("start_recording", [] { torch::engine().start_recording(); });

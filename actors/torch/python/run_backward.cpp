@@ -14,9 +14,11 @@
 
 #include <memory>
 
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
+#include "actorgrad/libengine/engine/queue_callback.h"
 
-namespace actorgrad::torch_python {
+namespace actorgrad::python {
 
 using ::torch::autograd::Edge;
 using ::torch::autograd::Engine;
@@ -202,4 +204,4 @@ PyObject* is_checkpoint_valid(PyObject*, PyObject*) {
   END_HANDLE_TH_ERRORS
 }
 
-} // namespace actorgrad::torch_python
+} // namespace actorgrad::python

@@ -12,7 +12,7 @@
 
 #include <Python.h>
 
-namespace actorgrad::torch_python {
+namespace actorgrad::python {
 
 /// `run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
 /// allow_unreachable=False, accumulate_grad=False)` (METH_FASTCALL |
@@ -24,4 +24,4 @@ PyObject* queue_callback(PyObject* self, PyObject* callback);
 /// `is_checkpoint_valid()`.
 PyObject* is_checkpoint_valid(PyObject* self, PyObject* unused);
 
-} // namespace actorgrad::torch_python
+} // namespace actorgrad::python

@@ -3,7 +3,7 @@
 #include <frameobject.h>
 #include <torch/csrc/Exceptions.h>
 
-namespace actorgrad::torch_python {
+namespace actorgrad::python {
 
 bool valid_prologue_frames(PyObject* frames) {
   if (!PyTuple_Check(frames) || PyTuple_GET_SIZE(frames) == 0)
@@ -124,4 +124,4 @@ bool WarningBuffer::issue(PyObject* frames, bool in_exception) {
   return ok;
 }
 
-} // namespace actorgrad::torch_python
+} // namespace actorgrad::python

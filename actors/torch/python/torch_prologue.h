@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace actorgrad::torch_python {
+namespace actorgrad::python {
 
 /// Whether `frames` is what install()'s probe returns: a tuple of (code,
 /// globals dict, lasti, lineno) tuples, outermost first, the last one
@@ -51,4 +51,4 @@ private:
   std::vector<Entry> entries_;
 };
 
-} // namespace actorgrad::torch_python
+} // namespace actorgrad::python

@@ -1,8 +1,8 @@
-#include "actorgrad/libengine/engine/input_buffer.h"
+#include "actorgrad/libengine/engine/detail/input_buffer.h"
 
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
-#include "actorgrad/libengine/engine/stream_sync.h"
+#include "actorgrad/libengine/engine/detail/stream_sync.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/libengine/tensor/kernels.h"
 #include "actorgrad/libengine/tensor/pending_reads.h"
@@ -29,7 +29,7 @@ bool sole_owner(const Tensor& t) {
 // the thread that adds its node's first gradient (the node's owner) and
 // recycled by the one that ran the node, the same thread on one device
 // and in run_all_here; a list that crosses to another thread stays there.
-// Bounded (detail::KeptInputLists, Note [Storage a thread keeps]); a
+// Bounded (detail::SpareInputLists, Note [Storage a thread keeps]); a
 // longer list goes back to malloc.
 
 // Note [Accumulation streams]

@@ -1,4 +1,4 @@
-#include "actorgrad/libengine/engine/call_hooks.h"
+#include "actorgrad/libengine/engine/detail/call_hooks.h"
 
 #include <string>
 

@@ -1,6 +1,9 @@
 #pragma once
 /// @file exec_info.h
 /// Selective execution: which nodes a grad(inputs=...) call runs and captures.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <cstdint>
 

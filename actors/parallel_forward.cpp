@@ -1,4 +1,4 @@
-#include "actorgrad/actors/graph_runner.h"
+#include "actorgrad/actors/parallel_forward.h"
 
 #include <atomic>
 #include <cstdint>
@@ -107,7 +107,7 @@ void execute(const std::shared_ptr<ForwardRun>& run, std::uint32_t entry) {
 
 } // namespace
 
-void GraphRunner::run(Graph& graph, const RecomputePlan& plan) {
+void ParallelForward::run(Graph& graph, const RecomputePlan& plan) {
   if (plan.size() == 0)
     return;
   auto run = std::make_shared<ForwardRun>(graph, plan, engine_);

@@ -3,11 +3,14 @@
 /// An allocator that keeps the blocks a thread frees for that thread's next
 /// allocations of the same type: a backward call's task block
 /// (std::allocate_shared) then costs no malloc.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <cstddef>
 #include <memory>
 
-#include "actorgrad/libengine/engine/kept_stack.h"
+#include "actorgrad/libengine/engine/detail/spare_stack.h"
 
 namespace actorgrad {
 
@@ -20,15 +23,15 @@ struct FreeBlock {
 };
 
 /// The blocks for one T a thread keeps (Note [Storage a thread keeps]): a
-/// thread with kept_nested_calls nested calls holds that many tasks at
+/// thread with nested_calls_with_spares nested calls holds that many tasks at
 /// once, and each finds its block again in the next pass.
 template <class T>
-using KeptBlocks = KeptStack<std::unique_ptr<T, FreeBlock<T>>, kept_nested_calls>;
+using SpareBlocks = SpareStack<std::unique_ptr<T, FreeBlock<T>>, nested_calls_with_spares>;
 
 } // namespace detail
 
 /// A stateless allocator for single objects of T: deallocate keeps up to
-/// KeptBlocks<T>::max_kept blocks for the calling thread, allocate takes
+/// SpareBlocks<T>::max_kept blocks for the calling thread, allocate takes
 /// the one kept last (Note [Storage a thread keeps]).
 template <class T>
 class RecyclingAllocator {
@@ -42,7 +45,7 @@ public:
 
   /// A block for `n` objects: for one, the block this thread kept last, if any.
   T* allocate(std::size_t n) {
-    using kept = detail::KeptBlocks<T>;
+    using kept = detail::SpareBlocks<T>;
     if (n == 1 && kept::size() != 0) {
       typename kept::item block;
       kept::take(block);
@@ -58,8 +61,8 @@ public:
       std::allocator<T>{}.deallocate(p, n);
       return;
     }
-    typename detail::KeptBlocks<T>::item block(p);
-    detail::KeptBlocks<T>::keep(block); // else `block` frees it
+    typename detail::SpareBlocks<T>::item block(p);
+    detail::SpareBlocks<T>::keep(block); // else `block` frees it
   }
 
   /// Stateless: any two free each other's blocks.

@@ -2,6 +2,9 @@
 /// @file node_table.h
 /// The per-node state of one GraphTask, found through the node's hint or by
 /// its address.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <algorithm>
 #include <array>
@@ -14,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "actorgrad/libengine/engine/kept_stack.h"
+#include "actorgrad/libengine/engine/detail/spare_stack.h"
 
 namespace actorgrad {
 
@@ -215,7 +218,7 @@ private:
   // of up to max_cached nodes, so a thread that once ran a huge graph does
   // not hold its memory for good, and of up to max_tables - 2 more of up to
   // small_table nodes (a few KiB each): nested calls are small and go as
-  // deep as kept_nested_calls (kept_stack.h), and every call whose table missed
+  // deep as nested_calls_with_spares (spare_stack.h), and every call whose table missed
   // here made three mallocs (values, keys, index), on a heap the nested
   // calls' own tensors leave fragmented. The cache itself is on the heap, one
   // pointer in thread-local storage: in a program, every thread gets the
@@ -226,7 +229,7 @@ private:
   static constexpr std::size_t min_capacity = 16;
   static constexpr std::size_t max_cached = std::size_t{1} << 15;
   static constexpr std::size_t small_table = 64;
-  static constexpr std::size_t max_tables = detail::kept_nested_calls;
+  static constexpr std::size_t max_tables = detail::nested_calls_with_spares;
   static constexpr std::size_t max_large = 2;
   struct Cache {
     std::vector<V> values;

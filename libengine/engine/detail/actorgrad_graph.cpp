@@ -1,13 +1,13 @@
-#include "actorgrad/libengine/engine/actorgrad_graph.h"
+#include "actorgrad/libengine/engine/detail/actorgrad_graph.h"
 
 #include <algorithm>
 
 #include "actorgrad/libengine/autograd/graph_root.h"
-#include "actorgrad/libengine/engine/basic_graph_task_impl.h"
-#include "actorgrad/libengine/engine/call_hooks.h"
+#include "actorgrad/libengine/engine/detail/basic_graph_task_impl.h"
+#include "actorgrad/libengine/engine/detail/call_hooks.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/evaluate.h"
-#include "actorgrad/libengine/engine/stream_sync.h"
+#include "actorgrad/libengine/engine/detail/node_call.h"
+#include "actorgrad/libengine/engine/detail/stream_sync.h"
 #include "actorgrad/libengine/tensor/kernels.h"
 #include "actorgrad/libengine/tensor/pending_reads.h"
 #include "actorgrad/libengine/tensor/tensor_impl.h"

@@ -1,6 +1,9 @@
 #pragma once
 /// @file call_hooks.h
 /// Running a node's hooks for the engine and checking what they return.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include "actorgrad/libengine/autograd/node.h"
 

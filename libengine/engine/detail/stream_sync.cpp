@@ -1,4 +1,4 @@
-#include "actorgrad/libengine/engine/stream_sync.h"
+#include "actorgrad/libengine/engine/detail/stream_sync.h"
 
 #include <atomic>
 

@@ -2,6 +2,9 @@
 /// @file actorgrad_graph.h
 /// actorgrad's own Node graphs as a graph type of the scheduler (see Note
 /// [Graph interface]).
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <cstdint>
 #include <memory>
@@ -15,10 +18,11 @@
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/node.h"
-#include "actorgrad/libengine/engine/evaluate.h"
+#include "actorgrad/libengine/engine/detail/current_graph_task.h"
+#include "actorgrad/libengine/engine/detail/node_call.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
-#include "actorgrad/libengine/engine/input_buffer.h"
-#include "actorgrad/libengine/engine/node_table.h"
+#include "actorgrad/libengine/engine/detail/input_buffer.h"
+#include "actorgrad/libengine/engine/detail/node_table.h"
 
 namespace actorgrad {
 

@@ -2,21 +2,19 @@
 /// @file dispatch.h
 /// Where a GraphTask sends the work its nodes produce: the executor's side
 /// of Note [Graph interface].
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <cstdint>
 #include <memory>
 
 #include "actorgrad/device/device.h"
-#include "actorgrad/libengine/engine/ready_task.h"
-#include "actorgrad/libengine/engine/sent_value.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
+#include "actorgrad/libengine/engine/detail/ready_task.h"
+#include "actorgrad/libengine/engine/detail/sent_value.h"
 
 namespace actorgrad {
-
-class GraphTaskBase;
-
-/// Names the ready queue that runs a GraphTask's CPU nodes (a number, so a
-/// queue keeps its identity when an actor hands it to another; 0: none).
-using QueueId = std::uint64_t;
 
 /// A fresh QueueId (never 0).
 QueueId new_queue_id();
@@ -52,7 +50,7 @@ struct SentGrad {
   InputOrder order{};
   /// The gradient with what its receiver must wait for (the graph's
   /// in-flight value type; see Note [Graph interface]).
-  SentValue value;
+  detail::SentValue value;
 };
 
 /// The executor's side of a running node: a GraphTask routes each output

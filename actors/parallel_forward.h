@@ -1,5 +1,5 @@
 #pragma once
-/// @file graph_runner.h
+/// @file parallel_forward.h
 /// Parallel re-forward of a define-once graph on the actor engine.
 
 #include "actorgrad/libengine/graph/forward_executor.h"
@@ -16,14 +16,14 @@ class Engine;
 /// recomputed at the same time.
 ///
 ///     define_once::Graph g;  ...
-///     g.set_forward_executor(std::make_shared<GraphRunner>(engine));
+///     g.set_forward_executor(std::make_shared<ParallelForward>(engine));
 ///     g.forward(y);          // dirty nodes on sim:0 and sim:1 run concurrently
 ///
 /// Every device a planned node runs on must be served by `engine`.
-class GraphRunner final : public define_once::ForwardExecutor {
+class ParallelForward final : public define_once::ForwardExecutor {
 public:
   /// `engine` must outlive the runner.
-  explicit GraphRunner(Engine& engine) : engine_(engine) {}
+  explicit ParallelForward(Engine& engine) : engine_(engine) {}
 
   void run(define_once::Graph& graph, const define_once::RecomputePlan& plan) override;
 

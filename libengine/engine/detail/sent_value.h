@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// Holds one value of a type the holder's reader knows (a graph's
 /// `in_flight`, see Note [Graph interface]) inside itself, without an
@@ -74,4 +74,4 @@ private:
   alignas(std::max_align_t) unsigned char buf_[capacity];
 };
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

@@ -1,9 +1,12 @@
 #pragma once
 /// @file graph_task.h
 /// The GraphTask of actorgrad's own graphs (see Note [Graph interface]).
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
-#include "actorgrad/libengine/engine/actorgrad_graph.h"
-#include "actorgrad/libengine/engine/basic_graph_task.h"
+#include "actorgrad/libengine/engine/detail/actorgrad_graph.h"
+#include "actorgrad/libengine/engine/detail/basic_graph_task.h"
 
 namespace actorgrad {
 

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "actorgrad/libengine/engine/ready_task.h"
+#include "actorgrad/libengine/engine/detail/ready_task.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// A max-heap of ReadyTasks under ReadyOrder that lets the top be moved out.
 /// Not synchronized: it belongs to exactly one actor (or one thread).
@@ -175,4 +175,4 @@ private:
   std::size_t num_few_ = 0;
 };
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

@@ -2,6 +2,9 @@
 /// @file scratch_vector.h
 /// Vectors for the passes that build a backward call, whose storage stays
 /// with the thread between calls.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <cstddef>
 #include <utility>

@@ -1,6 +1,9 @@
 #pragma once
 /// @file ready_task.h
 /// A unit of ready work, and the one definition of the order in which ready work runs.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <cstdint>
 #include <memory>

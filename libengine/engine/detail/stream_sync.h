@@ -1,6 +1,9 @@
 #pragma once
 /// @file stream_sync.h
 /// How the engine orders one stream after another, and the test-only switch that stops it.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include "actorgrad/device/event.h"
 

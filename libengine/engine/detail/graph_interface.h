@@ -1,6 +1,9 @@
 #pragma once
 /// @file graph_interface.h
 /// The graph interface: what the scheduler needs from a graph type.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <concepts>
 #include <cstddef>
@@ -9,6 +12,7 @@
 #include <string>
 
 #include "actorgrad/device/device.h"
+#include "actorgrad/libengine/engine/detail/dispatch.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad {

@@ -4,11 +4,11 @@
 
 #include <memory>
 
-#include "actorgrad/libengine/engine/dispatch.h"
+#include "actorgrad/libengine/engine/detail/dispatch.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/ready_heap.h"
+#include "actorgrad/libengine/engine/detail/ready_heap.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// Owns every node, so a gradient never leaves the thread: a node whose
 /// inputs are complete goes onto `heap`. Final, so that
@@ -28,4 +28,4 @@ private:
   ReadyHeap& heap_;
 };
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

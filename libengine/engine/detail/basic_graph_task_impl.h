@@ -6,6 +6,9 @@
 /// Over 300 lines on purpose: these are PyTorch's GraphTask algorithms
 /// (create, compute_dependencies with init_to_execute, accept, evaluate), kept
 /// in one place so they can be read against engine.cpp side by side.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <algorithm>
 #include <limits>
@@ -13,11 +16,11 @@
 #include <string>
 #include <unordered_map>
 
-#include "actorgrad/libengine/engine/basic_graph_task.h"
+#include "actorgrad/libengine/engine/detail/basic_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
-#include "actorgrad/libengine/engine/local_dispatch.h"
-#include "actorgrad/libengine/engine/recycling_allocator.h"
-#include "actorgrad/libengine/engine/scratch_vector.h"
+#include "actorgrad/libengine/engine/detail/local_dispatch.h"
+#include "actorgrad/libengine/engine/detail/recycling_allocator.h"
+#include "actorgrad/libengine/engine/detail/scratch_vector.h"
 
 namespace actorgrad {
 
@@ -412,7 +415,7 @@ void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const 
     return;
   }
   to.send(self, SentGrad{G::target_handle(next), input_nr, owner, {},
-                         SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
+                         detail::SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
 }
 
 template <GraphTraits G>
@@ -429,7 +432,7 @@ void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self,
   const bool joins = s && s->exec.joins();
   if (joins && !to.owns(cpu_queue, Device::cpu())) {
     to.send(self, SentGrad{G::target_handle(next), input_nr, Device::cpu(), order,
-                           SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
+                           detail::SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
     return;
   }
   if (to.wants_feeds()) [[unlikely]]
@@ -457,16 +460,16 @@ inline void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<Grap
 
 template <GraphTraits G>
 void BasicGraphTask<G>::run_all_here(ReadyTask&& first) {
-  ReadyHeap heap;
+  detail::ReadyHeap heap;
   heap.push(std::move(first));
-  run_here(heap, [](const ReadyHeap&) { return false; });
+  run_here(heap, [](const detail::ReadyHeap&) { return false; });
 }
 
 template <GraphTraits G>
-bool BasicGraphTask<G>::run_here_until_branched(ReadyTask&& first, ReadyHeap& rest,
+bool BasicGraphTask<G>::run_here_until_branched(ReadyTask&& first, detail::ReadyHeap& rest,
                                                 std::size_t branch) {
   rest.push(std::move(first));
-  return run_here(rest, [this, branch](const ReadyHeap& heap) {
+  return run_here(rest, [this, branch](const detail::ReadyHeap& heap) {
     if (heap.size() < 2 || has_error())
       return false;
     std::size_t branches = 0;
@@ -495,8 +498,8 @@ bool BasicGraphTask<G>::heads_branch(node& head, std::size_t branch) {
 
 template <GraphTraits G>
 template <class Stop>
-inline bool BasicGraphTask<G>::run_here(ReadyHeap& heap, Stop stop) {
-  LocalDispatch dispatch(heap);
+inline bool BasicGraphTask<G>::run_here(detail::ReadyHeap& heap, Stop stop) {
+  detail::LocalDispatch dispatch(heap);
   // The tasks this loop makes do not hold the GraphTask: it outlives the
   // loop (its caller holds it), and a reference count per node is not free.
   const std::shared_ptr<GraphTaskBase> unheld;
@@ -509,7 +512,7 @@ inline bool BasicGraphTask<G>::run_here(ReadyHeap& heap, Stop stop) {
     try {
       run_with(t, unheld, dispatch);
     } catch (...) {
-      set_error(kept_error()); // Note [A thread that exits inside a node]
+      set_error(current_exception_or_unwind()); // Note [A thread that exits inside a node]
     }
   }
   return true;

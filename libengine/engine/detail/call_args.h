@@ -1,12 +1,15 @@
 #pragma once
 /// @file call_args.h
 /// Turning the public API's tensors into an executor's edges and gradients.
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include <cstddef>
 #include <optional>
 
-#include "actorgrad/libengine/engine/graph_task.h"
-#include "actorgrad/libengine/engine/kept_stack.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
+#include "actorgrad/libengine/engine/detail/spare_stack.h"
 
 namespace actorgrad {
 
@@ -25,9 +28,9 @@ struct BackwardCall {
 
 namespace detail {
 /// This thread's kept edge lists (Note [The API's edge lists] in
-/// autograd.cpp): two a call, for kept_nested_calls calls nested on one
+/// autograd.cpp): two a call, for nested_calls_with_spares calls nested on one
 /// thread, of at most 8 edges.
-using KeptEdgeLists = KeptVectors<edge_list, 2 * kept_nested_calls, 8>;
+using SpareEdgeLists = SpareVectors<edge_list, 2 * nested_calls_with_spares, 8>;
 } // namespace detail
 
 /// Checks the arguments of backward() (clear errors naming the bad tensor)

@@ -1,6 +1,9 @@
 #pragma once
-/// @file evaluate.h
+/// @file node_call.h
 /// The call protocol of one of actorgrad's nodes (PyTorch's call_function).
+/// Internal (libengine/engine/detail/, not installed). Names outside
+/// `detail` stay in namespace actorgrad, where the schedulers, graph types
+/// and tests name them.
 
 #include "actorgrad/libengine/autograd/node.h"
 

@@ -1,5 +1,5 @@
 #pragma once
-/// @file kept_stack.h
+/// @file spare_stack.h
 /// What a thread keeps of its spent storage (freed blocks, emptied vectors)
 /// for its own next use, with no lock. Internal.
 
@@ -7,7 +7,7 @@
 #include <new>
 #include <utility>
 
-#include "actorgrad/libengine/engine/thread_exit.h"
+#include "actorgrad/libengine/engine/detail/thread_exit.h"
 
 namespace actorgrad::detail {
 
@@ -31,14 +31,14 @@ namespace actorgrad::detail {
 /// max_recursion_depth (60) calls, its own and one fresh stack past the
 /// limit (Note [A fresh stack past the depth limit] in
 /// actors/detail/fresh_stack.h). A deeper call allocates its own.
-inline constexpr std::size_t kept_nested_calls = 128;
+inline constexpr std::size_t nested_calls_with_spares = 128;
 
 /// Up to `N` items (of a swappable type whose default and moved-from
 /// values own nothing) that one thread keeps for its own next use, the
 /// last kept first out (Note [Storage a thread keeps]). One stack a thread
 /// for each Item and N. Written and read only by its own thread.
 template <class Item, std::size_t N>
-class KeptStack {
+class SpareStack {
 public:
   /// What the stack holds.
   using item = Item;
@@ -99,9 +99,9 @@ private:
 /// longer one goes back to malloc). Moving a kept vector in or out moves
 /// its storage, not its elements.
 template <class V, std::size_t Lists, std::size_t MaxSize>
-struct KeptVectors {
+struct SpareVectors {
   /// The thread's kept vectors.
-  using stack = KeptStack<V, Lists>;
+  using stack = SpareStack<V, Lists>;
   /// The most room (capacity) a kept vector has.
   static constexpr std::size_t max_size = MaxSize;
 

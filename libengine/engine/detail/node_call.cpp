@@ -1,8 +1,8 @@
-#include "actorgrad/libengine/engine/evaluate.h"
+#include "actorgrad/libengine/engine/detail/node_call.h"
 
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
-#include "actorgrad/libengine/engine/call_hooks.h"
+#include "actorgrad/libengine/engine/detail/call_hooks.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/libengine/tensor/kernels.h"
