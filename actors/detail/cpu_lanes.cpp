@@ -48,7 +48,7 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
   }
   for (std::size_t i = given; i < idle.size(); ++i)
     engine_actor(idle[i])->set_idle(true); // claimed for nothing: idle again
-  core.cpu_tasks_shared.fetch_add(given, std::memory_order_relaxed);
+  core.counters.cpu_tasks_shared.fetch_add(given, std::memory_order_relaxed);
 }
 
 } // namespace actorgrad::detail
