@@ -2,6 +2,7 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "actorgrad/actors/detail/observation.h"
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/task_context.h"
 #include "actorgrad/actors/messages.h"
@@ -41,8 +42,7 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
   while (given < give && heap.top().graph_task == task) {
     msg::Task m{heap.pop()}; // counted when it was pushed
     if (ctx.observer) [[unlikely]]
-      m.trace = ctx.observer->message_sent(actor, *task, trace::MessageKind::task,
-                                           task->describe(m.task.node.get()), 0);
+      observe_sent(*ctx.observer, actor, *task, m);
     post(idle[given % idle.size()], std::move(m));
     ++given;
   }
