@@ -106,6 +106,13 @@ std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
   return contexts_.make(task, std::move(observer), self, core_.workers);
 }
 
+void Runner::push_ready(ReadyTask&& t) {
+  const GraphTaskBase& task = *t.graph_task;
+  if (EngineObserver* observer = observer_of(task)) [[unlikely]]
+    observer->node_ready(actor_, task, task.describe(t.node.get()));
+  queue_.heap.push(std::move(t));
+}
+
 void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
   const bool reentrant = current_graph_task() != nullptr;
   // Note [A fresh stack past the depth limit]
@@ -239,13 +246,6 @@ void Runner::run(ReadyTask&& t) {
 void Runner::ready(ReadyTask&& t) {
   t.graph_task->hold();
   push_ready(std::move(t));
-}
-
-void Runner::push_ready(ReadyTask&& t) {
-  const GraphTaskBase& task = *t.graph_task;
-  if (EngineObserver* observer = observer_of(task)) [[unlikely]]
-    observer->node_ready(actor_, task, task.describe(t.node.get()));
-  queue_.heap.push(std::move(t));
 }
 
 void Runner::send(const std::shared_ptr<GraphTaskBase>& task, SentGrad&& g) {

@@ -96,8 +96,9 @@ private:
   /// after a node (cold: kept off the unobserved path).
   [[gnu::cold]] void run_observed(ReadyTask& t, EngineObserver& observer);
   /// Puts `t` (counted already) in the ready heap: the one place that tells
-  /// an observer a node is ready.
-  void push_ready(ReadyTask&& t);
+  /// an observer a node is ready. Inlined into its callers (ready() runs
+  /// once per node).
+  [[gnu::always_inline]] inline void push_ready(ReadyTask&& t);
   /// Posts `m` (about `task`, whose context is `ctx`) to `to`: the one
   /// place that tells an observer of a message sent.
   template <class Message>

@@ -40,7 +40,7 @@ namespace actorgrad::detail {
 // travels with the mailbox when that is parked (CallerMailbox::contexts).
 
 std::shared_ptr<TaskContext> TaskContexts::make(const GraphTaskBase& task,
-                                                std::shared_ptr<EngineObserver> observer,
+                                                std::shared_ptr<EngineObserver>&& observer,
                                                 EngineActor& self, WorkerRegistry& workers) {
   const DeviceList& devices = task.devices();
   const TaskContext* last = last_.get();

@@ -28,7 +28,7 @@ public:
   /// `observer` is set: an observed task's context is never reused). Reads
   /// the task's workers from `workers` (throws naming the served devices).
   std::shared_ptr<TaskContext> make(const GraphTaskBase& task,
-                                    std::shared_ptr<EngineObserver> observer, EngineActor& self,
+                                    std::shared_ptr<EngineObserver>&& observer, EngineActor& self,
                                     WorkerRegistry& workers);
   /// `worker` died: its monitor went with it, and the kept context may name it.
   void worker_down(const caf::actor_addr& worker);
