@@ -8,6 +8,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "actorgrad/actors/detail/async_call.h"
+#include "actorgrad/actors/detail/check_config.h"
 #include "actorgrad/actors/detail/device_worker.h"
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/detail/foreign_thread.h"
@@ -24,7 +25,7 @@ namespace actorgrad {
 namespace {
 
 std::unique_ptr<caf::actor_system_config> make_system_config(const EngineConfig& config) {
-  detail::EngineCore::validate(config); // before CAF sees scheduler_threads
+  detail::check_config(config); // before CAF sees scheduler_threads
   auto cfg = std::make_unique<caf::actor_system_config>();
   cfg->set("scheduler.max-threads", config.scheduler_threads);
   return cfg;
@@ -128,7 +129,7 @@ Engine::Engine(EngineConfig config)
 }
 
 Engine::Engine(caf::actor_system& system, EngineConfig config)
-  : core_((detail::EngineCore::validate(config),
+  : core_((detail::check_config(config),
            std::make_shared<detail::EngineCore>(system, std::move(config)))) {
   spawn_actors();
 }

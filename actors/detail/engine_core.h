@@ -24,9 +24,7 @@ namespace actorgrad::detail {
 /// and its counters. Outlives every actor it spawned (actors hold it by
 /// shared_ptr).
 struct EngineCore : std::enable_shared_from_this<EngineCore> {
-  /// Throws std::invalid_argument naming the first bad setting of `cfg`.
-  static void validate(const EngineConfig& cfg);
-  /// Takes a validated `cfg`.
+  /// Takes a checked `cfg` (check_config).
   EngineCore(caf::actor_system& sys, EngineConfig cfg);
 
   caf::actor_system& system;

@@ -21,10 +21,12 @@
 
 namespace actorgrad::detail {
 
-/// The scheduling state of one actor: its ready queue, its mailbox, the
-/// GraphTasks it coordinates (frames) and the workers it monitors. Every
-/// role uses it: a DeviceWorker (serve), the caller of a synchronous
-/// backward and the actor of an asynchronous one (coordinate).
+/// The dispatch loop of one actor and its scheduling state: its ready
+/// queue, its mailbox and the GraphTasks it coordinates (frames); the
+/// contexts it makes and the workers it monitors are its TaskContexts, a
+/// caller's mailbox its CallerMailboxLease. Every role uses it: a
+/// DeviceWorker (serve), the caller of a synchronous backward and the actor
+/// of an asynchronous one (coordinate).
 ///
 /// Note [Priority mailbox]
 /// CAF 0.17 mailboxes are FIFO with two priorities; the ready order
