@@ -1,12 +1,14 @@
 #include "actorgrad/actors/engine.h"
 
 #include <optional>
+#include <stdexcept>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "actorgrad/actors/detail/async_call.h"
+#include "actorgrad/actors/detail/check_config.h"
 #include "actorgrad/actors/detail/device_worker.h"
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/detail/foreign_thread.h"
@@ -24,7 +26,7 @@ namespace actorgrad {
 namespace {
 
 std::unique_ptr<caf::actor_system_config> make_system_config(const EngineConfig& config) {
-  detail::EngineCore::validate(config); // before CAF sees scheduler_threads
+  detail::check_config(config); // before CAF sees scheduler_threads
   auto cfg = std::make_unique<caf::actor_system_config>();
   cfg->set("scheduler.max-threads", config.scheduler_threads);
   return cfg;
@@ -128,14 +130,13 @@ Engine::Engine(EngineConfig config)
 }
 
 Engine::Engine(caf::actor_system& system, EngineConfig config)
-  : core_((detail::EngineCore::validate(config),
+  : core_((detail::check_config(config),
            std::make_shared<detail::EngineCore>(system, std::move(config)))) {
   spawn_actors();
 }
 
 void Engine::spawn_actors() {
-  for (std::size_t i = 0; i < core_->num_workers; ++i)
-    core_->replace_worker(core_->workers[i], nullptr);
+  core_->start_workers();
   // Filled before any call can read it; a worker's own Runner reads the
   // config, not this list, which is still growing as the workers start.
   core_->cpu_workers.reserve(core_->config.cpu_workers - 1);
@@ -147,12 +148,11 @@ void Engine::spawn_actors() {
 }
 
 Engine::~Engine() {
-  core_->shutting_down.store(true);
+  core_->workers.begin_shutdown();
   {
     detail::ForeignThreadSpawn spawn_here;
     caf::scoped_actor self{core_->system, true};
-    for (std::size_t i = 0; i < core_->num_workers; ++i) {
-      caf::actor w = *core_->workers[i].handle.load();
+    for (const caf::actor& w : core_->workers.current()) {
       detail::post<caf::message_priority::high>(w, msg::Shutdown{});
       self->wait_for(w);
     }
@@ -168,9 +168,8 @@ Engine::~Engine() {
   // The actors hold the core and the core holds their handles: drop the
   // handles (and a parked caller mailbox) now, while the actor system that
   // owns them still exists.
-  core_->drop_caller_mailbox();
-  for (std::size_t i = 0; i < core_->num_workers; ++i)
-    core_->workers[i].handle.store(nullptr);
+  core_->idle_caller_mailbox.take();
+  core_->workers.clear();
   core_->cpu_workers.clear();
   core_->pool = caf::actor{};
   core_->requests = caf::actor{};
@@ -193,7 +192,7 @@ void Engine::run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) 
   }
   CallerRunner caller(*core_);
   if (!current_graph_task() && task->devices().empty() && core_->cpu_workers.empty() &&
-      !core_->observer.load(std::memory_order_acquire)) {
+      !core_->observers.current()) {
     // Note [A top-level CPU call needs no Runner]
     caller.run_without_runner(*task, std::move(first));
     return;
@@ -254,34 +253,36 @@ void Engine::post(Device device, std::function<void()> job) {
 }
 
 EngineStats Engine::stats() const {
-  return {core_->max_reentrant_frames.load(), core_->fresh_stacks.load(),
-          core_->async_coordinators.load(), core_->peak_async_coordinators.load(),
-          core_->async_calls_waited.load(), core_->async_calls_run_inline.load(),
-          core_->cpu_tasks_shared.load()};
+  return core_->counters.read();
 }
 
 void Engine::set_observer(std::shared_ptr<EngineObserver> observer) {
-  core_->installed_observer = std::move(observer);
-  core_->publish_observer();
+  core_->observers.install(std::move(observer));
+}
+
+void Engine::add_observer(std::shared_ptr<EngineObserver> observer) {
+  if (!observer)
+    throw std::invalid_argument("Engine::add_observer: the observer is null");
+  core_->observers.add(std::move(observer));
+}
+
+bool Engine::remove_observer(const EngineObserver* observer) {
+  return core_->observers.remove(observer);
 }
 
 void Engine::start_recording(trace::RecordingOptions options) {
-  core_->recorder = std::make_shared<trace::Recorder>(std::move(options));
-  core_->publish_observer();
+  core_->observers.set_recorder(std::make_shared<trace::Recorder>(std::move(options)));
 }
 
 const trace::Recorder* Engine::recording() const {
-  return static_cast<const trace::Recorder*>(core_->recorder.get());
+  return static_cast<const trace::Recorder*>(core_->observers.recorder().get());
 }
 
-std::shared_ptr<EngineObserver> Engine::observer() const {
-  return core_->observer.load(std::memory_order_acquire);
-}
+std::shared_ptr<EngineObserver> Engine::observer() const { return core_->observers.current(); }
 
 trace::Trace Engine::stop_recording() {
-  auto recorder = std::static_pointer_cast<trace::Recorder>(std::move(core_->recorder));
-  core_->recorder = nullptr;
-  core_->publish_observer();
+  auto recorder = std::static_pointer_cast<trace::Recorder>(core_->observers.recorder());
+  core_->observers.set_recorder(nullptr);
   if (!recorder)
     return {};
   // The recorded calls' device work runs after they return (Note [Stream tracks]).

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "actorgrad/actors/engine_config.h"
+#include "actorgrad/actors/engine_stats.h"
 #include "actorgrad/actors/observer.h"
 #include "actorgrad/actors/trace/event.h"
 #include "actorgrad/actors/trace/recording_options.h"
@@ -29,30 +30,6 @@ struct ReadyTask; // internal (libengine/engine/detail/ready_task.h)
 namespace trace {
 class Recorder;
 }
-
-/// Counters of reentrant execution.
-struct EngineStats {
-  /// Most reentrant backward calls seen nested on one stack (never above
-  /// EngineConfig::max_recursion_depth).
-  int max_reentrant_frames_per_stack = 0;
-  /// Reentrant calls run on a fresh stack at the depth limit (or when their
-  /// stack ran short).
-  std::int64_t fresh_stacks = 0;
-  /// Pooled async coordinator threads alive now, and the most alive at once
-  /// (EngineConfig::max_async_coordinators bounds both).
-  std::size_t async_coordinators = 0;
-  std::size_t peak_async_coordinators = 0;
-  /// Asynchronous calls that waited for a coordinator (all were busy and
-  /// the pool full).
-  std::int64_t async_calls_waited = 0;
-  /// Asynchronous calls made inside a node that ran on its thread (Note
-  /// [Async calls made inside a node] in actors/detail/async_call.h).
-  std::int64_t async_calls_run_inline = 0;
-  /// Ready CPU nodes of spread calls that one thread handed to another
-  /// (EngineConfig::cpu_workers; Note [Parallel CPU nodes] in
-  /// actors/detail/cpu_lanes.h).
-  std::int64_t cpu_tasks_shared = 0;
-};
 
 /// Runs backward passes on actors (DESIGN.md section 2), for actorgrad's own
 /// graphs (execute) and for any graph type of the scheduler (run; see Note
@@ -150,12 +127,22 @@ public:
   /// Counters of reentrant execution since the engine started.
   EngineStats stats() const;
 
-  /// Installs `observer` for the calls started from now on (null: none);
-  /// calls already running keep the one they started with. A recording
-  /// (start_recording) goes on beside it. The observer calls
-  /// (set_observer, start_recording, stop_recording) must not race each
-  /// other: make them from one thread at a time.
+  /// Installs `observer` for the calls started from now on (null: none),
+  /// in place of the one installed before (EngineConfig::observer or an
+  /// earlier set_observer); calls already running keep the observers they
+  /// started with. Observers added (add_observer) and a recording
+  /// (start_recording) go on beside it. The observer calls (set_observer,
+  /// add_observer, remove_observer, start_recording, stop_recording) must
+  /// not race each other: make them from one thread at a time.
   void set_observer(std::shared_ptr<EngineObserver> observer);
+  /// Adds `observer` (not null: std::invalid_argument) for the calls
+  /// started from now on, beside the others: every observer is told every
+  /// event, in the order installed, added, recorder (see
+  /// detail::ObserverList for the id a message carries).
+  void add_observer(std::shared_ptr<EngineObserver> observer);
+  /// Removes an observer that add_observer added, for the calls started
+  /// from now on; false if it was not added.
+  bool remove_observer(const EngineObserver* observer);
 
   /// Records every backward call started from now on (sync or async, and
   /// the reentrant calls they make): per message sent and received and per
@@ -169,8 +156,8 @@ public:
   /// stop_recording; for its counters (Recorder::events_held). Same thread
   /// rule as the observer calls.
   const trace::Recorder* recording() const;
-  /// The observer the calls starting now get (the installed one, the
-  /// recorder, both, or null): for code outside the engine's actors that
+  /// The observer the calls starting now get (null for none, the only one,
+  /// or all of them as one): for code outside the engine's actors that
   /// reports to it (the distributed agent, actors/remote/agent.cpp). Any
   /// thread.
   std::shared_ptr<EngineObserver> observer() const;

@@ -63,10 +63,10 @@ struct RemoteMessage {
   std::chrono::steady_clock::time_point at;
 };
 
-/// Receives what the engine's actors do, as they do it. Installed per
-/// engine (Engine::set_observer; the recorder of Engine::start_recording is
-/// one); each GraphTask keeps the observer that was installed when it
-/// started. Called on the actor's own thread, concurrently from several
+/// Receives what the engine's actors do, as they do it. Any number per
+/// engine (Engine::set_observer, Engine::add_observer; the recorder of
+/// Engine::start_recording is one); each GraphTask keeps the observers
+/// that were on when it started. Called on the actor's own thread, concurrently from several
 /// actors: implementations must be thread-safe and cheap. With no observer
 /// the engine pays one predictable branch per site.
 class EngineObserver {

@@ -12,9 +12,9 @@ namespace actorgrad::detail {
 
 void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
                 std::shared_ptr<CallDone> done) {
-  caf::actor parked = core->take_coordinator(); // Note [Idle coordinator slot]
+  caf::actor parked = core->idle_coordinator.take(); // Note [Idle coordinator slot]
   if (!parked && current_graph_task()) {       // Note [Async calls made inside a node]
-    core->async_calls_run_inline.fetch_add(1, std::memory_order_relaxed);
+    core->counters.async_calls_run_inline.fetch_add(1, std::memory_order_relaxed);
     run_here(engine, std::move(call), *done);
     return;
   }
@@ -59,7 +59,9 @@ void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
   EngineCore& core = runner.core();
   // Note [Idle coordinator slot], Note [Calls that wait for a coordinator]
   // (coordinator_pool.cpp): parks, unless calls wait in the pool.
-  if (!core.park_coordinator(self) || (core.calls_waiting.load() && core.unpark_coordinator(self)))
+  caf::actor parked = self; // the slot's reference
+  if (!core.idle_coordinator.park(parked) ||
+      (core.calls_waiting.load() && core.idle_coordinator.unpark(self)))
     post(core.pool, msg::Idle{self});
   (*call.done)(error, std::move(grads));
 }

@@ -2,16 +2,12 @@
 /// @file caller_mailbox.h
 /// The mailbox a caller thread's Runner uses, kept between calls. Internal.
 
-#include <memory>
-#include <vector>
-
-#include <caf/actor_addr.hpp>
 #include <caf/actor_control_block.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/scoped_execution_unit.hpp>
 
 #include "actorgrad/actors/detail/engine_actor.h"
-#include "actorgrad/actors/detail/task_context.h"
+#include "actorgrad/actors/detail/task_contexts.h"
 
 namespace actorgrad::detail {
 
@@ -20,7 +16,8 @@ namespace actorgrad::detail {
 /// [Monitors per actor]). Made as caf::scoped_actor makes its actor, but an
 /// EngineActor, so a caller waiting for its workers sleeps on a doorbell
 /// as they do (Note [Waking an actor without a lock]). Parked in the
-/// EngineCore between calls (Note [Parked caller mailbox]).
+/// EngineCore between calls (Note [Parked caller mailbox] in
+/// caller_mailbox_lease.cpp).
 class CallerMailbox {
 public:
   /// Unlike caf::scoped_actor's constructor, sets no thread-local logger
@@ -38,12 +35,10 @@ private:
   caf::strong_actor_ptr self_;
 
 public:
-  /// The workers the actor monitors, while it is parked.
-  std::vector<caf::actor_addr> monitored;
-  /// The last context the actor coordinated a task with, while it is parked
-  /// (Note [Reused task contexts]). Declared after `self_`, so destroyed
-  /// first: it holds a handle to the actor.
-  std::shared_ptr<TaskContext> last_context;
+  /// The contexts the actor made and the workers it monitors, while it is
+  /// parked (Note [Reused task contexts]). Declared after `self_`, so
+  /// destroyed first: a kept context holds a handle to the actor.
+  TaskContexts contexts;
 };
 
 } // namespace actorgrad::detail

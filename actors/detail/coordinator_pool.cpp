@@ -111,9 +111,9 @@ void CoordinatorPool::take_call(caf::mailbox_element_ptr call) {
     }
   }
   waiting_.push_back(std::move(call)); // Note [Calls that wait for a coordinator]
-  core_->async_calls_waited.fetch_add(1, std::memory_order_relaxed);
+  core_->counters.async_calls_waited.fetch_add(1, std::memory_order_relaxed);
   core_->calls_waiting.store(true);
-  if (caf::actor parked = core_->take_coordinator())
+  if (caf::actor parked = core_->idle_coordinator.take())
     became_idle(std::move(parked));
 }
 
@@ -151,7 +151,7 @@ void CoordinatorPool::retire_idle(Clock::time_point now) {
     idle_.pop_front();
   }
   if (threads_.size() - leaving.size() > keep)
-    if (caf::actor parked = core_->take_coordinator())
+    if (caf::actor parked = core_->idle_coordinator.take())
       became_idle(std::move(parked)); // idle from now on, or a waiting call's
   stop(leaving);
 }
@@ -172,20 +172,20 @@ void CoordinatorPool::stop_all() {
     fail(*call, "the engine was destroyed while an asynchronous call waited for a coordinator");
   waiting_.clear();
   core_->calls_waiting.store(false);
-  core_->take_coordinator(); // Note [Coordinator threads come and go]
+  core_->idle_coordinator.take(); // Note [Coordinator threads come and go]
   idle_.clear();
   std::vector<caf::actor> all;
   for (const auto& [id, t] : threads_)
     all.push_back(t.actor());
   stop(all);
-  core_->take_coordinator();
+  core_->idle_coordinator.take();
 }
 
 void CoordinatorPool::publish_count() {
   const std::size_t n = threads_.size();
-  core_->async_coordinators.store(n, std::memory_order_relaxed);
-  if (n > core_->peak_async_coordinators.load(std::memory_order_relaxed))
-    core_->peak_async_coordinators.store(n, std::memory_order_relaxed);
+  core_->counters.async_coordinators.store(n, std::memory_order_relaxed);
+  if (n > core_->counters.peak_async_coordinators.load(std::memory_order_relaxed))
+    core_->counters.peak_async_coordinators.store(n, std::memory_order_relaxed);
 }
 
 AsyncCoordinator::AsyncCoordinator(caf::actor_config& cfg, std::shared_ptr<EngineCore> core)

@@ -5,6 +5,7 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "actorgrad/actors/detail/observation.h"
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/task_context.h"
 #include "actorgrad/actors/messages.h"
@@ -57,8 +58,7 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
   for (; given < give; ++given) {
     msg::Task m{std::move(mine[first + given])}; // counted when it was pushed
     if (ctx.observer) [[unlikely]]
-      m.trace = ctx.observer->message_sent(actor, *task, trace::MessageKind::task,
-                                           task->describe(m.task.node.get()), 0);
+      observe_sent(*ctx.observer, actor, *task, m);
     post(idle[given % idle.size()], std::move(m));
   }
   for (std::size_t i = 0; i < mine.size(); ++i)
@@ -66,7 +66,7 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
       heap.push(std::move(mine[i]));
   for (std::size_t i = given; i < idle.size(); ++i)
     engine_actor(idle[i])->set_idle(true); // claimed for nothing: idle again
-  core.cpu_tasks_shared.fetch_add(given, std::memory_order_relaxed);
+  core.counters.cpu_tasks_shared.fetch_add(given, std::memory_order_relaxed);
 }
 
 } // namespace actorgrad::detail

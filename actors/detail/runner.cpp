@@ -1,7 +1,8 @@
 // Over 300 lines on purpose: the dispatch loop, the handling of every
-// message it drains and the Notes on completion, errors and monitors that
-// explain both are one unit; split, a reader would lose the invariants
-// (Note [Completion without a lock]) that tie them together.
+// message it drains and the Notes on completion and errors that explain
+// both are one unit; split, a reader would lose the invariants (Note
+// [Completion without a lock]) that tie them together. What only an
+// observed task runs is in runner_observed.cpp.
 #include "actorgrad/actors/detail/runner.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "actorgrad/actors/detail/cpu_lanes.h"
 #include "actorgrad/actors/detail/fresh_stack.h"
 #include "actorgrad/actors/detail/message_type.h"
+#include "actorgrad/actors/detail/observation.h"
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/stack_guard.h"
 #include "actorgrad/libengine/engine/detail/current_graph_task.h"
@@ -63,21 +65,6 @@ namespace actorgrad::detail {
 // and the coordinator, which monitors the workers of its task, fails the
 // task when it sees the worker's down message.
 //
-// Note [Monitors per actor]
-// A coordinator monitors the workers of its task, so that a dead worker
-// fails the task instead of hanging it. An actor monitors each worker once
-// (monitored_) and keeps the monitor until the worker's down message erases
-// it or the actor ends; frames that end do not demonitor. Two reasons:
-// CAF 0.17.6's demonitor removes *every* monitor an actor holds on another
-// (monitorable_actor::detach drops all matching attachables), so a nested
-// call (coordinated by the same actor as its parent) that demonitored at
-// its end would silently drop its parent's monitor, and a worker dying
-// later would hang the parent; and a monitor and a demonitor per call cost
-// about 1,000 instructions. A down message for a worker no frame uses only
-// erases it. A monitor outlives its monitoring actor in CAF (the worker
-// keeps the attachable until it dies), so a caller mailbox that is
-// destroyed rather than parked demonitors first (release_mailbox).
-
 namespace {
 thread_local Runner* current_runner = nullptr;
 } // namespace
@@ -85,6 +72,7 @@ thread_local Runner* current_runner = nullptr;
 Runner::Runner(EngineCore& core, EngineActor* self, ObservedActor::Role role, ReadyQueue&& queue)
   : core_(core),
     self_(self),
+    mailbox_lease_(core.idle_caller_mailbox, core.system),
     actor_(role, queue.device, self ? self->id() : 0),
     queue_(std::move(queue)),
     lanes_(core.config.cpu_workers > 1),
@@ -94,73 +82,19 @@ Runner::Runner(EngineCore& core, EngineActor* self, ObservedActor::Role role, Re
   current_runner = this;
 }
 
-// Note [Parked caller mailbox]
-// A caller thread has no mailbox until a call of it crosses devices (Note
-// [CPU calls on a caller]); then its Runner needs one, and a fresh CAF
-// blocking actor costs about 2,000 instructions to create and destroy, and
-// 1,000 more to monitor its workers: a fifth of a 2-node call rooted on
-// another device. So the Runner of calls that ended cleanly parks its
-// mailbox, with its monitors, in EngineCore::idle_caller_mailbox
-// (compare-exchange from null), and the next caller Runner that needs one
-// takes it (exchange with null): one owner at a time, whatever its thread.
-// Clean means nothing of the calls it coordinated can still arrive: every
-// task's outstanding count reached zero, so no Grad or Task message is in
-// flight to it (Note [Completion without a lock]). A WakeUp may still come
-// late, and a down message of a worker that died meanwhile; a later Runner
-// ignores the first (it names a task id none of its frames has) and
-// handles the second as its own (a frame that uses the dead worker fails).
-// After an aborted frame (a dead worker: that task's messages may still be
-// in flight) or a call that threw, the mailbox is destroyed with its Runner
-// instead, as it is when the slot is taken (another thread's mailbox is
-// parked). ~Engine destroys the parked one while the actor system still
-// exists.
-
 Runner::~Runner() {
   current_runner = prev_current_;
-  if (own_mailbox_)
-    release_mailbox();
-}
-
-void Runner::release_mailbox() {
-  own_mailbox_->monitored = std::move(monitored_);
-  own_mailbox_->last_context = std::move(last_context_);
-  if (mailbox_reusable_ && core_.park_caller_mailbox(own_mailbox_))
-    return;
-  for (const caf::actor_addr& worker : own_mailbox_->monitored) // Note [Monitors per actor]
-    self_->demonitor(worker);
+  if (mailbox_lease_.held())
+    mailbox_lease_.release(std::move(contexts_)); // Note [Parked caller mailbox]
 }
 
 Runner* Runner::current() { return current_runner; }
 
 EngineActor& Runner::mailbox() {
-  if (!self_) {
-    own_mailbox_ = core_.take_caller_mailbox(); // Note [Parked caller mailbox]
-    if (own_mailbox_) {
-      monitored_ = std::move(own_mailbox_->monitored);
-      last_context_ = std::move(own_mailbox_->last_context);
-    } else {
-      own_mailbox_ = std::make_unique<CallerMailbox>(core_.system);
-    }
-    self_ = own_mailbox_->actor();
-  }
+  if (!self_)
+    self_ = &mailbox_lease_.take(contexts_); // Note [Parked caller mailbox]
   return *self_;
 }
-
-// Note [Reused task contexts]
-// A TaskContext is read-only once made (every actor of the task reads it
-// through executor_data), and consecutive calls of one actor mostly have
-// the same one: the same coordinator and device workers. So an actor keeps
-// the last context it made and hands it to the next task whose context
-// would equal it, instead of allocating one (and its workers list) per
-// call: about 400 instructions of a 2-node call rooted on a device. Equal
-// is checked on every call: the same coordinator and devices, each of
-// their workers alive. Only a terminated worker is ever replaced (is_dead
-// in engine_core.h), so a live handle is still its slot's current one,
-// known without loading the slot (an atomic shared_ptr); a worker that
-// died gives a new context, never a dead handle. Unobserved calls only: a
-// kept context must not keep an observer alive after the engine dropped
-// it. A caller's context names its mailbox as the coordinator, so it
-// travels with the mailbox when that is parked (CallerMailbox).
 
 std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
                                                   std::shared_ptr<EngineObserver> observer) {
@@ -170,55 +104,14 @@ std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
     return ctx; // CPU only, on a caller: every node runs here, no message is sent
   }
   EngineActor& self = mailbox();
-  const DeviceList& devices = task.devices();
-  const TaskContext* last = last_context_.get();
-  const bool comparable =
-    !observer && last && caf::actor_cast<caf::abstract_actor*>(last->coordinator) == &self &&
-    last->workers.size() == devices.size();
-  auto same_and_alive = [](Device d, const std::pair<Device, caf::actor>& w) {
-    return w.first == d && !is_dead(w.second);
-  };
-  if (comparable &&
-      std::equal(devices.begin(), devices.end(), last->workers.begin(), same_and_alive))
-    return last_context_;
-  auto coordinator = caf::actor_cast<caf::actor>(&self);
-  // Each worker handle is read once: the one monitored is the one kept. A
-  // worker `last` holds was monitored when `last` was made, by this actor
-  // (`last` names it as the coordinator), and a monitor is only dropped
-  // when its worker dies (Note [Monitors per actor]).
-  std::shared_ptr<TaskContext> ctx; // made at the first difference from `last`
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    caf::actor w = core_.worker(devices[i]); // throws naming the served devices
-    if (!ctx && comparable && last->workers[i].first == devices[i] && last->workers[i].second == w)
-      continue;
-    if (w != coordinator)
-      monitor(w);
-    if (!ctx) {
-      ctx = std::make_shared<TaskContext>();
-      ctx->workers.reserve(devices.size());
-      if (i > 0) // the first i equal `last`'s
-        ctx->workers.assign(last->workers.begin(), last->workers.begin() + i);
-    }
-    ctx->workers.emplace_back(devices[i], std::move(w));
-  }
-  if (!ctx && comparable)
-    return last_context_;
-  if (!ctx)
-    ctx = std::make_shared<TaskContext>();
-  ctx->coordinator = std::move(coordinator);
-  if (observer)
-    ctx->observer = std::move(observer);
-  else
-    last_context_ = ctx;
-  return ctx;
+  return contexts_.make(task, std::move(observer), self, core_.workers);
 }
 
-void Runner::monitor(const caf::actor& worker) {
-  const caf::actor_addr addr = worker.address();
-  if (std::find(monitored_.begin(), monitored_.end(), addr) != monitored_.end())
-    return;
-  monitored_.push_back(addr);
-  self_->monitor(worker);
+void Runner::push_ready(ReadyTask&& t) {
+  const GraphTaskBase& task = *t.graph_task;
+  if (EngineObserver* observer = observer_of(task)) [[unlikely]]
+    observer->node_ready(actor_, task, task.describe(t.node.get()));
+  queue_.heap.push(std::move(t));
 }
 
 void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
@@ -228,11 +121,11 @@ void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& 
     reentrant && (reentrant_frames_ >= core_.config.max_recursion_depth || stack_is_short());
   const int outer_frames = fresh_stack ? std::exchange(reentrant_frames_, 0) : reentrant_frames_;
   if (reentrant)
-    core_.note_reentrant_frames(++reentrant_frames_);
+    core_.counters.note_reentrant_frames(++reentrant_frames_);
   try {
     if (fresh_stack) {
-      core_.fresh_stacks.fetch_add(1, std::memory_order_relaxed);
-      if (auto observer = core_.observer.load(std::memory_order_acquire)) [[unlikely]]
+      core_.counters.fresh_stacks.fetch_add(1, std::memory_order_relaxed);
+      if (auto observer = core_.observers.current()) [[unlikely]]
         observer->fresh_stack(actor_, *task);
       auto here = [&] { coordinate_here(task, std::move(first)); };
       on_fresh_stack(here);
@@ -241,7 +134,7 @@ void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& 
     }
   } catch (...) {
     reentrant_frames_ = outer_frames;
-    mailbox_reusable_ = false;
+    mailbox_lease_.spoil(); // Note [Parked caller mailbox]
     throw;
   }
   reentrant_frames_ = outer_frames;
@@ -249,7 +142,7 @@ void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& 
 
 void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
   task->cpu_queue = queue_.id;
-  auto observer = core_.observer.load(std::memory_order_acquire);
+  auto observer = core_.observers.current();
   // Note [CPU calls on a caller]
   // A task whose every node is a CPU node, coordinated by an actor that serves
   // nothing else meanwhile, sends no message and needs none: no worker takes
@@ -302,17 +195,10 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   const TaskContext& ctx = start(task, std::move(observer));
   task->hold(); // the first task
   const Device root_device = task->device_of(first.node.get());
-  if (owns(task->cpu_queue, root_device)) {
-    if (ctx.observer) [[unlikely]]
-      ctx.observer->node_ready(actor_, *task, task->describe(first.node.get()));
-    queue_.heap.push(std::move(first));
-  } else {
-    msg::Task m{std::move(first)};
-    if (ctx.observer) [[unlikely]]
-      m.trace = ctx.observer->message_sent(actor_, *task, trace::MessageKind::task,
-                                            task->describe(m.task.node.get()), 0);
-    post(ctx.worker(root_device), std::move(m));
-  }
+  if (owns(task->cpu_queue, root_device))
+    push_ready(std::move(first));
+  else
+    post_message(ctx, *task, ctx.worker(root_device), msg::Task{std::move(first)});
   await_frame(task);
 }
 
@@ -374,8 +260,8 @@ void Runner::dispatch_until(Done done) {
 void Runner::run(ReadyTask&& t) {
   GraphTaskBase& task = *t.graph_task;
   if (!task.has_error()) {
-    if (const TaskContext& ctx = context_of(task); ctx.observer) [[unlikely]] {
-      run_observed(t, *ctx.observer);
+    if (EngineObserver* observer = observer_of(task)) [[unlikely]] {
+      run_observed(t, *observer);
     } else {
       try {
         task.run(t, *this);
@@ -388,80 +274,34 @@ void Runner::run(ReadyTask&& t) {
   finish_one(t.graph_task);
 }
 
-namespace {
-
-/// Passes the device work a running node launches to the task's observer
-/// (Note [Stream tracks] in actors/trace/recorder.h).
-class NodeLaunches final : public LaunchObserver {
-public:
-  NodeLaunches(EngineObserver& observer, const ObservedActor& actor, const GraphTaskBase& task,
-               const NodeInfo& node)
-    : observer_(observer), actor_(actor), task_(task), node_(node) {}
-
-  DeviceRun launched(const DeviceLaunch& work) override {
-    return observer_.work_launched(actor_, task_, node_, work);
-  }
-
-private:
-  EngineObserver& observer_;
-  const ObservedActor& actor_;
-  const GraphTaskBase& task_;
-  const NodeInfo& node_;
-};
-
-} // namespace
-
-void Runner::run_observed(ReadyTask& t, EngineObserver& observer) {
-  GraphTaskBase& task = *t.graph_task;
-  // The node's span covers its run and the delivery of its outputs, so the
-  // messages it sends start inside it.
-  const NodeInfo info = task.describe(t.node.get());
-  observer.node_started(actor_, task, info);
-  // Note [Feeds of nested calls]
-  // wants_feeds_ belongs to the Runner, not to a task, and a node may make
-  // a nested call that this Runner coordinates while the node runs. So the
-  // flag is put back as it was, not cleared (a nested observed node must
-  // not silence its caller's deliveries), and fed() asks the task for its
-  // observer (a nested call started without one sees the flag set too).
-  const bool outer_wants_feeds = std::exchange(wants_feeds_, true);
-  NodeLaunches launches(observer, actor_, task, info);
-  ScopedLaunchObserver launches_here(&launches);
-  try {
-    task.run(t, *this);
-  } catch (...) {
-    const std::exception_ptr error = current_exception_or_unwind(); // Note [A thread that exits inside a node]
-    task.set_error(error);
-    observer.error(actor_, task, error);
-  }
-  wants_feeds_ = outer_wants_feeds;
-  observer.node_finished(actor_, task, info);
-}
-
 void Runner::ready(ReadyTask&& t) {
-  GraphTaskBase& task = *t.graph_task;
-  if (const TaskContext& ctx = context_of(task); ctx.observer) [[unlikely]]
-    ctx.observer->node_ready(actor_, task, task.describe(t.node.get()));
-  task.hold();
-  queue_.heap.push(std::move(t));
+  t.graph_task->hold();
+  push_ready(std::move(t));
   if (hungry_) [[unlikely]] { // fed by its own node: Note [Parallel CPU nodes] in cpu_lanes.h
     self_->set_idle(false);
     hungry_ = false;
   }
 }
 
-void Runner::fed(const GraphTaskBase& task, const void* node, std::uint32_t input_nr) {
-  if (const TaskContext& ctx = context_of(task); ctx.observer) // Note [Feeds of nested calls]
-    ctx.observer->node_fed(actor_, task, task.describe(node), input_nr);
-}
-
 void Runner::send(const std::shared_ptr<GraphTaskBase>& task, SentGrad&& g) {
   task->hold();
   const TaskContext& ctx = context_of(*task);
-  msg::Grad m{task, std::move(g)};
+  const Device owner = g.owner;
+  post_message(ctx, *task, ctx.owner_of(owner), msg::Grad{task, std::move(g)});
+}
+
+template <class Message>
+void Runner::post_message(const TaskContext& ctx, const GraphTaskBase& task, const caf::actor& to,
+                          Message&& m) {
   if (ctx.observer) [[unlikely]]
-    m.trace = ctx.observer->message_sent(actor_, *task, trace::MessageKind::grad,
-                                         task->describe(m.grad.node.get()), m.grad.input_nr);
-  post(ctx.owner_of(m.grad.owner), std::move(m));
+    observe_sent(*ctx.observer, actor_, task, m);
+  post(to, std::move(m));
+}
+
+template <class Message>
+void Runner::note_received(const GraphTaskBase& task, const Message& m) {
+  if (EngineObserver* observer = observer_of(task)) [[unlikely]]
+    observe_received(*observer, actor_, task, m);
 }
 
 void Runner::finish_one(const std::shared_ptr<GraphTaskBase>& task) {
@@ -477,9 +317,7 @@ void Runner::finish_one(const std::shared_ptr<GraphTaskBase>& task) {
       static_cast<EngineActor*>(coordinator)->wake(); // Note [Wake-up without a message]
     return;
   }
-  msg::WakeUp m{task->id};
-  m.trace = ctx.observer->message_sent(actor_, *task, trace::MessageKind::wake_up, {}, 0);
-  post(ctx.coordinator, std::move(m));
+  post_message(ctx, *task, ctx.coordinator, msg::WakeUp{task->id});
 }
 
 void Runner::drain_mailbox() {
@@ -551,10 +389,7 @@ void Runner::handle(caf::mailbox_element& element) {
   if (type.is<msg::Grad>()) {
     auto& m = content.get_mutable_as<msg::Grad>(0);
     GraphTaskBase& task = *m.task;
-    const TaskContext& ctx = context_of(task);
-    if (ctx.observer) [[unlikely]]
-      ctx.observer->message_received(actor_, task, trace::MessageKind::grad,
-                                     task.describe(m.grad.node.get()), m.trace, m.grad.input_nr);
+    note_received(task, m);
     if (!task.has_error()) {
       try {
         task.accept_sent(m.grad, *this);
@@ -565,15 +400,8 @@ void Runner::handle(caf::mailbox_element& element) {
     finish_one(m.task);
   } else if (type.is<msg::Task>()) {
     auto& m = content.get_mutable_as<msg::Task>(0);
-    GraphTaskBase& task = *m.task.graph_task;
-    const TaskContext& ctx = context_of(task);
-    const void* node = m.task.node.get();
-    if (ctx.observer) [[unlikely]]
-      ctx.observer->message_received(actor_, task, trace::MessageKind::task, task.describe(node),
-                                     m.trace, 0);
-    if (ctx.observer) [[unlikely]]
-      ctx.observer->node_ready(actor_, task, task.describe(node));
-    queue_.heap.push(std::move(m.task)); // already counted by its sender
+    note_received(*m.task.graph_task, m);
+    push_ready(std::move(m.task)); // already counted by its sender
   } else if (type.is<msg::WakeUp>()) {
     // Nothing to do: the waiting loop re-checks its task's count. Observed
     // only while the task is still coordinated here (see Note [Recording]
@@ -582,8 +410,7 @@ void Runner::handle(caf::mailbox_element& element) {
     if (m.trace != 0) [[unlikely]]
       for (const auto& frame : frames_)
         if (frame.task->id == m.task_id)
-          if (const auto& obs = context_of(*frame.task).observer)
-            obs->message_received(actor_, *frame.task, trace::MessageKind::wake_up, {}, m.trace, 0);
+          note_received(*frame.task, m);
   } else if (type.is<msg::Job>()) {
     content.get_mutable_as<msg::Job>(0).fn(); // exceptions are the job's to report
   } else if (type.is<msg::Shutdown>()) {
@@ -638,11 +465,10 @@ void Runner::on_worker_down(const caf::actor_addr& source, const caf::error& rea
         "the device worker of " + device.str() + " stopped (" + core_.system.render(reason) +
         ") while GraphTask " + std::to_string(frame.task->id) + " was running on it")));
       frame.aborted = true;
-      mailbox_reusable_ = false; // Note [Parked caller mailbox]
+      mailbox_lease_.spoil(); // Note [Parked caller mailbox]
     }
   }
-  std::erase(monitored_, source); // the monitor is gone with the worker
-  last_context_.reset();           // it may hold the dead worker (Note [Reused task contexts])
+  contexts_.worker_down(source);
 }
 
 } // namespace actorgrad::detail

@@ -10,20 +10,23 @@
 #include <boost/container/small_vector.hpp>
 #include <caf/mailbox_element.hpp>
 
-#include "actorgrad/actors/detail/caller_mailbox.h"
+#include "actorgrad/actors/detail/caller_mailbox_lease.h"
 #include "actorgrad/actors/detail/engine_actor.h"
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/detail/ready_queue.h"
 #include "actorgrad/actors/detail/task_context.h"
+#include "actorgrad/actors/detail/task_contexts.h"
 #include "actorgrad/actors/messages.h"
 #include "actorgrad/actors/observer.h"
 
 namespace actorgrad::detail {
 
-/// The scheduling state of one actor: its ready queue, its mailbox, the
-/// GraphTasks it coordinates (frames) and the workers it monitors. Every
-/// role uses it: a DeviceWorker (serve), the caller of a synchronous
-/// backward and the actor of an asynchronous one (coordinate).
+/// The dispatch loop of one actor and its scheduling state: its ready
+/// queue, its mailbox and the GraphTasks it coordinates (frames); the
+/// contexts it makes and the workers it monitors are its TaskContexts, a
+/// caller's mailbox its CallerMailboxLease. Every role uses it: a
+/// DeviceWorker (serve), the caller of a synchronous backward and the actor
+/// of an asynchronous one (coordinate).
 ///
 /// Note [Priority mailbox]
 /// CAF 0.17 mailboxes are FIFO with two priorities; the ready order
@@ -91,8 +94,21 @@ private:
   template <class Done>
   void dispatch_until(Done done);
   void run(ReadyTask&& t);
-  /// run() with the observer told (cold: kept off the unobserved path).
+  /// run() with the observer told: the one place that tells it before and
+  /// after a node (cold: kept off the unobserved path).
   [[gnu::cold]] void run_observed(ReadyTask& t, EngineObserver& observer);
+  /// Puts `t` (counted already) in the ready heap: the one place that tells
+  /// an observer a node is ready. Inlined into its callers (ready() runs
+  /// once per node).
+  [[gnu::always_inline]] inline void push_ready(ReadyTask&& t);
+  /// Posts `m` (about `task`, whose context is `ctx`) to `to`: the one
+  /// place that tells an observer of a message sent.
+  template <class Message>
+  void post_message(const TaskContext& ctx, const GraphTaskBase& task, const caf::actor& to,
+                    Message&& m);
+  /// Tells `task`'s observer, if any, of `m` taken from the mailbox.
+  template <class Message>
+  void note_received(const GraphTaskBase& task, const Message& m);
   void finish_one(const std::shared_ptr<GraphTaskBase>& task);
   /// No frame is open, nothing is queued, and no other caller's node can be
   /// queued here meanwhile: a caller (always, without a mailbox) or an async
@@ -112,36 +128,28 @@ private:
                            std::shared_ptr<EngineObserver> observer);
   /// Opens `task`'s frame and serves until the task is done or aborted.
   void await_frame(const std::shared_ptr<GraphTaskBase>& task);
+  /// The context of `task`: a bare one for a CPU-only task on a caller
+  /// without a mailbox, else one from contexts_.
   std::shared_ptr<TaskContext> make_context(const GraphTaskBase& task,
                                             std::shared_ptr<EngineObserver> observer);
   /// Handles the next message, or returns without one once `done()` holds.
   template <class Done>
   void await_message(Done done);
   void on_worker_down(const caf::actor_addr& source, const caf::error& reason);
-  /// Note [Monitors per actor]: one CAF monitor per worker per actor,
-  /// kept until the worker or the actor goes.
-  void monitor(const caf::actor& worker);
-  /// Parks the caller mailbox, or drops its monitors and destroys it.
-  void release_mailbox();
 
   EngineCore& core_;
   EngineActor* self_;
-  /// A caller's mailbox, taken from or parked in the core (Note [Parked
-  /// caller mailbox] in runner.cpp); null for an actor's own runner.
-  std::unique_ptr<CallerMailbox> own_mailbox_;
-  /// False once something may still reach own_mailbox_ after the last call:
-  /// an aborted frame or a call that threw. Then it is not parked.
-  bool mailbox_reusable_ = true;
+  /// A caller's mailbox, taken from or parked in the core; holds none for
+  /// an actor's own runner.
+  CallerMailboxLease mailbox_lease_;
   ObservedActor actor_;
   ReadyQueue queue_;
   /// Open frames, innermost last; a caller's runner rarely holds more than
   /// one, so they are kept inline.
   boost::container::small_vector<Frame, 2> frames_;
-  /// The workers this actor monitors (Note [Monitors per actor]).
-  std::vector<caf::actor_addr> monitored_;
-  /// The context of the last task this actor coordinated across devices
-  /// (Note [Reused task contexts]).
-  std::shared_ptr<TaskContext> last_context_;
+  /// The contexts this actor made and the workers it monitors (Note
+  /// [Reused task contexts]); a caller's come and go with its mailbox.
+  TaskContexts contexts_;
   /// The engine has CPU workers: this runner shares ready work of spread
   /// calls and says when it waits with nothing to run (Note [Parallel CPU
   /// nodes] in cpu_lanes.h).

@@ -22,8 +22,9 @@ struct TaskContext {
   caf::actor coordinator;
   /// Snapshot of the workers of the task's devices.
   std::vector<std::pair<Device, caf::actor>> workers;
-  /// The engine's observer when the task started, or null (the switch:
-  /// every observation site is one `if (ctx.observer) [[unlikely]]`).
+  /// The engine's observers when the task started (one, or all of them as
+  /// an ObserverList), or null: the switch every observation place tests
+  /// once (observer_of in observation.h).
   std::shared_ptr<EngineObserver> observer;
 
   /// The actor that owns the nodes of device `d`: the coordinator for the

@@ -483,7 +483,7 @@ const double kNestedTanhGrad = 1.0 - std::tanh(0.5) * std::tanh(0.5);
 
 } // namespace
 
-// Note [Feeds of nested calls] (runner.cpp): a nested call that has no
+// Note [Feeds of nested calls] (runner_observed.cpp): a nested call that has no
 // observer, made inside an observed node, runs on the same runner, which
 // wants feeds while that node runs. It crashed on the first gradient its
 // nodes passed each other.

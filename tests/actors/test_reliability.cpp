@@ -182,7 +182,7 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_refused_by_name) {
   BOOST_TEST(w.grad().to_vector() == (std::vector<double>{1.0, 1.0}));
 }
 
-// Note [Parked caller mailbox] (actors/detail/runner.cpp): a caller's
+// Note [Parked caller mailbox] (actors/detail/caller_mailbox_lease.cpp): a caller's
 // mailbox is parked for the next call only when nothing of the calls it
 // coordinated can still arrive. Here a call fails because sim:0's worker
 // dies while a node on sim:1 is still running; once the call has failed,
