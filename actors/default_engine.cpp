@@ -29,8 +29,8 @@ namespace {
 
 /// The whole number from `low` to `high` of environment variable `name`,
 /// `unset` when it is unset or empty; throws naming it and `what` it is.
-std::size_t count_from_env(const char* name, std::size_t unset, std::size_t low,
-                           std::size_t high, const char* what) {
+std::size_t count_from_env(const char* name, std::size_t unset, std::size_t low, std::size_t high,
+                           const char* what) {
   const char* env = std::getenv(name);
   if (!env || !*env)
     return unset;
@@ -40,8 +40,8 @@ std::size_t count_from_env(const char* name, std::size_t unset, std::size_t low,
   if (digits)
     n = std::stoul(text);
   if (!digits || n < low || n > high)
-    throw std::invalid_argument(std::string(name) + " is '" + text + "': expected " + what +
-                                ", " + std::to_string(low) + " to " + std::to_string(high));
+    throw std::invalid_argument(std::string(name) + " is '" + text + "': expected " + what + ", " +
+                                std::to_string(low) + " to " + std::to_string(high));
   return n;
 }
 

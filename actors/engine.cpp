@@ -9,11 +9,11 @@
 
 #include "actorgrad/actors/detail/async_call.h"
 #include "actorgrad/actors/detail/check_config.h"
+#include "actorgrad/actors/detail/coordinator_pool.h"
 #include "actorgrad/actors/detail/device_worker.h"
 #include "actorgrad/actors/detail/engine_core.h"
 #include "actorgrad/actors/detail/foreign_thread.h"
 #include "actorgrad/actors/detail/post.h"
-#include "actorgrad/actors/detail/coordinator_pool.h"
 #include "actorgrad/actors/detail/request_server.h"
 #include "actorgrad/actors/detail/runner.h"
 #include "actorgrad/actors/trace/recorder.h"
@@ -66,10 +66,9 @@ public:
 
   detail::Runner& get() {
     if (!runner_)
-      runner_.emplace(
-        core_, nullptr, ObservedActor::Role::caller,
-        detail::ReadyQueue{detail::ReadyHeap(std::move(spare_caller_heap)), new_queue_id(),
-                           Device::cpu()});
+      runner_.emplace(core_, nullptr, ObservedActor::Role::caller,
+                      detail::ReadyQueue{detail::ReadyHeap(std::move(spare_caller_heap)),
+                                         new_queue_id(), Device::cpu()});
     return *runner_;
   }
 
@@ -252,9 +251,7 @@ void Engine::post(Device device, std::function<void()> job) {
   detail::post(core_->worker(device), msg::Job{std::move(job)});
 }
 
-EngineStats Engine::stats() const {
-  return core_->counters.read();
-}
+EngineStats Engine::stats() const { return core_->counters.read(); }
 
 void Engine::set_observer(std::shared_ptr<EngineObserver> observer) {
   core_->observers.install(std::move(observer));

@@ -155,9 +155,9 @@ template <class M>
 inline constexpr bool is_engine_message =
   std::is_same_v<M, Grad> || std::is_same_v<M, Task> || std::is_same_v<M, WakeUp> ||
   std::is_same_v<M, Job> || std::is_same_v<M, Shutdown> || std::is_same_v<M, Idle> ||
-  std::is_same_v<M, AsyncCall> ||
-  std::is_same_v<M, BackwardRequest> || std::is_same_v<M, GradRequest> ||
-  std::is_same_v<M, BackwardResponse> || std::is_same_v<M, GradResponse>;
+  std::is_same_v<M, AsyncCall> || std::is_same_v<M, BackwardRequest> ||
+  std::is_same_v<M, GradRequest> || std::is_same_v<M, BackwardResponse> ||
+  std::is_same_v<M, GradResponse>;
 
 } // namespace actorgrad::msg
 

@@ -83,8 +83,8 @@ public:
                           const NodeInfo& node) {}
   /// A node running on `actor` fed input `input_nr` of `node`, owned by the
   /// same actor (no message).
-  virtual void node_fed(const ObservedActor& actor, const GraphTaskBase& task,
-                        const NodeInfo& node, std::uint32_t input_nr) {}
+  virtual void node_fed(const ObservedActor& actor, const GraphTaskBase& task, const NodeInfo& node,
+                        std::uint32_t input_nr) {}
   virtual void node_started(const ObservedActor& actor, const GraphTaskBase& task,
                             const NodeInfo& node) {}
   /// The node ran and its outputs were delivered (or it threw).

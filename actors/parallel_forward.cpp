@@ -32,8 +32,8 @@ constexpr std::int64_t kAllDone = -2;
 // writes only its own node.
 struct ForwardRun {
   ForwardRun(Graph& g, const RecomputePlan& p, Engine& e)
-      : graph(g), plan(p), engine(e), pending(p.size()), next_ready(p.size(), kNoneReady),
-        remaining(p.size()) {
+    : graph(g), plan(p), engine(e), pending(p.size()), next_ready(p.size(), kNoneReady),
+      remaining(p.size()) {
     for (std::size_t i = 0; i < p.size(); ++i)
       pending[i].store(p.dirty_parents[i], std::memory_order_relaxed);
   }

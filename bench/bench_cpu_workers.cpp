@@ -17,9 +17,9 @@
 ///   `torch_actor_1w`, `torch_actor_2w`)
 /// libtorch runs with one intra-op thread (at::set_num_threads(1)), as in
 /// bench_torch_bridge, but for ensemble_2t/16: the ensemble with 2 intra-op
-/// threads, how CPU workers and intra-op threads share the cores. Each benchmark builds its graph once and runs
-/// backward with retain_graph; the CPU workers' engine is built before the
-/// timed loop. Counters (wall time of one backward, every iteration timed):
+/// threads, how CPU workers and intra-op threads share the cores. Each benchmark builds its graph
+/// once and runs backward with retain_graph; the CPU workers' engine is built before the timed
+/// loop. Counters (wall time of one backward, every iteration timed):
 ///   best_us             the minimum over the iterations (least disturbed)
 ///   median_ns_per_iter  the median
 ///   nodes, ns_per_node  nodes the backward runs, best / nodes

@@ -45,11 +45,11 @@
 #include "actorgrad/device/stream.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/libengine/tensor/cuda/kernels_cuda.h"
+#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/timeline.h"
 #include "bench/baseline/baseline_engine.h"
 #include "bench/common/timed_loop.h"
 #include "bench/common/workloads.h"
-#include "actorgrad/tools/trace/summary.h"
-#include "actorgrad/tools/trace/timeline.h"
 #include "tools/cli/mlp.h"
 
 using namespace actorgrad;
@@ -160,9 +160,9 @@ std::vector<std::pair<std::string, std::function<Graph()>>> g_cases;
 void add(const std::string& key, const std::function<Graph()>& make, int iterations) {
   g_cases.emplace_back(key, make);
   for (const std::string eng : {"sequential", "baseline", "actor", "actor_spin20", "actor_spin100"})
-    benchmark::RegisterBenchmark((key + "/" + eng).c_str(),
-                                 [=](benchmark::State& s) { run_case(s, key, eng, make); })
-      ->Iterations(iterations);
+    benchmark::RegisterBenchmark((key + "/" + eng).c_str(), [=](benchmark::State& s) {
+      run_case(s, key, eng, make);
+    })->Iterations(iterations);
 }
 
 /// --summary: each case's recorded actor backward passes, summarized.
@@ -185,11 +185,17 @@ void print_summaries() {
 
 void register_all() {
   add("mlp", gemm_mlp, 200);
-  add("split_mlp", [] { return mlp_graph({64, 256, 256, 256, 10}, 64, {gpu, Device::cpu()}); },
-      300);
+  add(
+    "split_mlp",
+    [] {
+      return mlp_graph({64, 256, 256, 256, 10}, 64, {gpu, Device::cpu()});
+    },
+    300);
   for (int n : {100, 1000})
-    add("chain/" + std::to_string(n), [n] { return chain_graph(n, false); }, n == 100 ? 300 : 50);
-  add("hops/100", [] { return chain_graph(100, true); }, 200);
+    add(
+      "chain/" + std::to_string(n), [n] { return chain_graph(n, false); }, n == 100 ? 300 : 50);
+  add(
+    "hops/100", [] { return chain_graph(100, true); }, 200);
 }
 
 /// About a second of GEMMs, so that the GPU's clocks have left their idle

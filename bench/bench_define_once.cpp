@@ -45,7 +45,8 @@ void reforward(benchmark::State& state, std::size_t changed) {
   d1::Graph g;
   const d1::RandomGraph rg = d1::make_random_graph(g, spec);
   changed = std::min(changed, rg.inputs.size());
-  const Tensor values[2] = {Tensor::full(spec.value_shape, 0.25), Tensor::full(spec.value_shape, -0.5)};
+  const Tensor values[2] = {Tensor::full(spec.value_shape, 0.25),
+                            Tensor::full(spec.value_shape, -0.5)};
   g.forward(rg.all);
   const std::uint64_t before = total_recomputes(g);
   std::size_t flip = 0;
@@ -83,7 +84,8 @@ void parallel(benchmark::State& state, int devices, bool runner) {
   for (int k = 0; k < 2; ++k) {
     const Device dev = Device::sim(k % devices);
     x[k] = g.add_input("x", Tensor::randn({kSize, kSize}, 10 + k, DType::f64, dev));
-    const d1::NodeId w = g.add_parameter("W", mul(Tensor::randn({kSize, kSize}, 20 + k, DType::f64, dev), 0.05));
+    const d1::NodeId w =
+      g.add_parameter("W", mul(Tensor::randn({kSize, kSize}, 20 + k, DType::f64, dev), 0.05));
     d1::NodeId h = x[k];
     for (int d = 0; d < kDepth; ++d)
       h = g.add_op("heavy", {h, w}, [](const variable_list& v) {
@@ -99,7 +101,8 @@ void parallel(benchmark::State& state, int devices, bool runner) {
   Tensor inputs[2][2];
   for (int k = 0; k < 2; ++k)
     for (int v = 0; v < 2; ++v)
-      inputs[k][v] = Tensor::randn({kSize, kSize}, 100 + 2 * k + v, DType::f64, Device::sim(k % devices));
+      inputs[k][v] =
+        Tensor::randn({kSize, kSize}, 100 + 2 * k + v, DType::f64, Device::sim(k % devices));
   int flip = 0;
   for (auto _ : state) {
     flip ^= 1;
@@ -117,8 +120,9 @@ void register_all() {
                                  [changed](benchmark::State& s) { reforward(s, changed); })
       ->Unit(benchmark::kMicrosecond);
   for (int devices : {1, 2})
-    benchmark::RegisterBenchmark(("parallel_branches/" + std::to_string(devices) + "dev/actors").c_str(),
-                                 [devices](benchmark::State& s) { parallel(s, devices, true); })
+    benchmark::RegisterBenchmark(
+      ("parallel_branches/" + std::to_string(devices) + "dev/actors").c_str(),
+      [devices](benchmark::State& s) { parallel(s, devices, true); })
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
   benchmark::RegisterBenchmark("parallel_branches/2dev/sequential_on_caller",

@@ -85,8 +85,8 @@ std::map<std::string, double> g_threads_ns;
 void devices_case(benchmark::State& state, const std::string& pattern, int devices, int spin_us,
                   const std::string& eng) {
   const auto spin = std::chrono::microseconds(spin_us);
-  Graph g = pattern == "pipeline" ? busy_pipeline(64, devices, spin)
-                                  : busy_branches(32, devices, spin);
+  Graph g =
+    pattern == "pipeline" ? busy_pipeline(64, devices, spin) : busy_branches(32, devices, spin);
   std::unique_ptr<SequentialPlan> sequential;
   std::unique_ptr<ParallelPlan> threads;
   std::function<void()> once;
@@ -161,8 +161,9 @@ void register_all() {
   cases.push_back({"mlp", 4});
   cases.push_back({"random_dag", 1000});
   auto register_single = [](const Case& c, const std::string& eng) {
-    benchmark::RegisterBenchmark(("single/" + c.kind + "/" + std::to_string(c.n) + "/" + eng).c_str(),
-                                 [c, eng](benchmark::State& s) { single(s, c.kind, c.n, eng); })
+    benchmark::RegisterBenchmark(
+      ("single/" + c.kind + "/" + std::to_string(c.n) + "/" + eng).c_str(),
+      [c, eng](benchmark::State& s) { single(s, c.kind, c.n, eng); })
       ->Unit(benchmark::kMicrosecond)
       ->MinTime(c.n >= 10000 ? 0.5 : 0.2);
   };
@@ -190,7 +191,8 @@ void register_all() {
       for (int us : {1, 10, 100})
         for (std::string eng : {"sequential", "threads", "reference", "baseline", "actor"})
           benchmark::RegisterBenchmark(
-            ("devices/" + pattern + "/" + std::to_string(d) + "dev/" + std::to_string(us) + "us/" + eng)
+            ("devices/" + pattern + "/" + std::to_string(d) + "dev/" + std::to_string(us) + "us/" +
+             eng)
               .c_str(),
             [=](benchmark::State& s) { devices_case(s, pattern, d, us, eng); })
             ->Unit(benchmark::kMicrosecond)

@@ -117,7 +117,8 @@ void BM_mlp_long_recording(benchmark::State& state) {
     state.counters["events_held"] = static_cast<double>(engine.recording()->events_held());
     const auto s0 = clk::now();
     const trace::Trace t = engine.stop_recording();
-    state.counters["snapshot_ms"] = std::chrono::duration<double, std::milli>(clk::now() - s0).count();
+    state.counters["snapshot_ms"] =
+      std::chrono::duration<double, std::milli>(clk::now() - s0).count();
   }
   state.SetLabel(mode == 0 ? "off" : mode == 1 ? "every pass kept" : "last 5 kept");
 }
@@ -125,9 +126,28 @@ void BM_mlp_long_recording(benchmark::State& state) {
 } // namespace
 
 // Off, on, off again: a drift of the machine's speed shows as a gap between the two offs.
-BENCHMARK(BM_chain_recording)->Arg(0)->Arg(1)->Arg(0)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_mlp_recording)->Arg(0)->Arg(1)->Arg(0)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_chain_recording)
+  ->Arg(0)
+  ->Arg(1)
+  ->Arg(0)
+  ->UseManualTime()
+  ->Unit(benchmark::kMillisecond)
+  ->MinTime(2.0);
+BENCHMARK(BM_mlp_recording)
+  ->Arg(0)
+  ->Arg(1)
+  ->Arg(0)
+  ->UseManualTime()
+  ->Unit(benchmark::kMicrosecond)
+  ->MinTime(2.0);
 // Off, every pass kept, the last 5 kept, off again.
-BENCHMARK(BM_mlp_long_recording)->Arg(0)->Arg(1)->Arg(2)->Arg(0)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_mlp_long_recording)
+  ->Arg(0)
+  ->Arg(1)
+  ->Arg(2)
+  ->Arg(0)
+  ->UseManualTime()
+  ->Unit(benchmark::kMicrosecond)
+  ->MinTime(2.0);
 
 BENCHMARK_MAIN();

@@ -24,7 +24,8 @@ namespace {
 
 namespace torchb = actorgrad::bench::torchb;
 
-void backward_wall_time(benchmark::State& state, const std::string& kind, int n, bool on_actorgrad) {
+void backward_wall_time(benchmark::State& state, const std::string& kind, int n,
+                        bool on_actorgrad) {
   torchb::single_intra_op_thread();
   const auto graph = torchb::make(kind, n);
   std::optional<actorgrad::torch::Scope> scope;
@@ -34,12 +35,14 @@ void backward_wall_time(benchmark::State& state, const std::string& kind, int n,
   const auto calls = actorgrad::torch::stats().calls;
   for (auto _ : state)
     torchb::backward(*graph);
-  if (on_actorgrad && actorgrad::torch::stats().calls - calls != static_cast<std::uint64_t>(state.iterations()))
+  if (on_actorgrad &&
+      actorgrad::torch::stats().calls - calls != static_cast<std::uint64_t>(state.iterations()))
     state.SkipWithError("a backward call did not run on actorgrad");
   const double nodes = static_cast<double>(torchb::nodes(*graph));
   state.counters["nodes"] = nodes;
-  state.counters["ns_per_node"] = benchmark::Counter(
-    nodes * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_node"] =
+    benchmark::Counter(nodes * static_cast<double>(state.iterations()),
+                       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 } // namespace
@@ -52,10 +55,12 @@ int main(int argc, char** argv) {
   for (const Case c : {Case{"transformer", 1}, Case{"mlp", 4}, Case{"chain_passthrough", 1000}})
     for (const bool actor : {false, true})
       benchmark::RegisterBenchmark(
-        (std::string(c.kind) + "/" + std::to_string(c.n) + "/" + (actor ? "torch_actor" : "torch")).c_str(),
+        (std::string(c.kind) + "/" + std::to_string(c.n) + "/" + (actor ? "torch_actor" : "torch"))
+          .c_str(),
         [c, actor](benchmark::State& s) { backward_wall_time(s, c.kind, c.n, actor); })
         ->Unit(benchmark::kMicrosecond)
-        ->UseRealTime(); // the actor engine's work is on its worker threads, not the caller's CPU time
+        ->UseRealTime(); // the actor engine's work is on its worker threads, not the caller's CPU
+                         // time
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

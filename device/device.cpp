@@ -34,12 +34,9 @@ Device Device::parse(std::string_view text) {
 
 std::string Device::str() const {
   switch (type) {
-    case DeviceType::cpu:
-      return "cpu";
-    case DeviceType::sim:
-      return "sim:" + std::to_string(index);
-    case DeviceType::cuda:
-      return "cuda:" + std::to_string(index);
+  case DeviceType::cpu: return "cpu";
+  case DeviceType::sim: return "sim:" + std::to_string(index);
+  case DeviceType::cuda: return "cuda:" + std::to_string(index);
   }
   return "?";
 }

@@ -40,8 +40,9 @@ struct DeviceLaunch {
 };
 
 /// When a stream ran an item: both on std::chrono::steady_clock.
-using DeviceRun = std::function<void(std::uint64_t point, std::chrono::steady_clock::time_point start,
-                                     std::chrono::steady_clock::time_point end)>;
+using DeviceRun =
+  std::function<void(std::uint64_t point, std::chrono::steady_clock::time_point start,
+                     std::chrono::steady_clock::time_point end)>;
 
 /// Told about the device work launched from one thread while it is that
 /// thread's observer (ScopedLaunchObserver). The engine installs one while a

@@ -4,11 +4,11 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "actorgrad/device/cuda/plugin_loader.h"
 #include "actorgrad/device/event.h"
 #include "actorgrad/device/guards.h"
 #include "actorgrad/device/sim/sim_backend.h"
 #include "actorgrad/device/stream_backend.h"
-#include "actorgrad/device/cuda/plugin_loader.h"
 
 namespace actorgrad {
 
@@ -37,14 +37,12 @@ std::array<std::atomic<std::uint32_t>, 64> pool_cursor{};
 
 StreamBackend* stream_backend(DeviceType t) {
   switch (t) {
-    case DeviceType::sim:
-      return &sim::backend();
-    case DeviceType::cuda: { // loads the plugin (Note [CUDA only when used])
-      const cuda::Plugin* p = cuda::find_plugin();
-      return p != nullptr ? p->backend() : nullptr;
-    }
-    case DeviceType::cpu:
-      return nullptr;
+  case DeviceType::sim: return &sim::backend();
+  case DeviceType::cuda: { // loads the plugin (Note [CUDA only when used])
+    const cuda::Plugin* p = cuda::find_plugin();
+    return p != nullptr ? p->backend() : nullptr;
+  }
+  case DeviceType::cpu: return nullptr;
   }
   return nullptr;
 }
@@ -115,9 +113,7 @@ void Event::block(Stream s) const {
     backend_of(s.device, "Event::block").block(s, *state_);
 }
 
-bool Event::query() const {
-  return !state_ || stream_backend(stream_.device.type)->query(*state_);
-}
+bool Event::query() const { return !state_ || stream_backend(stream_.device.type)->query(*state_); }
 
 void Event::synchronize() const {
   if (state_)
@@ -132,8 +128,8 @@ std::optional<Stream> Event::stream() const {
 
 // -- guards -------------------------------------------------------------------
 
-constinit thread_local std::array<Device, 3> detail::current_devices{
-  Device::cpu(), Device::sim(0), Device::cuda(0)};
+constinit thread_local std::array<Device, 3> detail::current_devices{Device::cpu(), Device::sim(0),
+                                                                     Device::cuda(0)};
 
 void DeviceGuard::set(Device d) {
   if (StreamBackend* b = stream_backend(d.type))

@@ -96,7 +96,8 @@ void BackwardCall::keep_edge_lists() {
 BackwardCall make_backward_call(const variable_list& tensors, const variable_list& grad_tensors,
                                 std::optional<bool> retain_graph, bool create_graph,
                                 const variable_list& inputs) {
-  BackwardCall call{root_edges(tensors, "backward"), make_grads(tensors, grad_tensors),
+  BackwardCall call{root_edges(tensors, "backward"),
+                    make_grads(tensors, grad_tensors),
                     {retain_graph.value_or(create_graph), create_graph, true},
                     SpareEdgeLists::take(inputs.size())};
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -115,7 +116,8 @@ BackwardCall make_grad_call(const variable_list& outputs, const variable_list& i
   edge_list roots = root_edges(outputs, "grad");
   if (inputs.empty())
     throw EngineError("grad() called with an empty list of inputs");
-  BackwardCall call{std::move(roots), make_grads(outputs, grad_outputs),
+  BackwardCall call{std::move(roots),
+                    make_grads(outputs, grad_outputs),
                     {retain_graph.value_or(create_graph), create_graph, false},
                     SpareEdgeLists::take(inputs.size())};
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -151,7 +153,8 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
                    const GradOptions& options, Executor& executor) {
   auto call = make_grad_call(outputs, inputs, options.grad_outputs, options.retain_graph,
                              options.create_graph);
-  auto result = executor.execute(call.roots, std::move(call.root_grads), call.options, call.outputs);
+  auto result =
+    executor.execute(call.roots, std::move(call.root_grads), call.options, call.outputs);
   call.keep_edge_lists();
   return check_grad_results(std::move(result), inputs, options.allow_unused);
 }

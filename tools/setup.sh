@@ -5,8 +5,8 @@
 #   tools/setup.sh --with-test-deps   also libtorch-dev (the gradient cross-check
 #                                     test), chromium (the trace screenshot test)
 #                                     and python3-torch, pybind11-dev, python3-pytest
-#                                     (the Python bridge and its tests), clang-tidy
-#                                     (the check_tidy test)
+#                                     (the Python bridge and its tests), clang-tidy, clang-format
+#                                     (the check_tidy and check_format tests)
 #   tools/setup.sh --no-build         install packages only
 #
 # Idempotent: packages already installed are not touched, `apt-get update`
@@ -36,7 +36,7 @@ done
 
 packages=(cmake g++ make ccache python3 libcaf-dev libboost-dev libboost-test-dev libbenchmark-dev libeigen3-dev libcli11-dev)
 if [[ $with_test_deps == 1 ]]; then
-  packages+=(libtorch-dev chromium python3-torch pybind11-dev python3-pytest pkg-config clang-tidy)
+  packages+=(libtorch-dev chromium python3-torch pybind11-dev python3-pytest pkg-config clang-tidy clang-format)
 fi
 
 missing=()

@@ -69,10 +69,9 @@ public:
   static ActorThread start(caf::actor_system& sys, const char* thread_name, Ts&&... args) {
     caf::actor_config cfg{sys.dummy_execution_unit()};
     cfg.flags |= caf::abstract_actor::is_hidden_flag;
-    return ActorThread(
-      caf::make_actor<A, caf::actor>(sys.next_actor_id(), sys.node(), &sys, cfg,
-                                     std::forward<Ts>(args)...),
-      thread_name);
+    return ActorThread(caf::make_actor<A, caf::actor>(sys.next_actor_id(), sys.node(), &sys, cfg,
+                                                      std::forward<Ts>(args)...),
+                       thread_name);
   }
 
   /// The actor (valid until moved from).

@@ -2,25 +2,26 @@
 
 #include <tuple>
 
-#include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/coordinator_pool.h"
+#include "actorgrad/actors/detail/post.h"
 #include "actorgrad/libengine/engine/detail/current_graph_task.h"
-#include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/detail/graph_task.h"
+#include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad::detail {
 
 void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
                 std::shared_ptr<CallDone> done) {
   caf::actor parked = core->idle_coordinator.take(); // Note [Idle coordinator slot]
-  if (!parked && current_graph_task()) {       // Note [Async calls made inside a node]
+  if (!parked && current_graph_task()) {             // Note [Async calls made inside a node]
     core->counters.async_calls_run_inline.fetch_add(1, std::memory_order_relaxed);
     run_here(engine, std::move(call), *done);
     return;
   }
   msg::AsyncCall m{std::move(call), CallerState::of_this_thread(), engine, std::move(done)};
   if (parked)
-    static_cast<AsyncCoordinator*>(caf::actor_cast<caf::abstract_actor*>(parked))->hand(std::move(m));
+    static_cast<AsyncCoordinator*>(caf::actor_cast<caf::abstract_actor*>(parked))
+      ->hand(std::move(m));
   else
     post(core->pool, std::move(m));
 }

@@ -55,8 +55,8 @@ namespace {
 
 /// Reports `why` as the outcome of the msg::AsyncCall that `call` holds.
 void fail(caf::mailbox_element& call, const char* why) {
-  (*call.content().get_mutable_as<msg::AsyncCall>(0).done)(std::make_exception_ptr(EngineError(why)),
-                                                            {});
+  (*call.content().get_mutable_as<msg::AsyncCall>(0).done)(
+    std::make_exception_ptr(EngineError(why)), {});
 }
 
 } // namespace

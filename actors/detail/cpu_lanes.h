@@ -78,20 +78,17 @@ namespace actorgrad::detail {
 // `actorgrad trace` summary): measured on this 2-core machine, they ran
 // 1.1 to 1.4x slower when spread from the start (bench/RESULTS.md). Where
 // a path's own nodes end, the topological_nr would not say (a branch that
-// joins again still has the whole graph below it), so the count walks them. So a call that would run on one
-// thread with one CPU worker (Note [CPU calls on a caller] in runner.cpp)
-// starts the same way with several, on run_all_here's loop, and looks at
-// its ready tasks before each node: once two of them each head
-// EngineConfig::cpu_spread_branch nodes (8) or more of their own (nodes that only their
-// path feeds: one dependency left, BasicGraphTask::heads_branch), the call
-// has two branches that can each keep a lane busy, and the loop stops; its ready tasks go into the coordinator's
-// heap, spread_cpu_nodes runs, and the dispatch loop shares them from
-// there. The point where it stops depends on the graph alone (one thread
-// ran the nodes before it, in the ready order), so the bits stay the same
-// on every run: gradients that reached a node's buffer before it were
-// added in the one-thread order, the rest wait and sort (rule Order
-// above). A nested call, a worker's, or an observed call spreads from its
-// start, as before.
+// joins again still has the whole graph below it), so the count walks them. So a call that would
+// run on one thread with one CPU worker (Note [CPU calls on a caller] in runner.cpp) starts the
+// same way with several, on run_all_here's loop, and looks at its ready tasks before each node:
+// once two of them each head EngineConfig::cpu_spread_branch nodes (8) or more of their own (nodes
+// that only their path feeds: one dependency left, BasicGraphTask::heads_branch), the call has two
+// branches that can each keep a lane busy, and the loop stops; its ready tasks go into the
+// coordinator's heap, spread_cpu_nodes runs, and the dispatch loop shares them from there. The
+// point where it stops depends on the graph alone (one thread ran the nodes before it, in the ready
+// order), so the bits stay the same on every run: gradients that reached a node's buffer before it
+// were added in the one-thread order, the rest wait and sort (rule Order above). A nested call, a
+// worker's, or an observed call spreads from its start, as before.
 
 /// Hands a share of `heap`'s ready tasks of the spread call on its top to
 /// that call's lanes that wait with nothing to run, in msg::Tasks (Note

@@ -37,7 +37,9 @@ public:
 
   using caf::blocking_actor::await_data;
   /// Returns once the mailbox holds a message.
-  void await_data() override { await_mail_or([] { return false; }); }
+  void await_data() override {
+    await_mail_or([] { return false; });
+  }
 
   /// The owner: returns once the mailbox holds a message or `stop()` is
   /// true, checked before each sleep; wake() makes it check again (Note

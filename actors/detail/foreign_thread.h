@@ -11,15 +11,13 @@ namespace actorgrad::detail {
 // CAF 0.17.6 sets a thread-local reference to the actor system's logger on
 // any thread that spawns an actor or creates a scoped_actor
 // (CAF_SET_LOGGER_SYS in actor_system::spawn_impl, scoped_actor's
-// constructor and the actor_system's own constructor), and ~actor_system waits until every such reference is
-// gone. A reference left on an application thread (a thread pool, another
-// engine's device worker making a nested call) would make ~Engine wait for
-// that thread to exit: a hang. So every spawn or scoped_actor the engine
-// makes on a thread it does not own is wrapped in ForeignThreadSpawn,
-// which puts the thread's logger back as it was: none, or (a thread of
-// another actor system, whose logger CAF gives no way to reinstate) none as
-// well. CAF logs nothing through it unless built with logging, which
-// Debian's libcaf is not.
+// constructor and the actor_system's own constructor), and ~actor_system waits until every such
+// reference is gone. A reference left on an application thread (a thread pool, another engine's
+// device worker making a nested call) would make ~Engine wait for that thread to exit: a hang. So
+// every spawn or scoped_actor the engine makes on a thread it does not own is wrapped in
+// ForeignThreadSpawn, which puts the thread's logger back as it was: none, or (a thread of another
+// actor system, whose logger CAF gives no way to reinstate) none as well. CAF logs nothing through
+// it unless built with logging, which Debian's libcaf is not.
 
 /// Restores the calling thread's CAF logger reference on scope exit.
 class ForeignThreadSpawn {

@@ -33,7 +33,7 @@ public:
     constexpr std::uint16_t nr = caf::type_nr<T>::value;
     if constexpr (nr != 0)
       return rtti_.first == nr; // a CAF builtin (down_msg, exit_msg)
-    else // the same type_info object, or an equal one from another library
+    else                        // the same type_info object, or an equal one from another library
       return rtti_.second != nullptr && *rtti_.second == typeid(T);
   }
 

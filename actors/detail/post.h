@@ -29,7 +29,7 @@ void post(const caf::actor& to, M&& m) {
   if constexpr (msg::is_per_node_message<message>) {
     if (to)
       to->enqueue(caf::mailbox_element_ptr{new RecycledElement<message>(caf::make_message_id(P),
-                                                                    std::forward<M>(m))},
+                                                                        std::forward<M>(m))},
                   nullptr);
   } else {
     caf::anon_send<P>(to, std::forward<M>(m));

@@ -9,8 +9,8 @@
 
 #include <caf/detail/tuple_vals.hpp>
 #include <caf/mailbox_element.hpp>
-#include <caf/message.hpp>
 #include <caf/make_message.hpp>
+#include <caf/message.hpp>
 #include <caf/message_id.hpp>
 #include <caf/type_erased_tuple.hpp>
 
@@ -53,7 +53,7 @@ inline void keep_element_block(void* block) noexcept;
 /// The mailbox element of one engine message M (see the note above).
 template <class M>
 class RecycledElement final : public caf::mailbox_element,
-                          public caf::detail::tuple_vals_impl<caf::type_erased_tuple, M> {
+                              public caf::detail::tuple_vals_impl<caf::type_erased_tuple, M> {
 public:
   /// An element without a sender, as caf::anon_send makes it.
   template <class U>

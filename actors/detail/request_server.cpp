@@ -61,19 +61,19 @@ void serve(caf::local_actor* self, Executor* engine, const std::shared_ptr<Engin
     who.answer(to_error(std::current_exception(), caf::sec::invalid_argument));
     return;
   }
-  spawn_call(engine, core, std::move(call),
-             make_call_done([who = std::move(who), respond](std::exception_ptr error,
-                                                            variable_list grads) {
-               if (!error) {
-                 try {
-                   who.answer(respond(std::move(grads)));
-                   return;
-                 } catch (...) {
-                   error = std::current_exception();
-                 }
-               }
-               who.answer(to_error(error, caf::sec::runtime_error));
-             }));
+  spawn_call(
+    engine, core, std::move(call),
+    make_call_done([who = std::move(who), respond](std::exception_ptr error, variable_list grads) {
+      if (!error) {
+        try {
+          who.answer(respond(std::move(grads)));
+          return;
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      who.answer(to_error(error, caf::sec::runtime_error));
+    }));
 }
 
 void request_server(caf::blocking_actor* self, Executor* engine,

@@ -70,13 +70,9 @@ thread_local Runner* current_runner = nullptr;
 } // namespace
 
 Runner::Runner(EngineCore& core, EngineActor* self, ObservedActor::Role role, ReadyQueue&& queue)
-  : core_(core),
-    self_(self),
-    mailbox_lease_(core.idle_caller_mailbox, core.system),
-    actor_(role, queue.device, self ? self->id() : 0),
-    queue_(std::move(queue)),
-    lanes_(core.config.cpu_workers > 1),
-    prev_current_(current_runner) {
+  : core_(core), self_(self), mailbox_lease_(core.idle_caller_mailbox, core.system),
+    actor_(role, queue.device, self ? self->id() : 0), queue_(std::move(queue)),
+    lanes_(core.config.cpu_workers > 1), prev_current_(current_runner) {
   Dispatch::queue_ = queue_.id;
   Dispatch::device_ = queue_.device;
   current_runner = this;
@@ -266,7 +262,8 @@ void Runner::run(ReadyTask&& t) {
       try {
         task.run(t, *this);
       } catch (...) {
-        task.set_error(current_exception_or_unwind()); // Note [A thread that exits inside a node] (errors.h)
+        task.set_error(
+          current_exception_or_unwind()); // Note [A thread that exits inside a node] (errors.h)
       }
     }
   }
@@ -363,7 +360,7 @@ void Runner::await_message(Done done) {
   if (lanes_)
     self_->set_idle(true); // Note [Parallel CPU nodes] in cpu_lanes.h
   const auto spin = lanes_ ? std::max(core_.config.spin_before_block, core_.config.cpu_worker_spin)
-                          : core_.config.spin_before_block;
+                           : core_.config.spin_before_block;
   if (spin.count() > 0) {
     const auto until = std::chrono::steady_clock::now() + spin;
     while (self_->mailbox().empty() && !done() && std::chrono::steady_clock::now() < until)
@@ -426,10 +423,10 @@ void Runner::handle(caf::mailbox_element& element) {
       // Calls this worker coordinates (reentrant calls made by its nodes)
       // end with it: they fail naming it, as their other actors would see.
       for (auto& frame : frames_) {
-        frame.task->set_error(std::make_exception_ptr(EngineError(
-          "the device worker of " + actor_.device.str() + " stopped (" +
-          core_.system.render(m.reason) + ") while GraphTask " + std::to_string(frame.task->id) +
-          " was running on it")));
+        frame.task->set_error(std::make_exception_ptr(
+          EngineError("the device worker of " + actor_.device.str() + " stopped (" +
+                      core_.system.render(m.reason) + ") while GraphTask " +
+                      std::to_string(frame.task->id) + " was running on it")));
         frame.aborted = true;
       }
     }
@@ -442,8 +439,8 @@ void Runner::handle(caf::mailbox_element& element) {
     // the passes that use it fail so (Runner::on_worker_down), and the engine
     // replaces it. Any other actor's mailbox is the engine's own: the call
     // it coordinates throws.
-    const std::string what = actor_.name() + " received a message of unknown type " +
-                             type.name() + " (engine actors take those of actors/messages.h)";
+    const std::string what = actor_.name() + " received a message of unknown type " + type.name() +
+                             " (engine actors take those of actors/messages.h)";
     if (actor_.role != ObservedActor::Role::device_worker)
       throw EngineError(what);
     self_->fail_state(caf::make_error(caf::sec::unexpected_message, what));

@@ -27,7 +27,8 @@ void Runner::run_observed(ReadyTask& t, EngineObserver& observer) {
   try {
     task.run(t, *this);
   } catch (...) {
-    const std::exception_ptr error = current_exception_or_unwind(); // Note [A thread that exits inside a node]
+    const std::exception_ptr error =
+      current_exception_or_unwind(); // Note [A thread that exits inside a node]
     task.set_error(error);
     observer.error(actor_, task, error);
   }

@@ -149,13 +149,13 @@ void accumulate(ContextState& ctx, std::vector<LocalStep::Leaf>& leaves) {
 
 } // namespace
 
-void detail::launch(Self self, std::uint64_t context_id, LocalStep step, caf::response_promise promise,
-            bool anomaly, Answering answering) {
+void detail::launch(Self self, std::uint64_t context_id, LocalStep step,
+                    caf::response_promise promise, bool anomaly, Answering answering) {
   auto& st = self->state;
   accumulate(st.contexts[context_id], step.leaves);
   const std::uint64_t parent_id = st.next_id++;
-  st.parents.emplace(parent_id, Parent{context_id, std::move(promise), step.outgoing.size(),
-                                       std::move(answering)});
+  st.parents.emplace(
+    parent_id, Parent{context_id, std::move(promise), step.outgoing.size(), std::move(answering)});
   if (step.outgoing.empty())
     return deliver(self, parent_id, {});
   for (auto& out : step.outgoing) {
@@ -165,8 +165,8 @@ void detail::launch(Self self, std::uint64_t context_id, LocalStep step, caf::re
       flow = st.next_flow++;
     const caf::actor& peer = out.recv->peer();
     std::string peer_name = out.recv->peer_name();
-    st.nested.emplace(nested_id, Nested{parent_id, peer.address(), peer_name, context_id, flow,
-                                        step.graph_task});
+    st.nested.emplace(
+      nested_id, Nested{parent_id, peer.address(), peer_name, context_id, flow, step.graph_task});
     if (!peer) {
       finish_nested(self, nested_id, peer_name + ": no handle to send the gradient to");
       continue;
@@ -239,8 +239,9 @@ HelloReply hello(Self self, const Hello& req) {
   HelloReply reply{{}, kProtocolVersion, ACTORGRAD_VERSION, st.config.name};
   if (req.protocol_version != kProtocolVersion) {
     reply.error = st.config.name + " speaks actorgrad protocol " +
-                  std::to_string(kProtocolVersion) + " (actorgrad " ACTORGRAD_VERSION
-                  "), the caller protocol " + std::to_string(req.protocol_version);
+                  std::to_string(kProtocolVersion) +
+                  " (actorgrad " ACTORGRAD_VERSION "), the caller protocol " +
+                  std::to_string(req.protocol_version);
     log(self, LogLevel::warning, "handshake refused: " + who + ": another protocol version");
     return reply;
   }

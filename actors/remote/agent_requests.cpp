@@ -3,8 +3,8 @@
 #include <exception>
 
 #include "actorgrad/actors/remote/remote_ops.h"
-#include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/tensor/kernels.h"
 
 namespace actorgrad::remote::detail {
@@ -14,8 +14,7 @@ namespace {
 std::string check_nan(const variable_list& outs, const std::string& op) {
   for (std::size_t i = 0; i < outs.size(); ++i)
     if (outs[i].defined() && kernels::any_nan(outs[i]))
-      return "remote op '" + op + "' returned nan values in its " + std::to_string(i) +
-             "th output";
+      return "remote op '" + op + "' returned nan values in its " + std::to_string(i) + "th output";
   return {};
 }
 
@@ -23,8 +22,8 @@ std::string check_nan(const variable_list& outs, const std::string& op) {
 
 ForwardReply forward(Self self, ForwardRequest& req) {
   auto& st = self->state;
-  const std::string where = st.config.name + ": remote op '" + req.op + "' (" +
-                            ctx_str(req.context_id) + "): ";
+  const std::string where =
+    st.config.name + ": remote op '" + req.op + "' (" + ctx_str(req.context_id) + "): ";
   if (!req.origin)
     return {where + "the request names no caller", {}, {}};
   if (req.arg_send_ids.size() != req.args.size())
@@ -32,8 +31,9 @@ ForwardReply forward(Self self, ForwardRequest& req) {
               std::to_string(req.arg_send_ids.size()) + " send ids",
             {},
             {}};
-  log(self, LogLevel::debug, "forward: remote op '" + req.op + "' for '" + req.origin_name +
-                              "' (" + ctx_str(req.context_id) + ")");
+  log(self, LogLevel::debug,
+      "forward: remote op '" + req.op + "' for '" + req.origin_name + "' (" +
+        ctx_str(req.context_id) + ")");
   auto [cit, fresh] = st.contexts.try_emplace(req.context_id);
   ContextState& ctx = cit->second;
   if (fresh)
@@ -63,8 +63,8 @@ ForwardReply forward(Self self, ForwardRequest& req) {
   variable_list outs;
   try {
     AutoGradMode grad_mode(true);
-    outs = run_remote_op(req.op, args, params,
-                         OpAttrs{req.params, req.numbers, req.text}, st.config.test_ops);
+    outs = run_remote_op(req.op, args, params, OpAttrs{req.params, req.numbers, req.text},
+                         st.config.test_ops);
   } catch (const std::exception& e) {
     return {where + e.what(), {}, {}};
   }
@@ -102,8 +102,8 @@ caf::result<Ack> backward(Self self, RemoteGrad& req) {
     return Ack{me + ": gradient for send node " + std::to_string(req.send_id) + " of " +
                ctx_str(req.context_id) + " is " + (g.defined() ? g.describe() : "undefined") +
                ", expected " + meta.describe()};
-  log(self, LogLevel::debug, "backward: " + ctx_str(req.context_id) + " from send node " +
-                              std::to_string(req.send_id));
+  log(self, LogLevel::debug,
+      "backward: " + ctx_str(req.context_id) + " from send node " + std::to_string(req.send_id));
   LocalStep step;
   try {
     step = run_local_step(*st.config.executor, {Edge{send, 0}}, {g}, req.anomaly);

@@ -7,8 +7,8 @@
 #include "actorgrad/actors/remote/dist_nodes.h"
 #include "actorgrad/actors/remote/local_messages.h"
 #include "actorgrad/actors/remote/local_step.h"
-#include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/engine/detail/call_args.h"
 
 namespace actorgrad::remote {
@@ -53,8 +53,8 @@ void DistContext::release() {
   if (released_)
     return;
   released_ = true;
-  auto wait = std::min<std::chrono::milliseconds>(runtime_->config().timeout,
-                                                  std::chrono::seconds(2));
+  auto wait =
+    std::min<std::chrono::milliseconds>(runtime_->config().timeout, std::chrono::seconds(2));
   for (const auto& w : workers_) {
     if (!w.alive())
       continue; // a worker that is gone holds nothing of this context

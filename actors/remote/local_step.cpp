@@ -14,7 +14,9 @@ namespace {
 /// Sets anomaly mode on this thread for a scope.
 class AnomalyScope {
 public:
-  explicit AnomalyScope(bool on) : prev_(AnomalyMode::is_enabled()) { AnomalyMode::set_enabled(on); }
+  explicit AnomalyScope(bool on) : prev_(AnomalyMode::is_enabled()) {
+    AnomalyMode::set_enabled(on);
+  }
   ~AnomalyScope() { AnomalyMode::set_enabled(prev_); }
   AnomalyScope(const AnomalyScope&) = delete;
   AnomalyScope& operator=(const AnomalyScope&) = delete;

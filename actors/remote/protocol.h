@@ -191,8 +191,8 @@ struct StatsReply {
 /// @relates Hello
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Hello& x) {
-  return f(caf::meta::type_name("actorgrad.hello"), x.protocol_version, x.software_version,
-           x.name, x.host, x.agent);
+  return f(caf::meta::type_name("actorgrad.hello"), x.protocol_version, x.software_version, x.name,
+           x.host, x.agent);
 }
 
 /// @relates HelloReply
@@ -212,8 +212,7 @@ typename Inspector::result_type inspect(Inspector& f, ForwardRequest& x) {
 /// @relates ForwardReply
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ForwardReply& x) {
-  return f(caf::meta::type_name("actorgrad.forward_reply"), x.error, x.outputs,
-           x.output_send_ids);
+  return f(caf::meta::type_name("actorgrad.forward_reply"), x.error, x.outputs, x.output_send_ids);
 }
 
 /// @relates RemoteGrad

@@ -33,7 +33,8 @@ variable_list slow_backward(const Tensor& x, const OpAttrs& attrs) {
   const double ms = attrs.numbers.empty() ? 0.0 : attrs.numbers[0];
   const std::string marker = attrs.text;
   return apply_custom_function(
-    "SlowBackward", {x}, [](FunctionContext&, const variable_list& in) { return variable_list{in[0].detach()}; },
+    "SlowBackward", {x},
+    [](FunctionContext&, const variable_list& in) { return variable_list{in[0].detach()}; },
     [ms, marker](FunctionContext&, const variable_list& g) {
       if (!marker.empty())
         std::ofstream(marker) << "in backward\n";
@@ -44,7 +45,8 @@ variable_list slow_backward(const Tensor& x, const OpAttrs& attrs) {
 
 variable_list nan_backward(const Tensor& x) {
   return apply_custom_function(
-    "NanBackward", {x}, [](FunctionContext&, const variable_list& in) { return variable_list{in[0].detach()}; },
+    "NanBackward", {x},
+    [](FunctionContext&, const variable_list& in) { return variable_list{in[0].detach()}; },
     [](FunctionContext&, const variable_list& g) {
       return variable_list{mul(g[0], std::numeric_limits<double>::quiet_NaN())};
     });
@@ -65,8 +67,9 @@ variable_list run_remote_op(const std::string& op, const variable_list& args,
   if (op == "linear") {
     expect(op, args, 1, "arguments");
     if (params.size() != 1 && params.size() != 2)
-      throw std::invalid_argument("remote op 'linear' takes parameters {weight} or {weight, bias}, got " +
-                                  std::to_string(params.size()));
+      throw std::invalid_argument(
+        "remote op 'linear' takes parameters {weight} or {weight, bias}, got " +
+        std::to_string(params.size()));
     Tensor y = matmul(args[0], params[0]);
     return {params.size() == 2 ? add(y, params[1]) : y};
   }

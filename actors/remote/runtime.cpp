@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <caf/actor_system.hpp>
-#include <caf/after.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/after.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
@@ -46,8 +46,8 @@ std::uint64_t random_tag() {
   std::random_device rd;
   std::uint64_t tag = 0;
   while (tag == 0)
-    tag = (static_cast<std::uint64_t>(rd()) ^ (static_cast<std::uint64_t>(::getpid()) << 7)) &
-          0xFFFF;
+    tag =
+      (static_cast<std::uint64_t>(rd()) ^ (static_cast<std::uint64_t>(::getpid()) << 7)) & 0xFFFF;
   return tag;
 }
 
@@ -84,7 +84,8 @@ Runtime::~Runtime() {
   shutdown(std::chrono::seconds(10));
   agent_ = nullptr;
   engine_.reset();
-  const auto deadline = std::chrono::steady_clock::now() + config_.timeout + std::chrono::seconds(1);
+  const auto deadline =
+    std::chrono::steady_clock::now() + config_.timeout + std::chrono::seconds(1);
   while (agent_ref.lock() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (agent_ref.lock()) {
@@ -133,8 +134,8 @@ std::string host_name() {
 }
 
 std::string ms_since(std::chrono::steady_clock::time_point start) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-    std::chrono::steady_clock::now() - start);
+  const auto ms =
+    std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   return std::to_string(ms.count()) + " ms";
 }
 
@@ -186,11 +187,11 @@ RemoteWorker Runtime::connect(const std::string& host, std::uint16_t port) {
     worker, Hello{kProtocolVersion, ACTORGRAD_VERSION, published_name_, host_name(), agent_},
     config_.timeout, what + ": handshake");
   if (hello.protocol_version != kProtocolVersion)
-    throw DistError(what + ": it speaks actorgrad protocol " +
-                    std::to_string(hello.protocol_version) + " (actorgrad " +
-                    hello.software_version + "), this process protocol " +
-                    std::to_string(kProtocolVersion) + " (actorgrad " ACTORGRAD_VERSION
-                    "): run the same actorgrad version on both ends");
+    throw DistError(
+      what + ": it speaks actorgrad protocol " + std::to_string(hello.protocol_version) +
+      " (actorgrad " + hello.software_version + "), this process protocol " +
+      std::to_string(kProtocolVersion) +
+      " (actorgrad " ACTORGRAD_VERSION "): run the same actorgrad version on both ends");
   if (!hello.error.empty())
     throw DistError(what + ": " + hello.error);
   // Note [Watching workers]

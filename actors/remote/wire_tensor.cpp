@@ -46,9 +46,8 @@ caf::error save_wire_tensor(caf::serializer& sink, const WireTensor& x) {
       return err;
   }
   std::size_t bytes = static_cast<std::size_t>(t.numel()) * element_size(t.dtype());
-  void* data = dispatch_dtype(t.dtype(), [&](auto zero) -> void* {
-    return static_cast<void*>(t.data<decltype(zero)>());
-  });
+  void* data = dispatch_dtype(
+    t.dtype(), [&](auto zero) -> void* { return static_cast<void*>(t.data<decltype(zero)>()); });
   if (auto err = sink.begin_sequence(bytes))
     return err;
   if (bytes > 0)
@@ -95,9 +94,8 @@ caf::error load_wire_tensor(caf::deserializer& source, WireTensor& x) {
     return malformed(std::to_string(bytes) + " bytes of data for " + dtype_name(type) + " " +
                      shape_str(shape) + " (" + std::to_string(expected) + " expected)");
   Tensor t = Tensor::empty(shape, type, Device::cpu());
-  void* data = dispatch_dtype(type, [&](auto zero) -> void* {
-    return static_cast<void*>(t.data<decltype(zero)>());
-  });
+  void* data = dispatch_dtype(
+    type, [&](auto zero) -> void* { return static_cast<void*>(t.data<decltype(zero)>()); });
   if (bytes > 0)
     if (auto err = source.apply_raw(bytes, data))
       return err;

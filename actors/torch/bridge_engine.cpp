@@ -175,11 +175,10 @@ private:
 // libtorch's warning handler does. That saves libtorch's GraphTask, its
 // thread_main around the Trampoline and its post-processing, which set and
 // restore the whole thread-local state twice each (bench/HISTORY.md,
-// "Python bridge": the costs of a one-node call). Code that is not a node can still run inside such a call
-// (a saved tensor's unpack hook, a tensor subclass's __torch_dispatch__): a
-// nested backward there is an outermost call for libtorch's depth count
-// (the actor engine still counts it, Runner::coordinate), and the Python
-// queue_callback queues on the actor engine's call instead
+// "Python bridge": the costs of a one-node call). Code that is not a node can still run inside such
+// a call (a saved tensor's unpack hook, a tensor subclass's __torch_dispatch__): a nested backward
+// there is an outermost call for libtorch's depth count (the actor engine still counts it,
+// Runner::coordinate), and the Python queue_callback queues on the actor engine's call instead
 // (actors/torch/python/run_backward.cpp).
 
 /// Runs `task` on this thread without a libtorch GraphTask.
@@ -222,7 +221,8 @@ Counters& counters() {
 }
 
 void fill_current_nodes_in_graph() {
-  if (innermost && ::torch::autograd::get_current_graph_task_exec_info() == &innermost->stock().exec_info_)
+  if (innermost &&
+      ::torch::autograd::get_current_graph_task_exec_info() == &innermost->stock().exec_info_)
     innermost->fill_nodes_in_graph();
 }
 
@@ -359,8 +359,8 @@ variable_list BridgeEngine::run_in_graph_task(const std::shared_ptr<TorchGraphTa
     std::make_shared<Trampoline>(*engine_, task, std::move(first), *stock, roots, outputs);
   if (task->selective())
     copy_exec_info(*task, *stock, *trampoline);
-  auto future = execute_with_graph_task(stock, trampoline,
-                                        ::torch::autograd::InputBuffer(variable_list()));
+  auto future =
+    execute_with_graph_task(stock, trampoline, ::torch::autograd::InputBuffer(variable_list()));
   future->wait();
   stock->warning_handler_.replay_warnings();
   if (future->hasError())

@@ -68,10 +68,10 @@ public:
   BridgeEngine(std::unique_ptr<actorgrad::Engine> engine, ::torch::autograd::Engine& fallback);
   ~BridgeEngine() override;
 
-  ::torch::autograd::variable_list
-  execute(const ::torch::autograd::edge_list& roots, const ::torch::autograd::variable_list& inputs,
-          bool keep_graph, bool create_graph, bool accumulate_grad,
-          const ::torch::autograd::edge_list& outputs) override;
+  ::torch::autograd::variable_list execute(const ::torch::autograd::edge_list& roots,
+                                           const ::torch::autograd::variable_list& inputs,
+                                           bool keep_graph, bool create_graph, bool accumulate_grad,
+                                           const ::torch::autograd::edge_list& outputs) override;
 
   /// Records a call's error in its libtorch GraphTask. For the Trampoline,
   /// the node named in anomaly mode's warning is the failing node itself
@@ -83,7 +83,8 @@ public:
   std::unique_ptr<::torch::autograd::AnomalyMetadata> make_anomaly_metadata() override {
     return fallback_.make_anomaly_metadata();
   }
-  std::unique_ptr<::torch::autograd::SavedVariableHooks> get_default_saved_variable_hooks() override {
+  std::unique_ptr<::torch::autograd::SavedVariableHooks>
+  get_default_saved_variable_hooks() override {
     return fallback_.get_default_saved_variable_hooks();
   }
 
@@ -101,23 +102,24 @@ private:
   bool acquire();
   void release();
   /// Gives the call to libtorch's stock engine (counted as delegated).
-  ::torch::autograd::variable_list
-  run_on_stock(const ::torch::autograd::edge_list& roots,
-               const ::torch::autograd::variable_list& inputs, bool keep_graph, bool create_graph,
-               bool accumulate_grad, const ::torch::autograd::edge_list& outputs);
+  ::torch::autograd::variable_list run_on_stock(const ::torch::autograd::edge_list& roots,
+                                                const ::torch::autograd::variable_list& inputs,
+                                                bool keep_graph, bool create_graph,
+                                                bool accumulate_grad,
+                                                const ::torch::autograd::edge_list& outputs);
   /// Runs the call on the actor engine, inside one libtorch GraphTask
   /// unless it needs none (Note [Calls without a libtorch GraphTask]).
-  ::torch::autograd::variable_list
-  run(const ::torch::autograd::edge_list& roots, const ::torch::autograd::variable_list& inputs,
-      bool keep_graph, bool create_graph, bool accumulate_grad,
-      const ::torch::autograd::edge_list& outputs);
+  ::torch::autograd::variable_list run(const ::torch::autograd::edge_list& roots,
+                                       const ::torch::autograd::variable_list& inputs,
+                                       bool keep_graph, bool create_graph, bool accumulate_grad,
+                                       const ::torch::autograd::edge_list& outputs);
   /// Runs `task` (the call of `roots` and `outputs`) in a Trampoline of a
   /// libtorch GraphTask of depth `depth`.
-  ::torch::autograd::variable_list
-  run_in_graph_task(const std::shared_ptr<TorchGraphTask>& task, ReadyTask&& first,
-                    const ::torch::autograd::edge_list& roots,
-                    const ::torch::autograd::edge_list& outputs, bool keep_graph,
-                    bool create_graph, int depth);
+  ::torch::autograd::variable_list run_in_graph_task(const std::shared_ptr<TorchGraphTask>& task,
+                                                     ReadyTask&& first,
+                                                     const ::torch::autograd::edge_list& roots,
+                                                     const ::torch::autograd::edge_list& outputs,
+                                                     bool keep_graph, bool create_graph, int depth);
 
   std::unique_ptr<actorgrad::Engine> engine_;
   ::torch::autograd::Engine& fallback_;

@@ -34,8 +34,7 @@ public:
   /// Adds `grad` into the context's gradient of `variable` (what
   /// dist_autograd.get_gradients returns); steals `grad` when it holds at
   /// most `num_expected_refs` references.
-  void accumulateGrad(const at::Tensor& variable, const at::Tensor& grad,
-                      size_t num_expected_refs);
+  void accumulateGrad(const at::Tensor& variable, const at::Tensor& grad, size_t num_expected_refs);
   /// The pass's libtorch GraphTask (RecvRpcBackward reads its keep_graph_).
   std::shared_ptr<::torch::autograd::GraphTask> retrieveGraphTask();
   void setGraphTask(std::shared_ptr<::torch::autograd::GraphTask> graphTask);

@@ -221,8 +221,8 @@ FuturePtr leave_part(const ContextPtr& ctx, std::vector<FuturePtr> sent) {
 
 /// libtorch's text for an error of this worker's part.
 std::string on_this_node(const std::exception& e) {
-  return "Error on Node " + std::to_string(dist::DistAutogradContainer::getInstance().getWorkerId()) +
-         ": " + e.what();
+  return "Error on Node " +
+         std::to_string(dist::DistAutogradContainer::getInstance().getWorkerId()) + ": " + e.what();
 }
 
 bool is_recv(const Node& n) {
@@ -354,10 +354,12 @@ FuturePtr execute_send_on_actors(dist::DistEngine* self, const ContextPtr& ctx,
 
 bool take_over_dist_engine() {
   static const bool taken = [] {
-    const bool execute = redirect_plt_slot(
-      "libtorch_cpu.so", kExecuteSymbol, reinterpret_cast<void*>(&execute_on_actors), &stock_execute);
-    const bool send = redirect_plt_slot("libtorch_cpu.so", kSendSymbol,
-                                        reinterpret_cast<void*>(&execute_send_on_actors), &stock_send);
+    const bool execute =
+      redirect_plt_slot("libtorch_cpu.so", kExecuteSymbol,
+                        reinterpret_cast<void*>(&execute_on_actors), &stock_execute);
+    const bool send =
+      redirect_plt_slot("libtorch_cpu.so", kSendSymbol,
+                        reinterpret_cast<void*>(&execute_send_on_actors), &stock_send);
     return execute && send;
   }();
   return taken;

@@ -48,7 +48,8 @@ void install(EngineConfig config) {
   }
   // The stub is set once and stays: it reads installed_bridge on every call,
   // so install/uninstall never race libtorch's read of the stub.
-  static const bool stub_set = (::torch::autograd::set_default_engine_stub(&default_engine_stub), true);
+  static const bool stub_set =
+    (::torch::autograd::set_default_engine_stub(&default_engine_stub), true);
   (void)stub_set;
 }
 

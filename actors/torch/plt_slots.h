@@ -14,7 +14,6 @@ namespace actorgrad::torch::detail {
 /// writable for the write and read-only again when it lies in the object's
 /// RELRO segment. Calls made through the slot meanwhile go to one or the
 /// other.
-bool redirect_plt_slot(const char* library, const char* symbol, void* replacement,
-                       void** original);
+bool redirect_plt_slot(const char* library, const char* symbol, void* replacement, void** original);
 
 } // namespace actorgrad::torch::detail

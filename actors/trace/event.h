@@ -21,7 +21,7 @@ enum class EventKind : std::uint8_t {
   input,      ///< the running node fed an output to `node`, owned by this actor (no message)
   node_start, ///< this actor started running `node`
   node_end,   ///< ... and finished it (its outputs delivered)
-  launch,     ///< the running `node` launched device work (`message_id` pairs it with its device_run)
+  launch, ///< the running `node` launched device work (`message_id` pairs it with its device_run)
   device_run, ///< a stream ran launched work, from `ts_ns` to `end_ns` (on the stream's own track)
 };
 

@@ -267,8 +267,8 @@ void Recorder::remote_message(const ObservedActor& a, const RemoteMessage& m) {
   buffer.append(std::move(e));
 }
 
-DeviceRun Recorder::work_launched(const ObservedActor& a, const GraphTaskBase& t,
-                                  const NodeInfo& n, const DeviceLaunch& work) {
+DeviceRun Recorder::work_launched(const ObservedActor& a, const GraphTaskBase& t, const NodeInfo& n,
+                                  const DeviceLaunch& work) {
   EventBuffer& buffer = buffer_of(a);
   Event e = event_of(a, EventKind::launch, t, n);
   const std::uint64_t id = next_message_id();

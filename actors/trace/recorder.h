@@ -98,7 +98,9 @@ public:
   EventBuffer& open_buffer(std::string actor);
 
   /// A fresh id that pairs a message's send with its receive (never 0).
-  std::uint64_t next_message_id() { return next_message_id_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t next_message_id() {
+    return next_message_id_.fetch_add(1, std::memory_order_relaxed);
+  }
 
   /// Nanoseconds since this recording started, on the one monotonic clock
   /// every actor uses.

@@ -165,7 +165,7 @@ variable_list BaselineEngine::execute(const edge_list& roots, variable_list root
                                          reentrant ? total_depth + 1 : 0);
   for (Device d : task->devices())
     (void)queue_for(nullptr, d); // refuse unserved devices before anything runs
-  task->executor = this; // a backward inside one of its nodes comes back here
+  task->executor = this;         // a backward inside one of its nodes comes back here
   auto data = std::make_shared<BaselineTaskData>();
   data->cpu_queue = local_ready_queue;
   task->executor_data = data;
@@ -252,8 +252,8 @@ void BaselineEngine::thread_main(const std::shared_ptr<GraphTask>& task) {
       // The owner may be asleep in pop(): wake it (not needed when this
       // thread is the owner, or serves the owner's queue for it).
       if (mark_as_completed(data) && *worker_device != data.owner)
-        queue_for(data.cpu_queue, data.owner)->push(ReadyTask::make_wake_up(local_task->reentrant_depth),
-                                                    false);
+        queue_for(data.cpu_queue, data.owner)
+          ->push(ReadyTask::make_wake_up(local_task->reentrant_depth), false);
     }
   }
 }

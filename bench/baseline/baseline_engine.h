@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "actorgrad/device/device.h"
-#include "actorgrad/libengine/engine/executor.h"
 #include "actorgrad/libengine/engine/detail/graph_task.h"
+#include "actorgrad/libengine/engine/executor.h"
 
 namespace actorgrad::bench {
 

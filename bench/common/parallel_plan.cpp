@@ -62,7 +62,8 @@ void ParallelPlan::run() {
   generation_.notify_all();
   run_lane(lanes_[0]);
   const int devices = static_cast<int>(threads_.size());
-  for (int d = done_.load(std::memory_order_acquire); d != devices; d = done_.load(std::memory_order_acquire))
+  for (int d = done_.load(std::memory_order_acquire); d != devices;
+       d = done_.load(std::memory_order_acquire))
     done_.wait(d, std::memory_order_acquire);
 }
 

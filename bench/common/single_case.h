@@ -24,19 +24,28 @@ namespace actorgrad::bench {
 /// random_dag; pipeline, branches and hops: n sim devices, nodes that do
 /// nothing); throws std::invalid_argument naming an unknown one.
 inline Graph build_case(const std::string& kind, int n) {
-  if (kind == "chain_passthrough") return chain_passthrough(n);
-  if (kind == "chain_mul") return chain_mul(n);
-  if (kind == "fan") return fan(n);
-  if (kind == "mlp") return mlp();
-  if (kind == "random_dag") return random_dag(n);
+  if (kind == "chain_passthrough")
+    return chain_passthrough(n);
+  if (kind == "chain_mul")
+    return chain_mul(n);
+  if (kind == "fan")
+    return fan(n);
+  if (kind == "mlp")
+    return mlp();
+  if (kind == "random_dag")
+    return random_dag(n);
   // The multi-device graphs of bench_engines with no busy work (n = devices):
   // what is left is the engines' own cost of running nodes on device workers.
-  if (kind == "pipeline") return busy_pipeline(64, n, std::chrono::nanoseconds(0));
-  if (kind == "branches") return busy_branches(32, n, std::chrono::nanoseconds(0));
+  if (kind == "pipeline")
+    return busy_pipeline(64, n, std::chrono::nanoseconds(0));
+  if (kind == "branches")
+    return busy_branches(32, n, std::chrono::nanoseconds(0));
   // Every node on another device than the next: the cost of a device hop.
-  if (kind == "hops") return busy_hops(64, n, std::chrono::nanoseconds(0));
+  if (kind == "hops")
+    return busy_hops(64, n, std::chrono::nanoseconds(0));
   // A call whose root is on a device: n nodes that do nothing, all on sim:0.
-  if (kind == "sim_root") return busy_pipeline(n, 1, std::chrono::nanoseconds(0));
+  if (kind == "sim_root")
+    return busy_pipeline(n, 1, std::chrono::nanoseconds(0));
   throw std::invalid_argument("unknown case '" + kind + "'");
 }
 

@@ -10,12 +10,12 @@
 #include <unordered_map>
 
 #include "actorgrad/actors/engine.h"
-#include "bench/baseline/baseline_engine.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/engine/detail/graph_task.h"
 #include "actorgrad/libengine/engine/reference_executor.h"
 #include "actorgrad/libengine/ops.h"
+#include "bench/baseline/baseline_engine.h"
 
 namespace actorgrad::bench {
 
@@ -225,7 +225,8 @@ Graph busy_pipeline(int n, int devices, std::chrono::nanoseconds spin) {
 }
 
 Graph busy_hops(int n, int devices, std::chrono::nanoseconds spin) {
-  return busy_chain(n, [=](int j) { return Device::sim(j % devices); }, spin);
+  return busy_chain(
+    n, [=](int j) { return Device::sim(j % devices); }, spin);
 }
 
 Graph busy_branches(int n, int devices, std::chrono::nanoseconds spin) {
@@ -288,7 +289,9 @@ void SequentialPlan::run() {
 
 namespace {
 
-std::vector<Device> sim_devices() { return {Device::sim(0), Device::sim(1), Device::sim(2), Device::sim(3)}; }
+std::vector<Device> sim_devices() {
+  return {Device::sim(0), Device::sim(1), Device::sim(2), Device::sim(3)};
+}
 
 } // namespace
 

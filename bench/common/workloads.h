@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "actorgrad/actors/engine_config.h"
-#include "bench/common/ready_order.h"
 #include "actorgrad/libengine/autograd/node.h"
-#include "actorgrad/libengine/engine/executor.h"
 #include "actorgrad/libengine/engine/detail/input_buffer.h"
+#include "actorgrad/libengine/engine/executor.h"
 #include "actorgrad/libengine/tensor/tensor.h"
+#include "bench/common/ready_order.h"
 
 namespace actorgrad {
 class Engine; // actors/engine.h
@@ -25,10 +25,10 @@ namespace actorgrad::bench {
 
 /// One backward graph, built once and run many times (retain_graph).
 struct Graph {
-  variable_list keep;        ///< leaves and outputs kept alive
-  edge_list roots;           ///< one root edge
-  variable_list root_grads;  ///< its gradient
-  std::size_t nodes = 0;     ///< nodes the backward runs (GraphTask::num_nodes)
+  variable_list keep;       ///< leaves and outputs kept alive
+  edge_list roots;          ///< one root edge
+  variable_list root_grads; ///< its gradient
+  std::size_t nodes = 0;    ///< nodes the backward runs (GraphTask::num_nodes)
   /// Multi-device cases: busy time of the longest path and of all nodes (ns).
   double critical_path_ns = 0;
   double total_work_ns = 0;

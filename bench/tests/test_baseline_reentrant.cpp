@@ -32,7 +32,9 @@ BOOST_AUTO_TEST_CASE(nested_depths_on_cpu_and_on_a_device_thread) {
   BaselineEngine engine(sims());
   for (int depth : {1, 59, 60, 61, 200})
     for (Device d : {Device::cpu(), Device::sim(0)}) {
-      BOOST_TEST_CONTEXT("depth " << depth << " on " << d.str()) { check_depth(engine, depth, d); }
+      BOOST_TEST_CONTEXT("depth " << depth << " on " << d.str()) {
+        check_depth(engine, depth, d);
+      }
     }
   BOOST_TEST(engine.max_frames_per_thread() == 60);
   BOOST_TEST(engine.handoffs() > 0);

@@ -64,8 +64,9 @@ StampGraph diamond(std::atomic<int>& clock) {
     root->feed(first, Device::sim(k));
     first->feed(second, Device::sim(1 - k));
     second->feed(join, Device::sim(0), static_cast<std::uint32_t>(k));
-    s.edges.insert(s.edges.end(), {{root.get(), first.get()}, {first.get(), second.get()},
-                                   {second.get(), join.get()}});
+    s.edges.insert(
+      s.edges.end(),
+      {{root.get(), first.get()}, {first.get(), second.get()}, {second.get(), join.get()}});
   }
   s.nodes.push_back(join);
   s.graph.roots = {Edge{root, 0}};

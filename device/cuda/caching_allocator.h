@@ -30,8 +30,8 @@ namespace actorgrad::cuda {
 
 /// Counters of one device's cache.
 struct AllocatorStats {
-  std::size_t bytes_in_use = 0; ///< rounded sizes of the blocks handed out
-  std::size_t bytes_cached = 0; ///< rounded sizes of the free blocks kept
+  std::size_t bytes_in_use = 0;         ///< rounded sizes of the blocks handed out
+  std::size_t bytes_cached = 0;         ///< rounded sizes of the free blocks kept
   std::uint64_t device_allocations = 0; ///< successful cudaMalloc calls
   std::uint64_t reuses = 0;             ///< allocations served from the cache
 };

@@ -37,8 +37,8 @@ fs::path own_folder() {
     return {};
   std::error_code ec;
   // The main program's link map has no name.
-  const fs::path self = map->l_name[0] == '\0' ? fs::read_symlink("/proc/self/exe", ec)
-                                               : fs::path(map->l_name);
+  const fs::path self =
+    map->l_name[0] == '\0' ? fs::read_symlink("/proc/self/exe", ec) : fs::path(map->l_name);
   if (ec || self.empty())
     return {};
   return fs::weakly_canonical(self, ec).parent_path();
@@ -109,12 +109,12 @@ Loaded load() {
     return r.plugin ? r : failed(installed.string(), r.error);
   }
   tried += installed.string();
-  return {nullptr,
-          std::string("the CUDA plugin ") + file_name + " was not found (tried " + tried + ")" +
-            (ACTORGRAD_CUDA_PLUGIN_BUILT
-               ? "; set ACTORGRAD_CUDA_PLUGIN to its path"
-               : "; this build of actorgrad has no CUDA backend (configure with the CUDA "
-                 "toolkit and -DACTORGRAD_CUDA=ON)")};
+  return {nullptr, std::string("the CUDA plugin ") + file_name + " was not found (tried " + tried +
+                     ")" +
+                     (ACTORGRAD_CUDA_PLUGIN_BUILT
+                        ? "; set ACTORGRAD_CUDA_PLUGIN to its path"
+                        : "; this build of actorgrad has no CUDA backend (configure with the CUDA "
+                          "toolkit and -DACTORGRAD_CUDA=ON)")};
 }
 
 const Loaded& loaded() {

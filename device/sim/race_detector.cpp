@@ -37,12 +37,11 @@ void RaceDetectorState::check(int slot, const Access& a, const char* op) {
     auto who = [this](int s, const std::string& what) {
       return s == 0 ? std::string("the host") : what + " on " + names_[s];
     };
-    reports_.push_back("race on " + a.what + ": " + who(slot, op) +
-                       (a.write ? " writes" : " reads") + " it, but " +
-                       who(earlier.slot, earlier.op) + (earlier_wrote ? " wrote" : " read") +
-                       " it and nothing orders " + (slot == 0 ? "the host" : names_[slot]) +
-                       " after that " + (earlier_wrote ? "write" : "read") +
-                       " (no event wait or synchronize)");
+    reports_.push_back(
+      "race on " + a.what + ": " + who(slot, op) + (a.write ? " writes" : " reads") + " it, but " +
+      who(earlier.slot, earlier.op) + (earlier_wrote ? " wrote" : " read") +
+      " it and nothing orders " + (slot == 0 ? "the host" : names_[slot]) + " after that " +
+      (earlier_wrote ? "write" : "read") + " (no event wait or synchronize)");
   };
   if (unordered(b.write))
     report(b.write, true);

@@ -1,6 +1,7 @@
 #pragma once
 /// @file race_detector.h
-/// Finds accesses to sim memory that no event or synchronize orders after the accesses they conflict with.
+/// Finds accesses to sim memory that no event or synchronize orders after the accesses they
+/// conflict with.
 
 #include <cstdint>
 #include <string>

@@ -54,7 +54,7 @@ void SimStream::synchronize() {
 
 void SimStream::reseed(std::uint64_t seed, std::uint32_t max_delay_us) {
   std::lock_guard lock(mutex_);
-  rng_.seed(seed ^ (std::hash<Stream>{}(id) * 0x9E3779B97F4A7C15ULL));
+  rng_.seed(seed ^ (std::hash<Stream>{}(id)*0x9E3779B97F4A7C15ULL));
   max_delay_us_ = max_delay_us;
 }
 

@@ -31,8 +31,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   if (!grad.defined()) {
     // Steal the incoming gradient when only the engine holds it and its
     // storage (no copy); under create_graph keep it so it carries its graph.
-    const bool sole_owner =
-      new_grad.use_count() == 1 && new_grad.impl()->storage.use_count() == 1;
+    const bool sole_owner = new_grad.use_count() == 1 && new_grad.impl()->storage.use_count() == 1;
     if (GradMode::is_enabled() || sole_owner)
       grad = std::move(new_grad);
     else

@@ -35,9 +35,7 @@ public:
     return out;
   }
 
-  void release_variables() override {
-    ctx.saved_.release();
-  }
+  void release_variables() override { ctx.saved_.release(); }
 
 private:
   std::string name_;
@@ -94,7 +92,8 @@ variable_list checkpoint(std::function<variable_list(const variable_list&)> fn,
     return fn(in);
   };
   auto backward = [](FunctionContext& ctx, const variable_list& grads) {
-    auto fn = std::any_cast<std::function<variable_list(const variable_list&)>>(ctx.saved_data["fn"]);
+    auto fn =
+      std::any_cast<std::function<variable_list(const variable_list&)>>(ctx.saved_data["fn"]);
     variable_list detached;
     variable_list saved = ctx.saved_tensors();
     for (std::size_t i = 0; i < saved.size(); ++i) {

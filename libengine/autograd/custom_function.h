@@ -30,10 +30,10 @@ public:
 
 private:
   friend class CustomFunctionNode;
-  friend variable_list apply_custom_function(
-    const std::string&, const variable_list&,
-    const std::function<variable_list(FunctionContext&, const variable_list&)>&,
-    std::function<variable_list(FunctionContext&, const variable_list&)>);
+  friend variable_list
+  apply_custom_function(const std::string&, const variable_list&,
+                        const std::function<variable_list(FunctionContext&, const variable_list&)>&,
+                        std::function<variable_list(FunctionContext&, const variable_list&)>);
 
   variable_list to_save_;
   SavedVariables saved_;
@@ -70,7 +70,8 @@ variable_list apply_custom_function(const std::string& name, const variable_list
 /// ```
 template <class Derived>
 struct Function {
-  static variable_list apply(const variable_list& inputs, const std::string& name = "CustomFunction") {
+  static variable_list apply(const variable_list& inputs,
+                             const std::string& name = "CustomFunction") {
     return apply_custom_function(name, inputs, &Derived::forward, &Derived::backward);
   }
 };

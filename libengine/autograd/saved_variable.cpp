@@ -24,12 +24,13 @@ Tensor SavedVariable::unpack(const Node* saved_for) const {
   const std::string who = saved_for ? saved_for->name() : std::string("a node");
   if (released_)
     throw EngineError("Trying to backward through the graph a second time (or to use saved "
-                      "tensors after they were freed) in " + who +
-                      ". Pass retain_graph=true to the first backward call to keep them.");
+                      "tensors after they were freed) in " +
+                      who + ". Pass retain_graph=true to the first backward call to keep them.");
   if (data_.version() != saved_version_)
     throw EngineError("One of the tensors needed for gradient computation has been modified by "
-                      "an in-place operation: the " + data_.describe() + " saved by " + who +
-                      " is at version " + std::to_string(data_.version()) + "; expected version " +
+                      "an in-place operation: the " +
+                      data_.describe() + " saved by " + who + " is at version " +
+                      std::to_string(data_.version()) + "; expected version " +
                       std::to_string(saved_version_) + " instead.");
   if (!is_output_ || !requires_grad_ || !saved_for)
     return data_;

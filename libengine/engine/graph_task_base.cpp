@@ -19,10 +19,8 @@ std::atomic<QueueId> next_queue_id{1};
 QueueId new_queue_id() { return next_queue_id.fetch_add(1, std::memory_order_relaxed); }
 
 GraphTaskBase::GraphTaskBase(ExecuteOptions opts, int depth)
-  : id(next_graph_task_id.fetch_add(1, std::memory_order_relaxed)),
-    options(opts),
-    reentrant_depth(depth),
-    anomaly(AnomalyMode::is_enabled()) {}
+  : id(next_graph_task_id.fetch_add(1, std::memory_order_relaxed)), options(opts),
+    reentrant_depth(depth), anomaly(AnomalyMode::is_enabled()) {}
 
 GraphTaskBase::~GraphTaskBase() {
   for (auto* cb = callbacks_.load(); cb != nullptr;) {

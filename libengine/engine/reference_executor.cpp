@@ -20,8 +20,7 @@ void ReferenceExecutor::run(GraphTaskBase& task, ReadyTask&& first) {
 }
 
 variable_list ReferenceExecutor::execute(const edge_list& roots, variable_list root_grads,
-                                         const ExecuteOptions& options,
-                                         const edge_list& outputs) {
+                                         const ExecuteOptions& options, const edge_list& outputs) {
   auto [task, first] =
     GraphTask::create(roots, std::move(root_grads), options, outputs, reference_depth);
   run(*task, std::move(first));

@@ -68,8 +68,8 @@ void walk_ancestors(const Graph& graph, const std::vector<NodeId>& roots,
   auto enter = [&](NodeId id) {
     mark[id.index] = Mark::on_path;
     const bool into_parents = !descend || descend(id);
-    path.push_back({id, 0,
-                    into_parents ? static_cast<std::uint32_t>(graph.node(id).parents.size()) : 0});
+    path.push_back(
+      {id, 0, into_parents ? static_cast<std::uint32_t>(graph.node(id).parents.size()) : 0});
   };
   for (NodeId root : roots) {
     graph.node(root); // validates the id

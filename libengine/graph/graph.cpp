@@ -211,8 +211,9 @@ variable_list Graph::run_backward(NodeId result, const std::vector<NodeId>& targ
   variable_list grads(targets.size());
   if (inputs.empty())
     return grads;
-  actorgrad::GradOptions grad_options{
-    .retain_graph = options.retain_graph, .create_graph = options.create_graph, .allow_unused = true};
+  actorgrad::GradOptions grad_options{.retain_graph = options.retain_graph,
+                                      .create_graph = options.create_graph,
+                                      .allow_unused = true};
   if (options.grad_output.defined())
     grad_options.grad_outputs.push_back(options.grad_output);
   Executor& executor = options.executor ? *options.executor : default_executor();
@@ -256,8 +257,8 @@ void Graph::zero_grad() {
 
 const GraphNode& Graph::node(NodeId id) const {
   if (id.index >= nodes_.size())
-    throw GraphError("define-once graph: unknown node id " + std::to_string(id.index) + " (graph has " +
-                     std::to_string(nodes_.size()) + " nodes)");
+    throw GraphError("define-once graph: unknown node id " + std::to_string(id.index) +
+                     " (graph has " + std::to_string(nodes_.size()) + " nodes)");
   return nodes_[id.index];
 }
 

@@ -21,22 +21,28 @@ NodeId binary(Graph& g, NodeId a, NodeId b, std::string name, F f) {
 } // namespace
 
 NodeId add(Graph& g, NodeId a, NodeId b, std::string name) {
-  return binary(g, a, b, std::move(name), [](const Tensor& x, const Tensor& y) { return actorgrad::add(x, y); });
+  return binary(g, a, b, std::move(name),
+                [](const Tensor& x, const Tensor& y) { return actorgrad::add(x, y); });
 }
 NodeId sub(Graph& g, NodeId a, NodeId b, std::string name) {
-  return binary(g, a, b, std::move(name), [](const Tensor& x, const Tensor& y) { return actorgrad::sub(x, y); });
+  return binary(g, a, b, std::move(name),
+                [](const Tensor& x, const Tensor& y) { return actorgrad::sub(x, y); });
 }
 NodeId mul(Graph& g, NodeId a, NodeId b, std::string name) {
-  return binary(g, a, b, std::move(name), [](const Tensor& x, const Tensor& y) { return actorgrad::mul(x, y); });
+  return binary(g, a, b, std::move(name),
+                [](const Tensor& x, const Tensor& y) { return actorgrad::mul(x, y); });
 }
 NodeId div(Graph& g, NodeId a, NodeId b, std::string name) {
-  return binary(g, a, b, std::move(name), [](const Tensor& x, const Tensor& y) { return actorgrad::div(x, y); });
+  return binary(g, a, b, std::move(name),
+                [](const Tensor& x, const Tensor& y) { return actorgrad::div(x, y); });
 }
 NodeId matmul(Graph& g, NodeId a, NodeId b, std::string name) {
-  return binary(g, a, b, std::move(name), [](const Tensor& x, const Tensor& y) { return actorgrad::matmul(x, y); });
+  return binary(g, a, b, std::move(name),
+                [](const Tensor& x, const Tensor& y) { return actorgrad::matmul(x, y); });
 }
 NodeId affine(Graph& g, NodeId a, double s, double t, std::string name) {
-  return unary(g, a, std::move(name), [s, t](const Tensor& x) { return actorgrad::add(actorgrad::mul(x, s), t); });
+  return unary(g, a, std::move(name),
+               [s, t](const Tensor& x) { return actorgrad::add(actorgrad::mul(x, s), t); });
 }
 NodeId relu(Graph& g, NodeId a, std::string name) {
   return unary(g, a, std::move(name), [](const Tensor& x) { return actorgrad::relu(x); });
@@ -57,7 +63,8 @@ NodeId mean(Graph& g, NodeId a, std::string name) {
   return unary(g, a, std::move(name), [](const Tensor& x) { return actorgrad::mean(x); });
 }
 NodeId to_device(Graph& g, NodeId a, Device device, std::string name) {
-  return unary(g, a, std::move(name), [device](const Tensor& x) { return actorgrad::to_device(x, device); });
+  return unary(g, a, std::move(name),
+               [device](const Tensor& x) { return actorgrad::to_device(x, device); });
 }
 
 } // namespace actorgrad::define_once

@@ -23,41 +23,41 @@ Tensor add(const Tensor& a, const Tensor& b) {
 
 Tensor sub(const Tensor& a, const Tensor& b) {
   auto out = kernels::sub(a, b);
-  return record("SubBackward", std::move(out), {a, b},
-                [sa = a.shape(), sb = b.shape()](const Tensor& g, const auto&,
-                                                 const auto& needs) -> variable_list {
-                  return {needs[0] ? sum_to(g, sa) : Tensor(),
-                          needs[1] ? sum_to(neg(g), sb) : Tensor()};
-                });
+  return record(
+    "SubBackward", std::move(out), {a, b},
+    [sa = a.shape(), sb = b.shape()](const Tensor& g, const auto&,
+                                     const auto& needs) -> variable_list {
+      return {needs[0] ? sum_to(g, sa) : Tensor(), needs[1] ? sum_to(neg(g), sb) : Tensor()};
+    });
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   auto out = kernels::mul(a, b);
-  return record(
-    "MulBackward", std::move(out), {a, b},
-    [sa = a.shape(), sb = b.shape()](const Tensor& g, const variable_list& s,
-                                     const auto& needs) -> variable_list {
-      return {needs[0] ? sum_to(mul(g, s[1]), sa) : Tensor(),
-              needs[1] ? sum_to(mul(g, s[0]), sb) : Tensor()};
-    },
-    {save_if(b.requires_grad(), a), save_if(a.requires_grad(), b)});
+  return record("MulBackward", std::move(out), {a, b},
+                [sa = a.shape(), sb = b.shape()](const Tensor& g, const variable_list& s,
+                                                 const auto& needs) -> variable_list {
+                  return {needs[0] ? sum_to(mul(g, s[1]), sa) : Tensor(),
+                          needs[1] ? sum_to(mul(g, s[0]), sb) : Tensor()};
+                },
+                {save_if(b.requires_grad(), a), save_if(a.requires_grad(), b)});
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
   auto out = kernels::div(a, b);
-  return record(
-    "DivBackward", std::move(out), {a, b},
-    [sa = a.shape(), sb = b.shape()](const Tensor& g, const variable_list& s,
-                                     const auto& needs) -> variable_list {
-      return {needs[0] ? sum_to(div(g, s[1]), sa) : Tensor(),
-              needs[1] ? sum_to(neg(div(mul(g, s[0]), mul(s[1], s[1]))), sb) : Tensor()};
-    },
-    {save_if(b.requires_grad(), a), b});
+  return record("DivBackward", std::move(out), {a, b},
+                [sa = a.shape(), sb = b.shape()](const Tensor& g, const variable_list& s,
+                                                 const auto& needs) -> variable_list {
+                  return {needs[0] ? sum_to(div(g, s[1]), sa) : Tensor(),
+                          needs[1] ? sum_to(neg(div(mul(g, s[0]), mul(s[1], s[1]))), sb)
+                                   : Tensor()};
+                },
+                {save_if(b.requires_grad(), a), b});
 }
 
 Tensor neg(const Tensor& a) {
-  return record("NegBackward", kernels::neg(a), {a},
-                [](const Tensor& g, const auto&, const auto&) -> variable_list { return {neg(g)}; });
+  return record(
+    "NegBackward", kernels::neg(a), {a},
+    [](const Tensor& g, const auto&, const auto&) -> variable_list { return {neg(g)}; });
 }
 
 Tensor add(const Tensor& a, double s) {
@@ -72,14 +72,13 @@ Tensor mul(const Tensor& a, double s) {
 }
 
 Tensor pow(const Tensor& a, double exponent) {
-  return record(
-    "PowBackward", kernels::pow_scalar(a, exponent), {a},
-    [exponent](const Tensor& g, const variable_list& s, const auto&) -> variable_list {
-      if (exponent == 0.0)
-        return {mul(g, 0.0)};
-      return {mul(g, mul(pow(s[0], exponent - 1.0), exponent))};
-    },
-    {a});
+  return record("PowBackward", kernels::pow_scalar(a, exponent), {a},
+                [exponent](const Tensor& g, const variable_list& s, const auto&) -> variable_list {
+                  if (exponent == 0.0)
+                    return {mul(g, 0.0)};
+                  return {mul(g, mul(pow(s[0], exponent - 1.0), exponent))};
+                },
+                {a});
 }
 
 Tensor pow(const Tensor& a, const Tensor& b) {
@@ -105,12 +104,11 @@ Tensor exp(const Tensor& a) {
 }
 
 Tensor log(const Tensor& a) {
-  return record(
-    "LogBackward", kernels::log(a), {a},
-    [](const Tensor& g, const variable_list& s, const auto&) -> variable_list {
-      return {div(g, s[0])};
-    },
-    {a});
+  return record("LogBackward", kernels::log(a), {a},
+                [](const Tensor& g, const variable_list& s, const auto&) -> variable_list {
+                  return {div(g, s[0])};
+                },
+                {a});
 }
 
 } // namespace actorgrad

@@ -23,8 +23,7 @@ Tensor nll_weights(const Tensor& log_probs, const std::vector<std::int64_t>& tar
   const auto c = log_probs.size(1);
   if (static_cast<std::int64_t>(targets.size()) != n)
     throw std::invalid_argument("nll_loss: " + std::to_string(targets.size()) +
-                                " targets for log_probs of shape " +
-                                shape_str(log_probs.shape()));
+                                " targets for log_probs of shape " + shape_str(log_probs.shape()));
   std::vector<double> w(static_cast<std::size_t>(n * c), 0.0);
   for (std::int64_t i = 0; i < n; ++i) {
     const auto t = targets[i];
@@ -42,12 +41,11 @@ Tensor nll_weights(const Tensor& log_probs, const std::vector<std::int64_t>& tar
 Tensor nll_loss(const Tensor& log_probs, const std::vector<std::int64_t>& targets) {
   auto w = nll_weights(log_probs, targets);
   auto out = kernels::sum(kernels::mul(log_probs, w));
-  return record(
-    "NllLossBackward", std::move(out), {log_probs},
-    [](const Tensor& g, const variable_list& s, const auto&) -> variable_list {
-      return {mul(s[0], g)};
-    },
-    {w});
+  return record("NllLossBackward", std::move(out), {log_probs},
+                [](const Tensor& g, const variable_list& s, const auto&) -> variable_list {
+                  return {mul(s[0], g)};
+                },
+                {w});
 }
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<std::int64_t>& targets) {

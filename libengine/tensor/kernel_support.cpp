@@ -58,8 +58,8 @@ void launch_on_stream(const char* op, std::initializer_list<const Tensor*> reads
     // Every sim buffer, also the source of a copy from another sim device.
     auto add = [&](const Tensor& t, bool write, const std::string& role) {
       if (t.device().type == DeviceType::sim)
-        accesses.push_back({&t.impl()->storage->sim_state, write,
-                            role + " of " + op + " (" + t.describe() + ")"});
+        accesses.push_back(
+          {&t.impl()->storage->sim_state, write, role + " of " + op + " (" + t.describe() + ")"});
     };
     int i = 0;
     for (const Tensor* t : reads)
@@ -68,8 +68,8 @@ void launch_on_stream(const char* op, std::initializer_list<const Tensor*> reads
       add(*t, true, "the output");
   }
   // A copy moves data between devices (or from the host); the rest are kernels.
-  const bool copy = std::any_of(reads.begin(), reads.end(),
-                                [&](const Tensor* t) { return t->device() != d; });
+  const bool copy =
+    std::any_of(reads.begin(), reads.end(), [&](const Tensor* t) { return t->device() != d; });
   sim::launch(current_stream(d), op, copy ? DeviceWork::copy : DeviceWork::kernel, accesses,
               std::move(body));
 }

@@ -62,7 +62,8 @@ Tensor index_add_into_zeros(const Shape& shape, std::int64_t dim,
 /// Elements [start, start + length) along `dim`, copied.
 Tensor narrow(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t length);
 /// Zeros of `shape` with `src` written at [start, start + len) along `dim`.
-Tensor narrow_into_zeros(const Shape& shape, std::int64_t dim, std::int64_t start, const Tensor& src);
+Tensor narrow_into_zeros(const Shape& shape, std::int64_t dim, std::int64_t start,
+                         const Tensor& src);
 /// `tensors` joined along `dim`: one dtype, one device, one rank (at least
 /// 1) and equal sizes except along `dim`; errors name the offending position.
 Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim);
@@ -80,8 +81,10 @@ Tensor softmax(const Tensor& a, std::int64_t dim);
 Tensor log_softmax(const Tensor& a, std::int64_t dim);
 
 // -- in place (bump the version counter) --------------------------------------
-void add_(const Tensor& self, const Tensor& other, double alpha); ///< self += alpha * other (other broadcast to self)
-void sub_(const Tensor& self, const Tensor& other, double alpha); ///< self -= alpha * other (other broadcast to self)
+void add_(const Tensor& self, const Tensor& other,
+          double alpha); ///< self += alpha * other (other broadcast to self)
+void sub_(const Tensor& self, const Tensor& other,
+          double alpha); ///< self -= alpha * other (other broadcast to self)
 void mul_(const Tensor& self, double s);
 void mul_(const Tensor& self, const Tensor& other); ///< self *= other (other broadcast to self)
 void div_(const Tensor& self, const Tensor& other); ///< self /= other (other broadcast to self)

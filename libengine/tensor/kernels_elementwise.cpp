@@ -85,7 +85,8 @@ void binary_inplace(const char* op, const Tensor& self, const Tensor& other, F f
 
 Tensor add(const Tensor& a, const Tensor& b, double alpha) {
   ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::add(a, b, alpha));
-  return binary("add", a, b, [alpha](auto x, auto y) { return x + static_cast<decltype(x)>(alpha) * y; });
+  return binary("add", a, b,
+                [alpha](auto x, auto y) { return x + static_cast<decltype(x)>(alpha) * y; });
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {

@@ -131,8 +131,8 @@ Tensor amax(const Tensor& a, std::int64_t dim, bool keepdim) {
 Tensor sum_to(const Tensor& a, const Shape& shape) {
   check_defined("sum_to", a);
   if (!is_expandable_to(shape, a.shape()))
-    throw std::invalid_argument("sum_to: shape " + shape_str(a.shape()) +
-                                " cannot be summed to " + shape_str(shape));
+    throw std::invalid_argument("sum_to: shape " + shape_str(a.shape()) + " cannot be summed to " +
+                                shape_str(shape));
   const auto lead = a.dim() - static_cast<std::int64_t>(shape.size());
   std::vector<std::int64_t> dims;
   for (std::int64_t d = 0; d < a.dim(); ++d)
@@ -146,9 +146,8 @@ Tensor sum_to(const Tensor& a, const Shape& shape) {
 bool any_nan(const Tensor& a) {
   ACTORGRAD_CUDA_DISPATCH(on_cuda(a), cuda::any_nan(a));
   check_defined("any_nan", a);
-  return dispatch_dtype(a.dtype(), [&](auto zero) {
-    return const_array_of<decltype(zero)>(a).isNaN().any();
-  });
+  return dispatch_dtype(a.dtype(),
+                        [&](auto zero) { return const_array_of<decltype(zero)>(a).isNaN().any(); });
 }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {

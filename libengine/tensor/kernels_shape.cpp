@@ -90,8 +90,8 @@ Tensor transpose(const Tensor& a, std::int64_t d0, std::int64_t d1) {
 Tensor view(const Tensor& a, const Shape& shape) {
   check_defined("view", a);
   const auto mismatch = [&] {
-    return std::invalid_argument("view: shape " + shape_str(shape) + " is invalid for a tensor of shape " +
-                                 shape_str(a.shape()));
+    return std::invalid_argument("view: shape " + shape_str(shape) +
+                                 " is invalid for a tensor of shape " + shape_str(a.shape()));
   };
   Shape resolved = shape;
   std::int64_t known = 1;
@@ -232,7 +232,8 @@ Tensor cast(const Tensor& a, DType dtype) {
 }
 
 Tensor to_device(const Tensor& a, Device device) {
-  ACTORGRAD_CUDA_DISPATCH(on_cuda(a) || device.type == DeviceType::cuda, cuda::to_device(a, device));
+  ACTORGRAD_CUDA_DISPATCH(on_cuda(a) || device.type == DeviceType::cuda,
+                          cuda::to_device(a, device));
   check_defined("to_device", a);
   auto out = Tensor::empty(a.shape(), a.dtype(), device);
   if (device.is_cpu()) { // device to host: wait for the data, as cudaMemcpy does

@@ -43,8 +43,9 @@ namespace actorgrad {
 // order_write_after_reads' fence makes visible.
 
 Stream PendingReads::unpack(std::uint64_t w) {
-  return {Device(static_cast<DeviceType>(w >> 48 & 0xff), static_cast<std::int16_t>(w >> 32 & 0xffff)),
-          static_cast<std::uint32_t>(w)};
+  return {
+    Device(static_cast<DeviceType>(w >> 48 & 0xff), static_cast<std::int16_t>(w >> 32 & 0xffff)),
+    static_cast<std::uint32_t>(w)};
 }
 
 void PendingReads::record(Stream reader) {

@@ -39,8 +39,7 @@ private:
 
   /// A Stream as one word (0: none), for first_.
   static std::uint64_t pack(Stream s) {
-    return std::uint64_t{1} << 63 |
-           std::uint64_t{static_cast<std::uint8_t>(s.device.type)} << 48 |
+    return std::uint64_t{1} << 63 | std::uint64_t{static_cast<std::uint8_t>(s.device.type)} << 48 |
            std::uint64_t{static_cast<std::uint16_t>(s.device.index)} << 32 | s.id;
   }
   static Stream unpack(std::uint64_t w);

@@ -118,8 +118,8 @@ public:
   Tensor to(DType dtype) const;
 
   /// `torch.Tensor.backward`: uses the default executor.
-  void backward(const Tensor& gradient = {}, bool retain_graph = false,
-                bool create_graph = false, const std::vector<Tensor>& inputs = {}) const;
+  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false,
+                const std::vector<Tensor>& inputs = {}) const;
 
   // -- in-place (bump the version; refused on tensors that need grad while grad mode is on)
 

@@ -156,9 +156,8 @@ double Tensor::item() const {
     throw std::invalid_argument("item() needs a one-element tensor, got shape " +
                                 shape_str(shape()));
   const Tensor host = readable_on_host(*this);
-  return dispatch_dtype(dtype(), [&](auto zero) {
-    return static_cast<double>(*host.data<decltype(zero)>());
-  });
+  return dispatch_dtype(
+    dtype(), [&](auto zero) { return static_cast<double>(*host.data<decltype(zero)>()); });
 }
 
 std::vector<double> Tensor::to_vector() const {
@@ -188,9 +187,8 @@ double Tensor::at(std::initializer_list<std::int64_t> index) const {
     ++d;
   }
   const Tensor host = readable_on_host(*this);
-  return dispatch_dtype(dtype(), [&](auto zero) {
-    return static_cast<double>(host.data<decltype(zero)>()[linear]);
-  });
+  return dispatch_dtype(
+    dtype(), [&](auto zero) { return static_cast<double>(host.data<decltype(zero)>()[linear]); });
 }
 
 } // namespace actorgrad

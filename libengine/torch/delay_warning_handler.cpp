@@ -10,8 +10,8 @@
 
 namespace torch::autograd::utils {
 
-void DelayWarningHandler::process(const at::SourceLocation& source_location,
-                                  const std::string& msg, bool verbatim) {
+void DelayWarningHandler::process(const at::SourceLocation& source_location, const std::string& msg,
+                                  bool verbatim) {
   std::lock_guard<std::mutex> lock(mutex_);
   warnings_.push_back({source_location, msg, verbatim});
 }

@@ -2,14 +2,14 @@
 
 #include <ATen/ATen.h>
 #include <ATen/SequenceNumber.h>
-#include <ATen/ThreadLocalState.h>
-#include <ATen/record_function.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/TensorSubclassLikeUtils.h>
+#include <ATen/ThreadLocalState.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/anomaly_mode.h>
-#include <torch/csrc/autograd/graph_task.h>
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
+#include <torch/csrc/autograd/graph_task.h>
 
 #include <Eigen/Core>
 
@@ -60,8 +60,8 @@ thread_local TorchGraph::call_state this_thread;
 /// Calls `fn` with RecordFunction callbacks registered: the profiler's
 /// per-node event of libtorch's engine around Node::operator(), which adds
 /// the node's BACKWARD_FUNCTION event.
-[[gnu::noinline]] ::torch::autograd::variable_list call_recorded(::torch::autograd::Node& fn,
-                                                                 ::torch::autograd::variable_list&& in) {
+[[gnu::noinline]] ::torch::autograd::variable_list
+call_recorded(::torch::autograd::Node& fn, ::torch::autograd::variable_list&& in) {
   RECORD_FUNCTION(c10::str("autograd::engine::evaluate_function: ", fn.name()),
                   c10::ArrayRef<const c10::IValue>());
   return fn(std::move(in));
@@ -108,9 +108,9 @@ struct NodeApply : ::torch::autograd::Node {
 
 /// call_function for `state`'s call (below). Forced inline: as a call of
 /// its own it cost 20 instructions a node more.
-[[gnu::always_inline]] inline TorchGraph::value_list call_with(::torch::autograd::Node& fn,
-                                                               TorchGraph::value_list&& inputs,
-                                                               const TorchGraph::call_state& state) {
+[[gnu::always_inline]] inline TorchGraph::value_list
+call_with(::torch::autograd::Node& fn, TorchGraph::value_list&& inputs,
+          const TorchGraph::call_state& state) {
   for (const auto& hook : fn.pre_hooks())
     inputs = (*hook)(inputs);
   if (!state.keep_graph)
@@ -124,8 +124,8 @@ struct NodeApply : ::torch::autograd::Node {
   // the node has post-hooks (num_expected_refs in accumulate_grad.h): the
   // engine's copy of the inputs, which it keeps only then. So do we.
   const bool post_hooks = !fn.post_hooks().empty();
-  TorchGraph::value_list outputs = post_hooks ? call(TorchGraph::value_list(inputs))
-                                              : call(std::move(inputs));
+  TorchGraph::value_list outputs =
+    post_hooks ? call(TorchGraph::value_list(inputs)) : call(std::move(inputs));
   torch::detail::validate_outputs(fn.next_edges(), outputs, &fn);
   if (post_hooks) [[unlikely]]
     for (const auto& hook : fn.post_hooks())
@@ -144,8 +144,8 @@ struct NodeApply : ::torch::autograd::Node {
 /// libtorch's own nodes leave grad mode as they found it, so a call of
 /// those alone skips both checks.
 [[gnu::noinline]] TorchGraph::value_list call_checked(::torch::autograd::Node& fn,
-                                                     TorchGraph::value_list&& inputs,
-                                                     const TorchGraph::call_state& state) {
+                                                      TorchGraph::value_list&& inputs,
+                                                      const TorchGraph::call_state& state) {
   const GraphTaskBase& task = *state.task;
   const std::uint64_t first_new_node = task.anomaly ? at::sequence_number::peek() : 0;
   TorchGraph::value_list outputs = call_with(fn, std::move(inputs), state);
@@ -213,9 +213,8 @@ bool same_sizes(const at::Tensor& a, const at::Tensor& b) {
 bool small_add_(at::Tensor& old, const at::Tensor& grad) {
   const auto type = old.scalar_type();
   if (type != grad.scalar_type() || (type != at::kDouble && type != at::kFloat) ||
-      old.numel() > at::internal::GRAIN_SIZE || !same_sizes(old, grad) ||
-      !plain(old) || !plain(grad) ||
-      !(grad.unsafeGetTensorImpl()->key_set() & at::kTensorSubclassLike).empty() ||
+      old.numel() > at::internal::GRAIN_SIZE || !same_sizes(old, grad) || !plain(old) ||
+      !plain(grad) || !(grad.unsafeGetTensorImpl()->key_set() & at::kTensorSubclassLike).empty() ||
       grad._is_zerotensor())
     return false;
   if (type == at::kDouble)
@@ -277,8 +276,8 @@ void TorchGraph::run_scope::switch_to(GraphTaskBase& task) {
 }
 
 TorchGraph::call_scope::call_scope()
-  : saved_(this_thread), current_(current_graph_task()),
-    grad_mode_(c10::GradMode::is_enabled()), names_(at::NamesMode::is_enabled()) {
+  : saved_(this_thread), current_(current_graph_task()), grad_mode_(c10::GradMode::is_enabled()),
+    names_(at::NamesMode::is_enabled()) {
   this_thread.spare = &spare_;
   // libtorch's Node::operator() turns names off around every node.
   at::NamesMode::set_enabled(false);
@@ -362,7 +361,8 @@ void TorchGraph::rethrow_in_node(const node& fn, const std::exception& e) {
     // engine throws a std::runtime_error, with its text when that names the
     // node already.
     const std::string text = e.what();
-    throw std::runtime_error(text.find(fn.name()) != std::string::npos ? text : where + ": " + text);
+    throw std::runtime_error(text.find(fn.name()) != std::string::npos ? text
+                                                                       : where + ": " + text);
   } catch (...) {
   }
   throw_same_type<std::runtime_error, std::logic_error, std::invalid_argument, std::out_of_range,

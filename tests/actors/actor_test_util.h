@@ -114,7 +114,6 @@ auto bounded(F fn, std::chrono::seconds limit = kWaitLimit) -> decltype(fn()) {
   return fut.get();
 }
 
-
 /// y = x (a copy on x's device) whose backward is `fn`, recorded as a node
 /// named `name`. The node runs on x's device. Returns y and the node.
 inline std::pair<Tensor, std::shared_ptr<Node>> lambda_op(const Tensor& x, const std::string& name,

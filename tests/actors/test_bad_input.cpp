@@ -7,8 +7,8 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <memory>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,7 +68,8 @@ void expect_error(const std::string& what, std::function<void()> call,
 }
 
 Tensor sim0_leaf() {
-  return Tensor::from_vector({1, 2, 3, 4}, {2, 2}, DType::f64, Device::sim(0)).set_requires_grad(true);
+  return Tensor::from_vector({1, 2, 3, 4}, {2, 2}, DType::f64, Device::sim(0))
+    .set_requires_grad(true);
 }
 
 } // namespace
@@ -80,12 +81,19 @@ BOOST_AUTO_TEST_CASE(grad_tensor_on_the_wrong_device) {
   Tensor x = sim0_leaf();
   Tensor y = tanh(x); // on sim:0
   expect_error("backward",
-               [&] { backward({y}, {.grad_tensors = {Tensor::ones({2, 2})}}, engine()); },
+               [&] {
+                 backward({y}, {.grad_tensors = {Tensor::ones({2, 2})}}, engine());
+               },
                {"device", "grad_tensors[0]", "cpu", "sim:0"});
-  expect_error("grad", [&] { grad({y}, {x}, {.grad_outputs = {Tensor::ones({2, 2})}}, engine()); },
+  expect_error("grad",
+               [&] {
+                 grad({y}, {x}, {.grad_outputs = {Tensor::ones({2, 2})}}, engine());
+               },
                {"device", "cpu", "sim:0"});
   expect_error("backward_async",
-               [&] { engine().backward_async({y}, {.grad_tensors = {Tensor::ones({2, 2})}}).get(); },
+               [&] {
+                 engine().backward_async({y}, {.grad_tensors = {Tensor::ones({2, 2})}}).get();
+               },
                {"device", "cpu", "sim:0"});
 }
 
@@ -113,16 +121,14 @@ BOOST_AUTO_TEST_CASE(grad_tensor_of_the_wrong_shape) {
                },
                {"1 grad_tensors", "2 tensors"});
   // A non-scalar root needs a grad_tensor.
-  expect_error("implicit", [&] { backward({y}, {}, engine()); },
-               {"scalar", "[2, 2]"});
+  expect_error("implicit", [&] { backward({y}, {}, engine()); }, {"scalar", "[2, 2]"});
 }
 
 BOOST_AUTO_TEST_CASE(tensors_that_do_not_require_grad) {
   Tensor c = Tensor::ones({2});
   expect_error("backward", [&] { backward({sum(c)}, {}, engine()); },
                {"tensors", "does not require grad"});
-  expect_error("grad", [&] { grad({sum(c)}, {c}, {}, engine()); },
-               {"does not require grad"});
+  expect_error("grad", [&] { grad({sum(c)}, {c}, {}, engine()); }, {"does not require grad"});
   expect_error("undefined", [&] { backward({Tensor()}, {}, engine()); },
                {"tensors[0]", "undefined"});
 }
@@ -141,14 +147,20 @@ BOOST_AUTO_TEST_CASE(input_that_does_not_require_grad) {
   Tensor x = sim0_leaf();
   Tensor c = Tensor::ones({2, 2}, DType::f64, Device::sim(0));
   Tensor loss = sum(mul(x, c)).to(Device::cpu());
-  expect_error("grad", [&] { grad({loss}, {x, c}, {.retain_graph = true}, engine()); },
+  expect_error("grad",
+               [&] {
+                 grad({loss}, {x, c}, {.retain_graph = true}, engine());
+               },
                {"inputs[1]", "does not require grad", "sim:0"});
-  expect_error("backward inputs=",
-               [&] { backward({loss}, {.retain_graph = true, .inputs = {c}}, engine()); },
-               {"inputs[0]", "does not require grad"});
+  expect_error(
+    "backward inputs=", [&] { backward({loss}, {.retain_graph = true, .inputs = {c}}, engine()); },
+    {"inputs[0]", "does not require grad"});
   // An input that requires grad but is not used.
   Tensor unused = Tensor::ones({1}).set_requires_grad(true);
-  expect_error("unused", [&] { grad({loss}, {x, unused}, {.retain_graph = true}, engine()); },
+  expect_error("unused",
+               [&] {
+                 grad({loss}, {x, unused}, {.retain_graph = true}, engine());
+               },
                {"inputs[1]", "not have been used"});
 }
 
@@ -159,8 +171,8 @@ BOOST_AUTO_TEST_CASE(node_on_a_device_the_engine_does_not_serve) {
   expect_error("backward", [&] { backward({loss}, {.retain_graph = true}, engine()); },
                {"sim:3", "serves only", "cpu, sim:0"});
   expect_error("grad", [&] { grad({loss}, {x}, {.retain_graph = true}, engine()); }, {"sim:3"});
-  expect_error(
-    "grad_async", [&] { engine().grad_async({loss}, {x}, {.retain_graph = true}).get(); }, {"sim:3"});
+  expect_error("grad_async",
+               [&] { engine().grad_async({loss}, {x}, {.retain_graph = true}).get(); }, {"sim:3"});
   // Reached through sim:0 in the middle of the graph.
   Tensor y = Tensor::from_vector({1, 2}, {2}, DType::f64, Device::sim(0)).set_requires_grad(true);
   Tensor mixed = add(sum(mul(y, y)).to(Device::cpu()), loss);
@@ -181,22 +193,19 @@ BOOST_AUTO_TEST_CASE(node_returns_bad_gradients) {
       Tensor wrong_dev = lambda_op(x, "WrongDeviceNode", [other](variable_list&& g) {
                            return variable_list{g[0].to(other)};
                          }).first;
-      expect_error("device",
-                   [&] { backward({sum(wrong_dev).to(Device::cpu())}, {}, engine()); },
+      expect_error("device", [&] { backward({sum(wrong_dev).to(Device::cpu())}, {}, engine()); },
                    {"WrongDeviceNode", "expected device " + d.str(), "got " + other.str()});
 
       Tensor wrong_shape = lambda_op(x, "WrongShapeNode", [](variable_list&& g) {
                              return variable_list{Tensor::ones({2}, DType::f64, g[0].device())};
                            }).first;
-      expect_error("shape",
-                   [&] { backward({sum(wrong_shape).to(Device::cpu())}, {}, engine()); },
+      expect_error("shape", [&] { backward({sum(wrong_shape).to(Device::cpu())}, {}, engine()); },
                    {"WrongShapeNode", "[2]", "[3]"});
 
       Tensor wrong_count = lambda_op(x, "WrongCountNode", [](variable_list&& g) {
                              return variable_list{g[0], g[0]};
                            }).first;
-      expect_error("count",
-                   [&] { backward({sum(wrong_count).to(Device::cpu())}, {}, engine()); },
+      expect_error("count", [&] { backward({sum(wrong_count).to(Device::cpu())}, {}, engine()); },
                    {"WrongCountNode", "expected 1, got 2"});
       BOOST_TEST(!x.grad().defined());
     }

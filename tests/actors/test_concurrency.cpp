@@ -10,11 +10,11 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
-#include <memory>
 #include <cstdint>
+#include <cstdlib>
 #include <future>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -150,17 +150,18 @@ namespace {
 /// numbers (exact in float64 even when added 8,000 times).
 struct SharedGraph {
   Tensor x = Tensor::from_vector({0.5, -1.25, 2.0, 0.75}, {2, 2}).set_requires_grad(true);
-  Tensor v = Tensor::from_vector({1.5, -0.5}, {2}, DType::f64, Device::sim(1)).set_requires_grad(true);
+  Tensor v =
+    Tensor::from_vector({1.5, -0.5}, {2}, DType::f64, Device::sim(1)).set_requires_grad(true);
   Tensor w0 = Tensor::from_vector({0.25, 0.5, -0.75, 1.0}, {2, 2}, DType::f64, Device::sim(0));
   Tensor w1 = Tensor::from_vector({-0.125, 0.375}, {2}, DType::f64, Device::sim(1));
   Tensor w2 = Tensor::from_vector({2.0, -1.0, 0.5, 0.25}, {2, 2});
   Tensor loss;
 
   SharedGraph() {
-    Tensor a = sum(mul(x.to(Device::sim(0)), w0)).to(Device::cpu());           // d/dx = w0
-    Tensor xv = sum(x, {0}, false).to(Device::sim(1));                           // [2] on sim:1
-    Tensor b = sum(add(mul(xv, w1), mul(v, w1))).to(Device::cpu());              // d/dx = w1 per col, d/dv = w1
-    Tensor c = sum(mul(x, w2));                                                  // d/dx = w2
+    Tensor a = sum(mul(x.to(Device::sim(0)), w0)).to(Device::cpu()); // d/dx = w0
+    Tensor xv = sum(x, {0}, false).to(Device::sim(1));               // [2] on sim:1
+    Tensor b = sum(add(mul(xv, w1), mul(v, w1))).to(Device::cpu());  // d/dx = w1 per col, d/dv = w1
+    Tensor c = sum(mul(x, w2));                                      // d/dx = w2
     loss = add(add(a, b), c);
   }
   std::vector<double> expected_x() const {
@@ -184,12 +185,13 @@ BOOST_AUTO_TEST_CASE(shared_graph_grad_retain_graph) {
   double secs = run_threads([&](int) {
     for (int i = 0; i < kIterations; ++i) {
       auto r = grad({g.loss}, {g.x, g.v}, {.retain_graph = true}, eng);
-      if (r.size() != 2 || !r[0].defined() || !r[1].defined() ||
-          r[1].device() != Device::sim(1) || r[0].to_vector() != ex || r[1].to_vector() != ev)
+      if (r.size() != 2 || !r[0].defined() || !r[1].defined() || r[1].device() != Device::sim(1) ||
+          r[0].to_vector() != ex || r[1].to_vector() != ev)
         wrong.fetch_add(1);
     }
   });
-  BOOST_TEST_MESSAGE("shared graph grad(): " << kThreads * kIterations << " calls in " << secs << " s");
+  BOOST_TEST_MESSAGE("shared graph grad(): " << kThreads * kIterations << " calls in " << secs
+                                             << " s");
   BOOST_TEST(wrong.load() == 0);
   BOOST_TEST(!g.x.grad().defined()); // grad() leaves .grad alone
 }
@@ -272,8 +274,9 @@ BOOST_AUTO_TEST_CASE(shared_graph_without_retain_graph_run_by_two_calls_at_once)
         const auto g = grad({loss}, {x}, {}, eng).at(0).to(Device::cpu()).to_vector();
         outcome[k] = close(g, expected, 1e-12) ? "gradient" : "wrong gradient " + show(g);
       } catch (const std::exception& e) {
-        outcome[k] = std::string(e.what()).find("a second time") != std::string::npos ? "second time"
-                                                                                      : e.what();
+        outcome[k] = std::string(e.what()).find("a second time") != std::string::npos
+                       ? "second time"
+                       : e.what();
       }
     };
     std::thread a(call, 0), b(call, 1);
@@ -291,7 +294,7 @@ BOOST_AUTO_TEST_CASE(shared_graph_without_retain_graph_run_by_two_calls_at_once)
   }
   BOOST_TEST_MESSAGE(got << " calls got the gradient, " << second_time << " failed a second time");
   BOOST_TEST(other.empty(), other.size() << " unexpected outcomes, first: "
-                                             << (other.empty() ? std::string() : other.front()));
+                                         << (other.empty() ? std::string() : other.front()));
 }
 
 // Synchronous and asynchronous calls mixed on the shared graph.

@@ -100,7 +100,8 @@ void every_message_reaches(bool use_receive, bool one_at_a_time) {
   std::atomic<int> taken{0};
   auto counter = sys.spawn<Counter>(use_receive, &taken);
   auto done = std::async(std::launch::async, [&] {
-    send_all(one_at_a_time, [&](int i) { caf::anon_send(counter, i); }, [&] { return taken.load(); });
+    send_all(
+      one_at_a_time, [&](int i) { caf::anon_send(counter, i); }, [&] { return taken.load(); });
     while (taken.load() < senders * per_sender)
       std::this_thread::yield();
   });

@@ -33,8 +33,9 @@ fs::path example_binary() {
 
 BOOST_AUTO_TEST_CASE(example_trains_and_exits_zero) {
   fs::path bin = example_binary();
-  BOOST_REQUIRE_MESSAGE(fs::exists(bin), "example binary not found at " << bin.string()
-                                                                         << " (build target example_embed_in_actor_system)");
+  BOOST_REQUIRE_MESSAGE(fs::exists(bin), "example binary not found at "
+                                           << bin.string()
+                                           << " (build target example_embed_in_actor_system)");
   // `timeout` bounds the run: a hang fails the test instead of blocking CI.
   const std::string cmd = "timeout 60 '" + bin.string() + "' 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -46,7 +47,8 @@ BOOST_AUTO_TEST_CASE(example_trains_and_exits_zero) {
   int status = pclose(pipe);
   BOOST_TEST_MESSAGE("example output:\n" << output);
   BOOST_REQUIRE(WIFEXITED(status));
-  BOOST_TEST(WEXITSTATUS(status) == 0, "exit code " << WEXITSTATUS(status) << ", output:\n" << output);
+  BOOST_TEST(WEXITSTATUS(status) == 0, "exit code " << WEXITSTATUS(status) << ", output:\n"
+                                                    << output);
 
   // Every step printed its loss, and the losses went down.
   std::regex step_re(R"(step (\d+) loss ([0-9.eE+-]+))");

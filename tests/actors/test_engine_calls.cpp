@@ -10,11 +10,11 @@
 
 #include <atomic>
 #include <cmath>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
-#include <future>
-#include <memory>
 #include <vector>
 
 #include <caf/logger.hpp>
@@ -36,9 +36,9 @@ const Device sim0 = Device::sim(0);
 struct CountingEngine {
   // Written by the engine's actors and callers (node starts), read by the test.
   std::shared_ptr<std::atomic<int>> nodes = std::make_shared<std::atomic<int>>(0);
-  Engine engine{EngineConfig{.devices = {sim0}, .observer = on_node_start(
-                                                  [n = nodes](Device, const GraphTaskBase&,
-                                                              const NodeInfo&) { ++*n; })}};
+  Engine engine{EngineConfig{.devices = {sim0},
+                             .observer = on_node_start([n = nodes](Device, const GraphTaskBase&,
+                                                                   const NodeInfo&) { ++*n; })}};
 };
 
 std::vector<double> v(std::initializer_list<double> xs) { return xs; }
@@ -67,10 +67,9 @@ BOOST_AUTO_TEST_CASE(backward_with_options_and_torch_defaults) {
 
   // grad_tensors scale the root gradient.
   Tensor y = mul(x.to(sim0), w.to(sim0));
-  ce.engine.backward({y}, {.grad_tensors = {Tensor::from_vector({1.0, 10.0}, {2}).to(sim0)},
-                           .inputs = {x}});
-  BOOST_TEST(x.grad().to_vector() == v({6.0 + 3.0, -2.0 + 5.0}),
-             boost::test_tools::per_element());
+  ce.engine.backward(
+    {y}, {.grad_tensors = {Tensor::from_vector({1.0, 10.0}, {2}).to(sim0)}, .inputs = {x}});
+  BOOST_TEST(x.grad().to_vector() == v({6.0 + 3.0, -2.0 + 5.0}), boost::test_tools::per_element());
 }
 
 // Note [CAF's thread-local logger]: a thread whose call crossed devices (so
@@ -158,7 +157,6 @@ BOOST_AUTO_TEST_CASE(async_calls_take_the_callers_anomaly_mode) {
   BOOST_TEST(std::isnan(x.grad().to_vector().at(0)));
 }
 
-
 // Note [Pooled async coordinators]: async calls run on pooled coordinator
 // actors, so 1,000 of them, one after another, run their CPU nodes on one
 // thread and leave the process with the threads it had; 8 at a time, on at
@@ -170,12 +168,13 @@ BOOST_AUTO_TEST_CASE(async_calls_start_no_thread_per_call) {
   auto cpu_threads = std::make_shared<std::set<pid_t>>();
   Engine engine{EngineConfig{
     .devices = {sim0},
-    .observer = on_node_start([mutex, cpu_threads](Device d, const GraphTaskBase&, const NodeInfo&) {
-      if (d.is_cpu()) {
-        std::lock_guard lock(*mutex);
-        cpu_threads->insert(::gettid());
-      }
-    })}};
+    .observer =
+      on_node_start([mutex, cpu_threads](Device d, const GraphTaskBase&, const NodeInfo&) {
+        if (d.is_cpu()) {
+          std::lock_guard lock(*mutex);
+          cpu_threads->insert(::gettid());
+        }
+      })}};
   Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
   Tensor loss = sum(mul(x.to(sim0), x.to(sim0))).to(Device::cpu());
   auto check = [&](std::future<variable_list>& f) {

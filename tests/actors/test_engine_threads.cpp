@@ -46,17 +46,20 @@ struct GatedGraph {
   Tensor loss;
 
   GatedGraph() {
-    auto [y, node] = lambda_op(mul(x, x), "Gate", [opened = opened, arrived = arrived](variable_list&& g) {
-      arrived->fetch_add(1);
-      if (opened.wait_for(kWaitLimit) != std::future_status::ready)
-        throw std::runtime_error("the gate never opened");
-      return std::move(g);
-    });
+    auto [y, node] =
+      lambda_op(mul(x, x), "Gate", [opened = opened, arrived = arrived](variable_list&& g) {
+        arrived->fetch_add(1);
+        if (opened.wait_for(kWaitLimit) != std::future_status::ready)
+          throw std::runtime_error("the gate never opened");
+        return std::move(g);
+      });
     loss = sum(y);
   }
 
   void open() { opener->set_value(); }
-  std::future<variable_list> call(Engine& e) { return e.grad_async({loss}, {x}, {.retain_graph = true}); }
+  std::future<variable_list> call(Engine& e) {
+    return e.grad_async({loss}, {x}, {.retain_graph = true});
+  }
 };
 
 /// Waits (bounded) until `pred()` holds; false on timeout.
@@ -103,18 +106,19 @@ BOOST_AUTO_TEST_CASE(the_pool_shrinks_to_its_warm_minimum_after_a_burst) {
   for (int i = 0; i < 1000; ++i)
     burst.push_back(g.call(engine));
   BOOST_TEST_REQUIRE(eventually([&] { return g.arrived->load() == 1000; }, milliseconds(60000)),
-                     "all 1,000 calls running at once (" << g.arrived->load() << " reached the gate)");
+                     "all 1,000 calls running at once (" << g.arrived->load()
+                                                         << " reached the gate)");
   const std::size_t peak = process_threads();
-  BOOST_TEST(peak >= warm + 999, "1,000 calls at once run on 1,000 coordinators (" << peak - warm
-                                                                                    << " threads more)");
+  BOOST_TEST(peak >= warm + 999,
+             "1,000 calls at once run on 1,000 coordinators (" << peak - warm << " threads more)");
   g.open();
   check_all(burst);
   const auto done = Clock::now();
-  BOOST_TEST(eventually([&] { return process_threads() == warm && engine.stats().async_coordinators == 1; },
-                        2 * idle),
-             "back to " << warm << " threads within twice the idle time: " << process_threads()
-                        << " after " << std::chrono::duration_cast<milliseconds>(Clock::now() - done).count()
-                        << " ms");
+  BOOST_TEST(
+    eventually([&] { return process_threads() == warm && engine.stats().async_coordinators == 1; },
+               2 * idle),
+    "back to " << warm << " threads within twice the idle time: " << process_threads() << " after "
+               << std::chrono::duration_cast<milliseconds>(Clock::now() - done).count() << " ms");
   BOOST_TEST(engine.stats().peak_async_coordinators == 1000u);
 
   // A steady stream of calls finds the warm coordinator: no thread per call.
@@ -144,8 +148,8 @@ BOOST_AUTO_TEST_CASE(no_more_coordinators_than_the_cap) {
       for (int i = 0; i < 2500; ++i)
         fs.push_back(g.call(engine));
       for (auto& f : fs)
-        wrong += f.wait_for(kWaitLimit) != std::future_status::ready ||
-                 f.get().at(0).to_vector() != kGrad;
+        wrong +=
+          f.wait_for(kWaitLimit) != std::future_status::ready || f.get().at(0).to_vector() != kGrad;
     });
   for (auto& c : callers)
     c.join();
@@ -156,9 +160,9 @@ BOOST_AUTO_TEST_CASE(no_more_coordinators_than_the_cap) {
   BOOST_TEST(s.async_calls_waited > 0, "some of 10,000 calls waited for a coordinator");
   // The sampler and the 4 callers are threads of the test; no coordinator
   // existed before the first call.
-  BOOST_TEST(most <= before + 1 + 4 + 4,
-             "at most 4 coordinators (the cap): peak " << most << " threads, " << before
-                                                       << " before the calls");
+  BOOST_TEST(most <= before + 1 + 4 + 4, "at most 4 coordinators (the cap): peak "
+                                           << most << " threads, " << before
+                                           << " before the calls");
 }
 
 // A call that finds the pool full waits (its future not ready) until a
@@ -192,15 +196,16 @@ BOOST_AUTO_TEST_CASE(async_calls_made_inside_nodes_never_wait_for_their_ancestor
     Tensor base = mul(x, x);
     if (k == 3)
       return sum(base);
-    auto [y, node] = lambda_op(base, "Level" + std::to_string(k), [&engine, &level, &x, k](variable_list&& g) {
-      AutoGradMode enable(true);
-      auto inner = engine.grad_async({level(k + 1)}, {x});
-      if (inner.wait_for(kWaitLimit) != std::future_status::ready)
-        throw std::runtime_error("a nested async call never ran");
-      if (inner.get().at(0).to_vector() != kGrad)
-        throw std::runtime_error("a nested async call gave a wrong gradient");
-      return std::move(g);
-    });
+    auto [y, node] =
+      lambda_op(base, "Level" + std::to_string(k), [&engine, &level, &x, k](variable_list&& g) {
+        AutoGradMode enable(true);
+        auto inner = engine.grad_async({level(k + 1)}, {x});
+        if (inner.wait_for(kWaitLimit) != std::future_status::ready)
+          throw std::runtime_error("a nested async call never ran");
+        if (inner.get().at(0).to_vector() != kGrad)
+          throw std::runtime_error("a nested async call gave a wrong gradient");
+        return std::move(g);
+      });
     return sum(y);
   };
   auto outer = engine.grad_async({level(0)}, {x});
@@ -251,8 +256,8 @@ int calls_from_8_threads(Engine& engine) {
           engine.grad_async({i % 2 ? cpu_loss : crossing_loss}, {x}, {.retain_graph = true}));
       wrong += engine.grad({crossing_loss}, {x}, {.retain_graph = true}).at(0).to_vector() != kGrad;
       for (auto& f : fs)
-        wrong += f.wait_for(kWaitLimit) != std::future_status::ready ||
-                 f.get().at(0).to_vector() != kGrad;
+        wrong +=
+          f.wait_for(kWaitLimit) != std::future_status::ready || f.get().at(0).to_vector() != kGrad;
     });
   for (auto& c : callers)
     c.join();
@@ -274,7 +279,7 @@ BOOST_AUTO_TEST_CASE(engine_destruction_joins_every_thread_it_started) {
     BOOST_TEST(calls_from_8_threads(first) == 0);
   }
   std::this_thread::sleep_for(milliseconds(100)); // the kernel unlists the joined threads
-  const std::size_t before = process_threads(); // every repetition ends with these
+  const std::size_t before = process_threads();   // every repetition ends with these
   for (int rep = 0; rep < 50; ++rep) {
     BOOST_TEST_CONTEXT("repetition " << rep) {
       auto engine = std::make_unique<Engine>(config);

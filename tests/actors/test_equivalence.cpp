@@ -65,8 +65,8 @@ Match compare(const variable_list& ref, const variable_list& act, const std::str
       std::ostringstream os;
       for (std::size_t k = 0; k < a.size(); ++k)
         os << " " << a[k] << "/" << b[k];
-      BOOST_ERROR(where << ": result " << i << " differs beyond " << kTol << " (ref/actor):"
-                        << os.str());
+      BOOST_ERROR(where << ": result " << i << " differs beyond " << kTol
+                        << " (ref/actor):" << os.str());
       return Match::mismatch;
     }
     m = Match::close;
@@ -196,8 +196,7 @@ BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
     clear_grads(all_grads);
     BackwardOptions subset_options{
       .grad_tensors = g.root_grads, .retain_graph = true, .inputs = subset};
-    const std::string ref_s_err =
-      attempt([&] { backward(g.roots, subset_options, reference); });
+    const std::string ref_s_err = attempt([&] { backward(g.roots, subset_options, reference); });
     variable_list ref_s = grads_of(g.values);
     clear_grads(all_grads);
     subset_options.retain_graph = gen.coin(0.5);
@@ -232,15 +231,13 @@ BOOST_AUTO_TEST_CASE(random_dags_match_reference_executor) {
   }
   const double secs =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  BOOST_TEST_MESSAGE("equivalence: " << kNumGraphs << " graphs (" << multi_root
-                                     << " with several roots, " << cross_device
-                                     << " across devices), " << calls << " backward calls: "
-                                     << bitwise << " bitwise equal, " << close_only
-                                     << " within " << kTol << " only, " << mismatches
-                                     << " mismatched; " << both_failed
-                                     << " calls failed alike in both executors; largest difference "
-                                     << worst_rel << "; "
-                                     << secs << " s");
+  BOOST_TEST_MESSAGE("equivalence: "
+                     << kNumGraphs << " graphs (" << multi_root << " with several roots, "
+                     << cross_device << " across devices), " << calls
+                     << " backward calls: " << bitwise << " bitwise equal, " << close_only
+                     << " within " << kTol << " only, " << mismatches << " mismatched; "
+                     << both_failed << " calls failed alike in both executors; largest difference "
+                     << worst_rel << "; " << secs << " s");
   BOOST_TEST(mismatches == 0);
   BOOST_TEST(multi_root > 100);
   BOOST_TEST(cross_device > 500);
@@ -260,8 +257,7 @@ BOOST_AUTO_TEST_CASE(multi_root_across_devices_matches) {
   Tensor r2 = sum(exp(tanh(x)), {1}, false);
   variable_list roots{r0, r1, r2};
   variable_list gts{Tensor::ones({3, 3}, DType::f64, Device::sim(0)),
-                    Tensor::full({3, 3}, 0.5, DType::f64, Device::sim(1)),
-                    Tensor::full({3}, -2.0)};
+                    Tensor::full({3, 3}, 0.5, DType::f64, Device::sim(1)), Tensor::full({3}, -2.0)};
   auto ref = grad(roots, {x, w}, {.grad_outputs = gts, .retain_graph = true}, reference);
   auto act = grad(roots, {x, w}, {.grad_outputs = gts, .retain_graph = true}, engine());
   BOOST_TEST((compare(ref, act, "multi-root") != Match::mismatch));
@@ -357,9 +353,8 @@ BOOST_AUTO_TEST_CASE(random_dags_with_cpu_workers_match_the_reference_and_repeat
     const int cpu_graphs = 300, mixed_graphs = 100;
     const WorkersOutcome cpu =
       check_with_cpu_workers(workers, cpu_only, 0xc0de0000ULL, cpu_graphs, kRepeats, true);
-    const WorkersOutcome mixed = check_with_cpu_workers(workers, testing::default_dag_devices(),
-                                                        0x5eed0000ULL, mixed_graphs, kRepeats,
-                                                        false);
+    const WorkersOutcome mixed = check_with_cpu_workers(
+      workers, testing::default_dag_devices(), 0x5eed0000ULL, mixed_graphs, kRepeats, false);
     BOOST_TEST(cpu.passed == cpu_graphs, workers << " cpu workers");
     BOOST_TEST(cpu.tasks_shared > 0u, workers << " cpu workers: the nodes really moved");
     BOOST_TEST(mixed.passed == mixed_graphs, workers << " cpu workers");

@@ -11,12 +11,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <memory>
 #include <future>
+#include <memory>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -26,8 +26,8 @@
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/engine/detail/current_graph_task.h"
-#include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/detail/graph_task.h"
+#include "actorgrad/libengine/engine/errors.h"
 #include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;
@@ -47,8 +47,10 @@ void check_engine_works(Device d) {
   BOOST_REQUIRE(x.grad().defined());
   BOOST_TEST((x.grad().device() == d));
   // d/dx = 2x + y, d/dy = x
-  BOOST_TEST(x.grad().to_vector() == (std::vector<double>{2.5, 3, 8}), boost::test_tools::per_element());
-  BOOST_TEST(y.grad().to_vector() == (std::vector<double>{1, 2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(x.grad().to_vector() == (std::vector<double>{2.5, 3, 8}),
+             boost::test_tools::per_element());
+  BOOST_TEST(y.grad().to_vector() == (std::vector<double>{1, 2, 3}),
+             boost::test_tools::per_element());
 }
 
 /// Waits (at most 10 s) until the GraphTask whose node runs on this thread
@@ -160,10 +162,11 @@ BOOST_AUTO_TEST_CASE(node_exception_reaches_caller_and_stops_the_task) {
       FaultGraph g(c.thrower, c.chain);
       const auto t0 = std::chrono::steady_clock::now();
       const auto [engine_error, message] = backward_error(g.loss, engine());
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       BOOST_TEST(engine_error, message);
-      BOOST_TEST(contains_all(message, {"ThrowingNode", "deliberate failure",
-                                        std::to_string(g.thrower_seq)}),
+      BOOST_TEST(contains_all(
+                   message, {"ThrowingNode", "deliberate failure", std::to_string(g.thrower_seq)}),
                  message);
       BOOST_TEST(g.waits_ok.load(), "a wait inside a node timed out");
       // The chain stopped at the node that waited for the error.
@@ -221,7 +224,8 @@ BOOST_AUTO_TEST_CASE(killed_device_worker_fails_the_task_and_is_respawned) {
 
       const auto t0 = std::chrono::steady_clock::now();
       const auto [engine_error, message] = backward_error(loss, eng);
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       BOOST_TEST(engine_error, message);
       BOOST_TEST(contains_all(message, {"sim:0"}), message);
       BOOST_TEST(contains_all(message, {"worker"}), message);
@@ -294,7 +298,8 @@ BOOST_AUTO_TEST_CASE(backward_async_and_grad_async_return_results) {
   for (int i = 0; i < 16; ++i) {
     BOOST_REQUIRE(many[i].wait_for(kWaitLimit) == std::future_status::ready);
     auto gi = many[i].get();
-    BOOST_TEST(gi[0].to_vector() == (std::vector<double>(3, 2.0 * i)), boost::test_tools::per_element());
+    BOOST_TEST(gi[0].to_vector() == (std::vector<double>(3, 2.0 * i)),
+               boost::test_tools::per_element());
   }
 }
 

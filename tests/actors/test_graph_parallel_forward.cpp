@@ -66,7 +66,8 @@ struct TwoBranches {
   explicit TwoBranches(Device second = Device::sim(1)) {
     const Device dev[2] = {Device::sim(0), second};
     for (int k = 0; k < 2; ++k) {
-      x[k] = g.add_input("x" + std::to_string(k), Tensor::randn({kSize, kSize}, 10 + k, DType::f64, dev[k]));
+      x[k] = g.add_input("x" + std::to_string(k),
+                         Tensor::randn({kSize, kSize}, 10 + k, DType::f64, dev[k]));
       w[k] = g.add_parameter("W" + std::to_string(k),
                              mul(Tensor::randn({kSize, kSize}, 20 + k, DType::f64, dev[k]), 0.05));
       NodeId h = x[k];
@@ -76,10 +77,11 @@ struct TwoBranches {
       }
       joined_cpu[k] = d1::to_device(g, d1::sum(g, h), Device::cpu(), "to_cpu" + std::to_string(k));
     }
-    out = g.add_op("out", {joined_cpu[0], joined_cpu[1]}, [p = probe, this](const variable_list& v) {
-      p->thread_of[out.index] = std::this_thread::get_id();
-      return add(v[0], v[1]);
-    });
+    out =
+      g.add_op("out", {joined_cpu[0], joined_cpu[1]}, [p = probe, this](const variable_list& v) {
+        p->thread_of[out.index] = std::this_thread::get_id();
+        return add(v[0], v[1]);
+      });
   }
 
   NodeId heavy(std::string name, NodeId h, NodeId wk) {

@@ -66,8 +66,8 @@ struct WideGraph {
       Tensor h = mul(x, 1.0 + 0.01 * b);
       for (int d = 0; d < kDepth; ++d)
         h = tanh(add(mul(h, w), 0.001 * d));
-      auto [logged, node] =
-        lambda_op(h, b == throw_in_branch ? "Boom" : "Log", [this, b, throw_in_branch](variable_list&& g) {
+      auto [logged, node] = lambda_op(
+        h, b == throw_in_branch ? "Boom" : "Log", [this, b, throw_in_branch](variable_list&& g) {
           threads.note();
           if (!current_graph_task() || GradMode::is_enabled())
             bad_state.fetch_add(1);

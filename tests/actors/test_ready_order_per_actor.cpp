@@ -103,8 +103,11 @@ std::vector<const Node*> simulated_order(const std::shared_ptr<Node>& root) {
         stack.push_back(e.function.get());
     }
   }
-  auto later_first = [](const Node* a, const Node* b) { return a->sequence_nr() < b->sequence_nr(); };
-  std::priority_queue<const Node*, std::vector<const Node*>, decltype(later_first)> heap(later_first);
+  auto later_first = [](const Node* a, const Node* b) {
+    return a->sequence_nr() < b->sequence_nr();
+  };
+  std::priority_queue<const Node*, std::vector<const Node*>, decltype(later_first)> heap(
+    later_first);
   heap.push(root.get());
   std::vector<const Node*> order;
   while (!heap.empty()) {
@@ -153,8 +156,8 @@ void wait_signal(const std::shared_future<void>& f, std::atomic<bool>& timed_out
 struct EngineFixture {
   EngineFixture() {
     EngineConfig cfg{{Device::sim(0), Device::sim(1)}};
-    cfg.observer = testing::on_node_start(
-      [](Device actor, const GraphTaskBase& task, const NodeInfo& node) {
+    cfg.observer =
+      testing::on_node_start([](Device actor, const GraphTaskBase& task, const NodeInfo& node) {
         recorder().add({actor, node.id, node.sequence_nr, node.name, task.id});
       });
     engine_slot() = std::make_unique<Engine>(std::move(cfg));
@@ -278,7 +281,10 @@ BOOST_AUTO_TEST_CASE(later_arriving_higher_priority_task_overtakes_queued_one) {
     },
     edge_list{{p2, 0}});
   auto p1 = make_node<LambdaNode>(
-    "P1", [&](variable_list&& g) { return variable_list{g[0].to(Device::sim(0)), g[0]}; },
+    "P1",
+    [&](variable_list&& g) {
+      return variable_list{g[0].to(Device::sim(0)), g[0]};
+    },
     edge_list{{lo, 0}, {q1, 0}});
   for (auto& n : {q2, p2, q1, p1})
     n->add_input_metadata(on_cpu);
@@ -288,10 +294,10 @@ BOOST_AUTO_TEST_CASE(later_arriving_higher_priority_task_overtakes_queued_one) {
 
   recorder().clear();
   bounded([&] {
-    eng.execute({{b1, 0}, {b2, 0}, {p1, 0}},
-                {Tensor::ones({1}, DType::f64, sim0), Tensor::ones({1}, DType::f64, sim0),
-                 Tensor::ones({1})},
-                ExecuteOptions{}, {});
+    eng.execute(
+      {{b1, 0}, {b2, 0}, {p1, 0}},
+      {Tensor::ones({1}, DType::f64, sim0), Tensor::ones({1}, DType::f64, sim0), Tensor::ones({1})},
+      ExecuteOptions{}, {});
   });
   BOOST_TEST(!timed_out.load(), "a signal between the nodes timed out");
   // Where the GraphRoot runs (cpu in PyTorch) is not what this test is
@@ -332,8 +338,8 @@ BOOST_AUTO_TEST_CASE(tasks_share_one_heap_per_device) {
     wait_signal(released, timed_out);
     return variable_list{};
   });
-  auto older = make_node<LambdaNode>("Older", sink);  // second task, lower sequence_nr
-  auto newer = make_node<LambdaNode>("Newer", sink);  // third task, higher sequence_nr
+  auto older = make_node<LambdaNode>("Older", sink); // second task, lower sequence_nr
+  auto newer = make_node<LambdaNode>("Newer", sink); // third task, higher sequence_nr
   for (auto& n : {blocker, older, newer})
     n->add_input_metadata(on_sim);
 
@@ -349,7 +355,9 @@ BOOST_AUTO_TEST_CASE(tasks_share_one_heap_per_device) {
     });
     auto p = make_node<LambdaNode>(
       "P" + tag,
-      [](variable_list&& g) { return variable_list{g[0].to(Device::sim(1)), g[0]}; },
+      [](variable_list&& g) {
+        return variable_list{g[0].to(Device::sim(1)), g[0]};
+      },
       edge_list{{target, 0}, {q, 0}});
     q->add_input_metadata(on_cpu);
     p->add_input_metadata(on_cpu);

@@ -63,8 +63,7 @@ std::size_t check_recording(const trace::Trace& t) {
           ++n;
           break;
         }
-        default:
-          break;
+        default: break;
         }
         if (e.kind == EventKind::node_start && track.actor.find(" worker") != std::string::npos &&
             track.actor.rfind("pool", 0) != 0)
@@ -162,21 +161,23 @@ BOOST_AUTO_TEST_CASE(reentrant_calls_past_the_depth_limit) {
   EngineConfig cfg;
   cfg.devices = {Device::sim(0), Device::sim(1)};
   std::atomic<std::size_t> nodes_run{0};
-  cfg.observer = testing::on_node_start([&](Device, const GraphTaskBase&, const NodeInfo&) { ++nodes_run; });
+  cfg.observer =
+    testing::on_node_start([&](Device, const GraphTaskBase&, const NodeInfo&) { ++nodes_run; });
   cfg.max_recursion_depth = 2;
   Engine engine(cfg);
 
   // A node whose backward makes `levels` nested backward calls, each from
   // inside the node of the one before.
   std::function<Tensor(const Tensor&, int)> nested = [&](const Tensor& x, int levels) {
-    return lambda_op(x, "Nested", [&, levels, device = x.device()](variable_list&& g) {
-             if (levels > 0) {
-               AutoGradMode enable(true);
-               Tensor z = Tensor::ones({1}, DType::f64, device).set_requires_grad();
-               grad({sum(nested(z, levels - 1) * 3.0)}, {z}, {}, engine);
-             }
-             return std::move(g);
-           })
+    return lambda_op(x, "Nested",
+                     [&, levels, device = x.device()](variable_list&& g) {
+                       if (levels > 0) {
+                         AutoGradMode enable(true);
+                         Tensor z = Tensor::ones({1}, DType::f64, device).set_requires_grad();
+                         grad({sum(nested(z, levels - 1) * 3.0)}, {z}, {}, engine);
+                       }
+                       return std::move(g);
+                     })
       .first;
   };
   engine.start_recording();

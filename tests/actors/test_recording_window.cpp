@@ -93,7 +93,8 @@ BOOST_AUTO_TEST_CASE(ten_thousand_passes_with_a_window_of_five_hold_a_bounded_re
   BOOST_TEST(most <= bound, "events held stay bounded: at most " << most << " of " << bound);
   // Flat: the second half holds no more than the first did.
   const auto half = held_at.begin() + static_cast<long>(held_at.size() / 2);
-  BOOST_TEST(*std::max_element(half, held_at.end()) <= *std::max_element(held_at.begin(), half) + 256);
+  BOOST_TEST(*std::max_element(half, held_at.end()) <=
+             *std::max_element(held_at.begin(), half) + 256);
   BOOST_TEST(rec->bytes_held() <= (bound / 256 + 1) * trace::EventBuffer::chunk_bytes(),
              "chunks held: " << rec->bytes_held() / trace::EventBuffer::chunk_bytes());
 

@@ -16,9 +16,9 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "actorgrad/actors/detail/recycled_element.h"
 #include "actorgrad/actors/detail/message_type.h"
 #include "actorgrad/actors/detail/post.h"
+#include "actorgrad/actors/detail/recycled_element.h"
 
 using namespace actorgrad;
 using detail::RecycledElement;
@@ -32,7 +32,9 @@ caf::mailbox_element_ptr element(M m) {
 }
 
 /// The address of the block that holds `e`.
-const void* block_of(const caf::mailbox_element_ptr& e) { return dynamic_cast<const void*>(e.get()); }
+const void* block_of(const caf::mailbox_element_ptr& e) {
+  return dynamic_cast<const void*>(e.get());
+}
 
 } // namespace
 

@@ -18,12 +18,12 @@
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/autograd/custom_function.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
-#include "tests/actors/actor_test_util.h"
-#include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/detail/graph_task.h"
+#include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/queue_callback.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/libengine/tensor/kernels.h"
+#include "tests/actors/actor_test_util.h"
 
 using namespace actorgrad;
 
@@ -94,7 +94,9 @@ BOOST_AUTO_TEST_CASE(nested_depths_on_cpu_and_sim) {
   Engine engine(sim_config());
   for (int depth : {1, 59, 60, 61, 200})
     for (Device d : {Device::cpu(), Device::sim(0)}) {
-      BOOST_TEST_CONTEXT("depth " << depth << " on " << d.str()) { check_depth(engine, depth, d); }
+      BOOST_TEST_CONTEXT("depth " << depth << " on " << d.str()) {
+        check_depth(engine, depth, d);
+      }
     }
   auto stats = engine.stats();
   BOOST_TEST(stats.max_reentrant_frames_per_stack == 60);
@@ -134,7 +136,8 @@ BOOST_AUTO_TEST_CASE(checkpointed_mlp_matches_plain_mlp) {
   // The input requires grad so every checkpointed block records its node.
   Tensor input = Tensor::randn({4, width}, 7).set_requires_grad();
   auto block = [&](int i) {
-    return [&, i](const variable_list& in) { return variable_list{tanh(matmul(in[0], ws[i]) + bs[i])}; };
+    return
+      [&, i](const variable_list& in) { return variable_list{tanh(matmul(in[0], ws[i]) + bs[i])}; };
   };
   auto params = ws;
   params.insert(params.end(), bs.begin(), bs.end());
@@ -184,18 +187,20 @@ BOOST_AUTO_TEST_CASE(error_in_nested_backward_names_both_nodes) {
   Engine engine(sim_config());
   for (Device d : {Device::cpu(), Device::sim(0)}) {
     Tensor x = Tensor::ones({2}, DType::f64, d).set_requires_grad();
-    Tensor y = with_nested_backward(x, [d] {
-      AutoGradMode enable(true);
-      Tensor z = Tensor::ones({2}, DType::f64, d).set_requires_grad();
-      backward({sum(throwing(z))});
-    }, "OuterReentrantBackward");
-    BOOST_CHECK_EXCEPTION(grad({sum(y)}, {x}, {}, engine), EngineError,
-                          [](const EngineError& e) {
-                            std::string m = e.what();
-                            return m.find("OuterReentrantBackward") != std::string::npos &&
-                                   m.find("InnerThrowBackward") != std::string::npos &&
-                                   m.find("inner failure") != std::string::npos;
-                          });
+    Tensor y = with_nested_backward(
+      x,
+      [d] {
+        AutoGradMode enable(true);
+        Tensor z = Tensor::ones({2}, DType::f64, d).set_requires_grad();
+        backward({sum(throwing(z))});
+      },
+      "OuterReentrantBackward");
+    BOOST_CHECK_EXCEPTION(grad({sum(y)}, {x}, {}, engine), EngineError, [](const EngineError& e) {
+      std::string m = e.what();
+      return m.find("OuterReentrantBackward") != std::string::npos &&
+             m.find("InnerThrowBackward") != std::string::npos &&
+             m.find("inner failure") != std::string::npos;
+    });
     // The engine is still usable.
     Tensor a = Tensor::ones({2}, DType::f64, d).set_requires_grad();
     BOOST_TEST(grad({sum(a * 5.0)}, {a}, {}, engine)[0].to_vector() ==
@@ -217,11 +222,14 @@ BOOST_AUTO_TEST_CASE(nested_tasks_run_before_the_parents_waiting_tasks) {
   // while the reentrant node (created later, so it runs first) runs its
   // nested backward, whose nodes (depth 1) must all run before b's.
   Tensor b = exp(x);
-  Tensor a = with_nested_backward(x, [] {
-    AutoGradMode enable(true);
-    Tensor z = Tensor::ones({2}).set_requires_grad();
-    backward({sum(tanh(z * 2.0))});
-  }, "ParentReentrantBackward");
+  Tensor a = with_nested_backward(
+    x,
+    [] {
+      AutoGradMode enable(true);
+      Tensor z = Tensor::ones({2}).set_requires_grad();
+      backward({sum(tanh(z * 2.0))});
+    },
+    "ParentReentrantBackward");
   grad({sum(a + b)}, {x}, {}, engine);
   auto pos = [&](const std::string& name, int depth) {
     for (std::size_t i = 0; i < order.size(); ++i)
@@ -244,20 +252,22 @@ BOOST_AUTO_TEST_CASE(final_callbacks_belong_to_their_own_graph_task) {
   Engine engine(sim_config());
   std::vector<std::string> log;
   Tensor x = Tensor::ones({2}).set_requires_grad();
-  Tensor y = with_nested_backward(x, [&] {
-    queue_callback([&] { log.push_back("parent"); });
-    AutoGradMode enable(true);
-    Tensor z = Tensor::ones({2}).set_requires_grad();
-    Tensor w = with_nested_backward(z, [&] { queue_callback([&] { log.push_back("child"); }); },
-                                    "ChildNode");
-    backward({sum(w)});
-    log.push_back("after nested");
-  }, "ParentNode");
+  Tensor y = with_nested_backward(
+    x,
+    [&] {
+      queue_callback([&] { log.push_back("parent"); });
+      AutoGradMode enable(true);
+      Tensor z = Tensor::ones({2}).set_requires_grad();
+      Tensor w = with_nested_backward(
+        z, [&] { queue_callback([&] { log.push_back("child"); }); }, "ChildNode");
+      backward({sum(w)});
+      log.push_back("after nested");
+    },
+    "ParentNode");
   grad({sum(y)}, {x}, {}, engine);
   BOOST_TEST(log == std::vector<std::string>({"child", "after nested", "parent"}),
              boost::test_tools::per_element());
 }
-
 
 // A CPU call of engine A whose node calls engine B, whose node calls A
 // again, then A once more from A's node after B returned: every gradient
@@ -278,15 +288,18 @@ BOOST_AUTO_TEST_CASE(engines_nested_in_each_other) {
     log.push_back(std::string(who) + (ok ? " ok" : " wrong"));
   };
   Tensor x = Tensor::ones({2}, DType::f64).set_requires_grad();
-  Tensor y = with_nested_backward(x, [&] {
-    AutoGradMode enable(true);
-    Tensor u = Tensor::ones({2}, DType::f64).set_requires_grad();
-    Tensor v = with_nested_backward(u, [&] { nested_grad(a, Device::sim(0), 3.0, "A in B"); },
-                                    "InB");
-    Tensor du = grad({sum(v * 2.0)}, {u}, {}, b)[0];
-    log.push_back(du.to_vector() == std::vector<double>{2, 2} ? "B ok" : "B wrong");
-    nested_grad(a, Device::sim(1), 5.0, "A after B");
-  }, "InA");
+  Tensor y = with_nested_backward(
+    x,
+    [&] {
+      AutoGradMode enable(true);
+      Tensor u = Tensor::ones({2}, DType::f64).set_requires_grad();
+      Tensor v = with_nested_backward(
+        u, [&] { nested_grad(a, Device::sim(0), 3.0, "A in B"); }, "InB");
+      Tensor du = grad({sum(v * 2.0)}, {u}, {}, b)[0];
+      log.push_back(du.to_vector() == std::vector<double>{2, 2} ? "B ok" : "B wrong");
+      nested_grad(a, Device::sim(1), 5.0, "A after B");
+    },
+    "InA");
   Tensor dx = grad({sum(y * 7.0)}, {x}, {}, a)[0];
   BOOST_TEST(dx.to_vector() == std::vector<double>({7.0, 7.0}), boost::test_tools::per_element());
   BOOST_TEST(log == std::vector<std::string>({"A in B ok", "B ok", "A after B ok"}),
@@ -319,8 +332,9 @@ BOOST_AUTO_TEST_CASE(cpu_calls_past_the_depth_limit_while_the_parent_waits_on_a_
       std::function<void(int)> nest = [&](int level) {
         AutoGradMode enable(true);
         Tensor z = Tensor::ones({2}, DType::f64).set_requires_grad();
-        Tensor w =
-          level == 0 ? z : with_nested_backward(z, [&, level] { nest(level - 1); }, "Nest");
+        Tensor w = level == 0 ? z
+                              : with_nested_backward(
+                                  z, [&, level] { nest(level - 1); }, "Nest");
         if (level == 0) { // two fresh stacks down: let sim:0's gradient come meanwhile
           innermost_runs = true;
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -328,7 +342,9 @@ BOOST_AUTO_TEST_CASE(cpu_calls_past_the_depth_limit_while_the_parent_waits_on_a_
         right += grad({sum(w * 3.0)}, {z})[0].to_vector() == std::vector<double>{3.0, 3.0};
       };
       Tensor x = Tensor::from_vector({1, 2}, {2}, DType::f64).set_requires_grad();
-      Tensor nested = with_nested_backward(x, [&] { nest(depth - 1); }, "Outer") * 2.0;
+      Tensor nested = with_nested_backward(
+                        x, [&] { nest(depth - 1); }, "Outer") *
+                      2.0;
       // Made after `nested`, so its first node runs first; its sim:0 node
       // waits for the innermost nested call (bounded: no hang if it never comes).
       auto wait_for_innermost = [&](variable_list&& g) {
@@ -336,9 +352,9 @@ BOOST_AUTO_TEST_CASE(cpu_calls_past_the_depth_limit_while_the_parent_waits_on_a_
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
         return std::move(g);
       };
-      Tensor on_sim = testing::lambda_op(mul(x.to(Device::sim(0)), 5.0), "WaitsOnSim",
-                                             wait_for_innermost)
-                        .first.to(Device::cpu());
+      Tensor on_sim =
+        testing::lambda_op(mul(x.to(Device::sim(0)), 5.0), "WaitsOnSim", wait_for_innermost)
+          .first.to(Device::cpu());
       Tensor g = grad({sum(nested + on_sim)}, {x}, {}, engine)[0];
       BOOST_TEST(g.to_vector() == std::vector<double>({7.0, 7.0}),
                  boost::test_tools::per_element());
@@ -370,7 +386,8 @@ void nest(Engine& engine, int levels, bool fail, std::vector<Level>& seen) {
   }
   AutoGradMode enable(true);
   Tensor z = Tensor::ones({2}, DType::f64).set_requires_grad();
-  Tensor w = with_nested_backward(z, [&, levels] { nest(engine, levels - 1, fail, seen); }, "Nest");
+  Tensor w = with_nested_backward(
+    z, [&, levels] { nest(engine, levels - 1, fail, seen); }, "Nest");
   BOOST_REQUIRE(grad({sum(w * 3.0)}, {z}, {}, engine)[0].to_vector() ==
                 std::vector<double>({3.0, 3.0}));
 }
@@ -380,8 +397,8 @@ void nest(Engine& engine, int levels, bool fail, std::vector<Level>& seen) {
 std::size_t stack_switches(const std::vector<Level>& seen) {
   std::size_t switches = 0;
   for (std::size_t i = 1; i < seen.size(); ++i) {
-    const std::uintptr_t apart = std::max(seen[i].stack, seen[i - 1].stack) -
-                                 std::min(seen[i].stack, seen[i - 1].stack);
+    const std::uintptr_t apart =
+      std::max(seen[i].stack, seen[i - 1].stack) - std::min(seen[i].stack, seen[i - 1].stack);
     switches += apart > (1u << 20);
   }
   return switches;
@@ -421,11 +438,10 @@ BOOST_FIXTURE_TEST_CASE(calls_past_the_depth_limit_stay_on_their_thread, DepthLi
   check_fresh_stacks(3);
 
   std::vector<Level> failing;
-  BOOST_CHECK_EXCEPTION(nest(engine, 12, true, failing), std::exception,
-                        [](const std::exception& e) {
-                          return std::string(e.what()).find(
-                                   "failure at the bottom of the nest") != std::string::npos;
-                        });
+  BOOST_CHECK_EXCEPTION(
+    nest(engine, 12, true, failing), std::exception, [](const std::exception& e) {
+      return std::string(e.what()).find("failure at the bottom of the nest") != std::string::npos;
+    });
   BOOST_TEST(failing.size() == 13u);
   seen.clear();
   nest(engine, 12, false, seen); // the engine and the thread's kept stacks still serve
@@ -439,9 +455,10 @@ BOOST_FIXTURE_TEST_CASE(calls_past_the_depth_limit_under_an_async_call_stay_on_i
   std::vector<Level> seen;
   AutoGradMode enable(true);
   Tensor z = Tensor::ones({2}, DType::f64).set_requires_grad();
-  Tensor w = with_nested_backward(z, [&] { nest(engine, 11, false, seen); }, "Nest");
+  Tensor w = with_nested_backward(
+    z, [&] { nest(engine, 11, false, seen); }, "Nest");
   BOOST_TEST(engine.grad_async({sum(w * 3.0)}, {z}).get()[0].to_vector() ==
-                 std::vector<double>({3.0, 3.0}),
+               std::vector<double>({3.0, 3.0}),
              boost::test_tools::per_element());
   BOOST_REQUIRE(seen.size() == 12u);
   for (std::size_t i = 0; i < seen.size(); ++i) {
@@ -494,10 +511,13 @@ BOOST_AUTO_TEST_CASE(a_nested_call_without_an_observer_inside_an_observed_node) 
       engine.set_observer(std::make_shared<FeedLog>());
       std::vector<double> nested;
       Tensor x = Tensor::from_vector({1, 2}, {2}, DType::f64, d).set_requires_grad();
-      Tensor y = with_nested_backward(x * 3.0, [&] {
-        engine.set_observer(nullptr); // the nested call starts without one
-        nested = nested_tanh_grad(engine);
-      }, "NestingBackward");
+      Tensor y = with_nested_backward(
+        x * 3.0,
+        [&] {
+          engine.set_observer(nullptr); // the nested call starts without one
+          nested = nested_tanh_grad(engine);
+        },
+        "NestingBackward");
       BOOST_TEST(grad({sum(y)}, {x}, {}, engine)[0].to_vector() == std::vector<double>({3.0, 3.0}),
                  boost::test_tools::per_element());
       BOOST_REQUIRE(nested.size() == 1u);
@@ -517,16 +537,16 @@ BOOST_AUTO_TEST_CASE(a_nested_observed_call_keeps_its_callers_feeds_recorded) {
       engine.set_observer(log);
       std::vector<double> nested;
       Tensor x = Tensor::from_vector({1, 2}, {2}, DType::f64, d).set_requires_grad();
-      Tensor y = with_nested_backward(x * 3.0, [&] { nested = nested_tanh_grad(engine); },
-                                      "NestingBackward");
+      Tensor y = with_nested_backward(
+        x * 3.0, [&] { nested = nested_tanh_grad(engine); }, "NestingBackward");
       const std::string mul_name = y.grad_fn()->next_edges()[0].function->name();
       BOOST_TEST(grad({sum(y)}, {x}, {}, engine)[0].to_vector() == std::vector<double>({3.0, 3.0}),
                  boost::test_tools::per_element());
       BOOST_REQUIRE(nested.size() == 1u);
       BOOST_TEST(nested[0] == kNestedTanhGrad, boost::test_tools::tolerance(1e-12));
       BOOST_TEST(log->feeds_of("TanhBackward") >= 1u, "the nested call's feeds are recorded");
-      BOOST_TEST(log->feeds_of(mul_name) == 1u, mul_name << ", fed by the nesting node: "
-                                                          << log->feeds_of(mul_name) << " times");
+      BOOST_TEST(log->feeds_of(mul_name) == 1u,
+                 mul_name << ", fed by the nesting node: " << log->feeds_of(mul_name) << " times");
       engine.set_observer(nullptr);
     }
   }

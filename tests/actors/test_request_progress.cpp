@@ -111,4 +111,3 @@ BOOST_AUTO_TEST_CASE(other_actors_progress_while_a_request_is_in_flight) {
 }
 
 } // namespace
-

@@ -43,9 +43,9 @@ constexpr int kInFlight = 4;
 
 /// What the requester saw.
 struct Tally {
-  int answered = 0; ///< responses with the right gradients
-  int wrong = 0;    ///< responses with wrong gradients
-  int errors = 0;   ///< error answers
+  int answered = 0;   ///< responses with the right gradients
+  int wrong = 0;      ///< responses with wrong gradients
+  int errors = 0;     ///< error answers
   int off_thread = 0; ///< answers handled off the application's scheduler thread
   std::string first_problem;
 };
@@ -187,8 +187,8 @@ BOOST_AUTO_TEST_CASE(a_bad_request_is_answered_with_an_error_naming_the_problem)
                  boost::test_tools::per_element());
       // allow_unused: an undefined gradient, not an error.
       Tensor again = sum(mul(x, x)).to(Device::cpu());
-      auto u = ask<msg::GradResponse>(
-        app, msg::GradRequest{{again}, {x, unused}, {.allow_unused = true}});
+      auto u =
+        ask<msg::GradResponse>(app, msg::GradRequest{{again}, {x, unused}, {.allow_unused = true}});
       BOOST_REQUIRE_MESSAGE(u.response, "error: " << msg::error_text(u.error));
       BOOST_TEST(!u.response->grads.at(1).defined());
     }

@@ -38,12 +38,13 @@ namespace {
 Tensor launching_op(const Tensor& x, const std::string& name, int kernels,
                     std::chrono::microseconds cost) {
   const Device d = x.device();
-  return lambda_op(x, name, [=](variable_list&& g) {
-           for (int i = 0; i < kernels; ++i)
-             sim::launch(current_stream(d), "spin", DeviceWork::kernel, {},
-                         [cost] { spin_for(cost); });
-           return std::move(g);
-         })
+  return lambda_op(x, name,
+                   [=](variable_list&& g) {
+                     for (int i = 0; i < kernels; ++i)
+                       sim::launch(current_stream(d), "spin", DeviceWork::kernel, {},
+                                   [cost] { spin_for(cost); });
+                     return std::move(g);
+                   })
     .first;
 }
 
@@ -156,7 +157,7 @@ BOOST_AUTO_TEST_CASE(every_launch_runs_once_on_its_stream) {
       for (const auto& [key, w] : at)
         if (key.first == *d.waits_for && key.second <= d.waits_for_point) {
           BOOST_TEST(w->end_ns <= d.end_ns, "wait on " << tl.streams[d.stream] << " ended after "
-                                                      << w->op << " it depends on");
+                                                       << w->op << " it depends on");
           waits_on_spins += w->op == "spin";
         }
     }
@@ -172,9 +173,7 @@ BOOST_AUTO_TEST_CASE(every_launch_runs_once_on_its_stream) {
   trace::write_chrome_json(tl, json);
   BOOST_TEST(testing::check_chrome_structure(json.str(), tl) == tl.slices.size());
   const std::string path = "actorgrad_stream_tracks_" + std::to_string(::getpid()) + ".json";
-  {
-    std::ofstream(path) << json.str();
-  }
+  { std::ofstream(path) << json.str(); }
   const trace::Timeline back = trace::read_chrome_json(path);
   std::remove(path.c_str());
   BOOST_TEST(back.streams == tl.streams);
@@ -223,8 +222,8 @@ BOOST_AUTO_TEST_CASE(every_launch_runs_once_on_its_stream) {
 // launches failed the test about once in 100 runs next to a busy core).
 BOOST_AUTO_TEST_CASE(critical_path_through_device_work) {
   CountingEngine ce;
-  Tensor x = to_device(Tensor::from_vector({1, 2, 3}, {3}, DType::f64), Device::sim(0))
-               .set_requires_grad();
+  Tensor x =
+    to_device(Tensor::from_vector({1, 2, 3}, {3}, DType::f64), Device::sim(0)).set_requires_grad();
   Tensor k1 = launching_op(x, "K1", 1, 2000us);
   Tensor k2 = launching_op(k1, "K2", 1, 20000us);
   Tensor loss = sum(k2);
@@ -255,8 +254,8 @@ BOOST_AUTO_TEST_CASE(critical_path_through_device_work) {
 BOOST_AUTO_TEST_CASE(a_pool_stream_has_its_own_track) {
   CountingEngine ce;
   const Stream pool = stream_from_pool(Device::sim(0));
-  Tensor x = to_device(Tensor::from_vector({1, 2, 3}, {3}, DType::f64), Device::sim(0))
-               .set_requires_grad();
+  Tensor x =
+    to_device(Tensor::from_vector({1, 2, 3}, {3}, DType::f64), Device::sim(0)).set_requires_grad();
   Tensor k;
   {
     StreamGuard on_pool(pool);

@@ -78,9 +78,7 @@ struct ExitingThread {
 };
 
 /// A node that ends its thread with pthread_exit(&exit_value).
-variable_list exit_thread(variable_list&&) {
-  pthread_exit(&exit_value);
-}
+variable_list exit_thread(variable_list&&) { pthread_exit(&exit_value); }
 
 /// The same engine still computes d/dx sum(x * x on `d`) = 2x.
 void check_engine_works(Device d) {
@@ -219,8 +217,8 @@ BOOST_AUTO_TEST_CASE(child_exits_on_a_fresh_stack, *boost::unit_test::disabled()
 
 BOOST_AUTO_TEST_CASE(a_thread_that_exits_on_a_fresh_stack_stops_the_process_saying_why) {
   const std::string self = boost::unit_test::framework::master_test_suite().argv[0];
-  actorgrad::testing::ChildProcess child({self, "--run_test=child_exits_on_a_fresh_stack",
-                                       "--catch_system_errors=no"});
+  actorgrad::testing::ChildProcess child(
+    {self, "--run_test=child_exits_on_a_fresh_stack", "--catch_system_errors=no"});
   const auto code = child.wait(std::chrono::seconds(60));
   BOOST_REQUIRE_MESSAGE(code.has_value(), "the child did not end within 60 s");
 #ifdef __SANITIZE_THREAD__

@@ -15,11 +15,11 @@
 #include <sstream>
 #include <tuple>
 
-#include "tests/actors/trace_test_util.h"
-#include "tests/support/chrome_trace_check.h"
 #include "actorgrad/tools/trace/chrome_json.h"
 #include "actorgrad/tools/trace/summary.h"
 #include "actorgrad/tools/trace/timeline.h"
+#include "tests/actors/trace_test_util.h"
+#include "tests/support/chrome_trace_check.h"
 
 using namespace actorgrad;
 using namespace actorgrad::testing;
@@ -46,7 +46,9 @@ Recorded record_cross_device() {
 }
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("actorgrad_" + std::to_string(::getpid()) + "_" + name)).string();
+  return (std::filesystem::temp_directory_path() /
+          ("actorgrad_" + std::to_string(::getpid()) + "_" + name))
+    .string();
 }
 
 } // namespace

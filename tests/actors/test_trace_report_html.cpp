@@ -18,10 +18,10 @@
 #include <regex>
 #include <sstream>
 
-#include "tests/actors/trace_test_util.h"
 #include "actorgrad/tools/trace/html_report.h"
 #include "actorgrad/tools/trace/summary.h"
 #include "actorgrad/tools/trace/timeline.h"
+#include "tests/actors/trace_test_util.h"
 
 using namespace actorgrad;
 using namespace actorgrad::testing;
@@ -38,8 +38,8 @@ int chromium(const fs::path& dir, const fs::path& html, const std::string& what,
   const std::string cmd =
     "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
     "--disable-component-update --disable-sync --no-first-run --user-data-dir=" +
-    (dir / "profile").string() + " --window-size=1400,900 " + what + " 'file://" +
-    html.string() + "' >" + stdout_path.string() + " 2>" + (dir / "chromium.log").string();
+    (dir / "profile").string() + " --window-size=1400,900 " + what + " 'file://" + html.string() +
+    "' >" + stdout_path.string() + " 2>" + (dir / "chromium.log").string();
   return std::system(cmd.c_str());
 }
 
@@ -139,7 +139,8 @@ BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
   BOOST_TEST(occurrences(dom, "<g class=\"lane stream\"") == tl.streams.size());
   BOOST_TEST(occurrences(dom, "<rect class=\"device ") == tl.device_spans.size());
   BOOST_TEST(occurrences(dom, "<line class=\"launch\"") > 0u, "launch arrows");
-  BOOST_TEST(occurrences(dom, "<table id=\"ops\" class=\"sortable\"") == 1u, "the operations table");
+  BOOST_TEST(occurrences(dom, "<table id=\"ops\" class=\"sortable\"") == 1u,
+             "the operations table");
   BOOST_TEST(occurrences(dom, "<pre class=\"parallelism\">parallelism of GraphTask") ==
                trace::summarize(tl).critical_paths.size(),
              "each call's parallelism");
@@ -168,13 +169,15 @@ BOOST_AUTO_TEST_CASE(a_view_opens_zoomed_and_searching) {
   BOOST_TEST(dom.find("data-zoom=\"8\"") != std::string::npos, "the view is zoomed 8x");
   BOOST_TEST(occurrences(dom, "scale(8 1)") == tl.actors.size() + tl.streams.size() + 1,
              "every lane and the arrows");
-  BOOST_TEST(occurrences(dom, "class=\"node match\"") + occurrences(dom, "class=\"node critical match\"") ==
+  BOOST_TEST(occurrences(dom, "class=\"node match\"") +
+                 occurrences(dom, "class=\"node critical match\"") ==
                muls,
              "exactly the MulBackward slices are outlined");
   BOOST_TEST(dom.find(std::to_string(muls) + " nodes</span>") != std::string::npos, "the count");
   BOOST_TEST(dom.find("class=\"searching\"") != std::string::npos);
   // The axis shows the times in view: its first tick is no longer 0.
-  const std::regex first_tick(R"re(<g class="axis">\s*<line[^>]*>(?:</line>)?<text[^>]*>([^<]*)</text>)re");
+  const std::regex first_tick(
+    R"re(<g class="axis">\s*<line[^>]*>(?:</line>)?<text[^>]*>([^<]*)</text>)re");
   std::smatch tick;
   BOOST_TEST_REQUIRE(std::regex_search(dom, tick, first_tick));
   BOOST_TEST(tick[1].str() != "0 ns", "first tick " << tick[1].str());

@@ -53,11 +53,13 @@ bool replaced(Engine& eng, Device d, const caf::actor& before) {
 
 /// A backward on sim:0 and back gives the right gradient.
 void check_sim0_works() {
-  Tensor x = Tensor::from_vector({1, 2, 3}, {3}, DType::f64, Device::sim(0)).set_requires_grad(true);
+  Tensor x =
+    Tensor::from_vector({1, 2, 3}, {3}, DType::f64, Device::sim(0)).set_requires_grad(true);
   Tensor loss = sum(mul(x, x)).to(Device::cpu());
   bounded([&] { backward({loss}, {}, engine()); });
   BOOST_REQUIRE(x.grad().defined());
-  BOOST_TEST(x.grad().to_vector() == (std::vector<double>{2, 4, 6}), boost::test_tools::per_element());
+  BOOST_TEST(x.grad().to_vector() == (std::vector<double>{2, 4, 6}),
+             boost::test_tools::per_element());
 }
 
 } // namespace
@@ -72,7 +74,8 @@ BOOST_AUTO_TEST_CASE(idle_worker_stops_naming_the_type) {
   caf::anon_send(worker, NotAnEngineMessage{7});
   std::string reason;
   self->receive([&](const caf::down_msg& m) { reason = worker->home_system().render(m.reason); },
-                caf::after(std::chrono::seconds(10)) >> [&] { reason = "no down message in 10 s"; });
+                caf::after(std::chrono::seconds(10)) >>
+                  [&] { reason = "no down message in 10 s"; });
   BOOST_TEST_MESSAGE("exit reason: " << reason);
   BOOST_TEST(contains_all(reason, {"unknown type", "NotAnEngineMessage", "sim:0 worker"}), reason);
   BOOST_TEST(replaced(eng, sim0, worker), "the worker of sim:0 was not replaced");

@@ -27,7 +27,8 @@ private:
   static EngineConfig config(std::atomic<std::size_t>& counter) {
     EngineConfig c;
     c.devices = {Device::sim(0), Device::sim(1)};
-    c.observer = on_node_start([&counter](Device, const GraphTaskBase&, const NodeInfo&) { ++counter; });
+    c.observer =
+      on_node_start([&counter](Device, const GraphTaskBase&, const NodeInfo&) { ++counter; });
     return c;
   }
 };
@@ -43,10 +44,11 @@ inline void spin_for(std::chrono::microseconds d) {
 /// `cost` and passes the gradient on.
 inline Tensor spinning_op(const Tensor& x, const std::string& name,
                           std::chrono::microseconds cost) {
-  return lambda_op(x, name, [cost](variable_list&& g) {
-           spin_for(cost);
-           return std::move(g);
-         })
+  return lambda_op(x, name,
+                   [cost](variable_list&& g) {
+                     spin_for(cost);
+                     return std::move(g);
+                   })
     .first;
 }
 
@@ -65,6 +67,8 @@ inline Tensor cross_device_loss(const Tensor& x) {
 }
 
 /// A leaf [3] on the CPU.
-inline Tensor leaf3() { return Tensor::from_vector({1, 2, 3}, {3}, DType::f64).set_requires_grad(); }
+inline Tensor leaf3() {
+  return Tensor::from_vector({1, 2, 3}, {3}, DType::f64).set_requires_grad();
+}
 
 } // namespace actorgrad::testing

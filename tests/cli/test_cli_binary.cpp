@@ -40,8 +40,8 @@ bool contains(const std::string& text, const std::string& part) {
 struct TempDir {
   fs::path path;
   TempDir() {
-    path = fs::temp_directory_path() / ("actorgrad_cli_" + std::to_string(::getpid()) + "_" +
-                                        std::to_string(counter()++));
+    path = fs::temp_directory_path() /
+           ("actorgrad_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
     fs::create_directories(path);
   }
   ~TempDir() { fs::remove_all(path); }
@@ -58,14 +58,14 @@ struct TempDir {
 };
 
 RunResult run_actorgrad(std::vector<std::string> args, const std::string& cwd = {},
-                    const std::string& stdin_file = {}) {
+                        const std::string& stdin_file = {}) {
   args.insert(args.begin(), actorgrad_binary());
   return run(std::move(args), std::chrono::seconds(120), {cwd, stdin_file});
 }
 
 /// Small, fast training runs.
-const std::vector<std::string> kSmallTrain = {"train", "--steps", "12", "--hidden", "8",
-                                              "--points", "40", "--log-every", "5"};
+const std::vector<std::string> kSmallTrain = {"train",    "--steps", "12",          "--hidden", "8",
+                                              "--points", "40",      "--log-every", "5"};
 
 } // namespace
 
@@ -75,9 +75,11 @@ BOOST_AUTO_TEST_CASE(bad_usage_exits_2_with_one_line_before_any_work) {
     std::vector<std::string> words; // each must be in the line
   };
   const std::vector<Case> cases = {
-    {{"train", "--stpes", "5"}, {"unknown flag '--stpes'", "nearest: --steps", "see 'actorgrad train --help'"}},
+    {{"train", "--stpes", "5"},
+     {"unknown flag '--stpes'", "nearest: --steps", "see 'actorgrad train --help'"}},
     {{"train", "--stpes=5"}, {"unknown flag '--stpes'", "nearest: --steps"}},
-    {{"trace", "--sumary", "-"}, {"unknown flag '--sumary'", "nearest: --summary", "see 'actorgrad trace --help'"}},
+    {{"trace", "--sumary", "-"},
+     {"unknown flag '--sumary'", "nearest: --summary", "see 'actorgrad trace --help'"}},
     {{"worker", "--port", "0", "--verbos"}, {"unknown flag '--verbos'", "nearest: --verbose"}},
     {{"trian"}, {"unknown command 'trian'", "nearest: train", "see 'actorgrad --help'"}},
     {{"train", "--steps"}, {"--steps needs a value"}},
@@ -89,10 +91,12 @@ BOOST_AUTO_TEST_CASE(bad_usage_exits_2_with_one_line_before_any_work) {
     {{"train", "--devices", "gpu"}, {"--devices", "cpu, sim:N or cuda:N", "not 'gpu'"}},
     {{"train", "--cpu-workers", "0"}, {"--cpu-workers", "expects an integer in [1, 256], not '0'"}},
     {{"trace", "--cpu-workers=300"}, {"--cpu-workers", "not '300'"}},
-    {{"train", "--executor", "reference", "--cpu-workers", "2"}, {"--cpu-workers", "--executor actor"}},
+    {{"train", "--executor", "reference", "--cpu-workers", "2"},
+     {"--cpu-workers", "--executor actor"}},
     {{"train", "--devices", "cuda:65"}, {"--devices", "not 'cuda:65'"}},
     {{"trace", "--devices=sim:0"}, {"--devices", "not 'sim:0'"}},
-    {{"train", "--trace", "/nonexistent-actorgrad/t.json"}, {"--trace", "'/nonexistent-actorgrad' does not exist"}},
+    {{"train", "--trace", "/nonexistent-actorgrad/t.json"},
+     {"--trace", "'/nonexistent-actorgrad' does not exist"}},
     {{"train", "--trace", "/etc/hostname/t.json"}, {"--trace", "is not a directory"}},
     {{"trace", "--out", "/"}, {"--out", "'/' is a directory"}},
     {{"trace", "--html", "/nonexistent-actorgrad/r.html"}, {"--html", "does not exist"}},
@@ -159,10 +163,10 @@ BOOST_AUTO_TEST_CASE(trace_of_an_ensemble_on_cpu_workers_shows_its_parallelism) 
   // pass's parallelism, each track's busy % of it and its longest chain;
   // every node of the 16 MLPs is on a caller or CPU worker track.
   TempDir dir;
-  const RunResult r = run_actorgrad({"trace", "--model", "ensemble", "--devices", "cpu",
-                                     "--cpu-workers", "2", "--hidden", "8", "--points", "20",
-                                     "--summary", "-"},
-                                    dir.path.string());
+  const RunResult r =
+    run_actorgrad({"trace", "--model", "ensemble", "--devices", "cpu", "--cpu-workers", "2",
+                   "--hidden", "8", "--points", "20", "--summary", "-"},
+                  dir.path.string());
   BOOST_TEST(r.status == 0, r.err);
   for (const char* part : {"parallelism of GraphTask", "longest chain of dependent nodes",
                            "with any number of workers", "caller"})
@@ -173,9 +177,9 @@ BOOST_AUTO_TEST_CASE(trace_of_an_ensemble_on_cpu_workers_shows_its_parallelism) 
 BOOST_AUTO_TEST_CASE(dash_is_stdin_and_stdout) {
   TempDir dir;
   // --out - : the Chrome trace on stdout, nothing else there.
-  const RunResult json =
-    run_actorgrad({"trace", "--model", "chain", "--nodes", "40", "--devices", "sim:2", "--out", "-"},
-              dir.path.string());
+  const RunResult json = run_actorgrad(
+    {"trace", "--model", "chain", "--nodes", "40", "--devices", "sim:2", "--out", "-"},
+    dir.path.string());
   BOOST_TEST_REQUIRE(json.status == 0, json.err);
   BOOST_TEST(json.out.rfind("{", 0) == 0u, json.out.substr(0, 80));
   BOOST_TEST(contains(json.out, "traceEvents"));
@@ -225,8 +229,9 @@ BOOST_AUTO_TEST_CASE(train_prints_plain_lines_and_a_final_line_off_a_terminal) {
   BOOST_TEST(r.status == 0, r.err);
   BOOST_TEST(!contains(r.out, "\r"));
   BOOST_TEST(!contains(r.out, "\x1b["));
-  BOOST_TEST(std::regex_search(r.out, std::regex(R"(step +10/12 +loss [0-9.]+ .* steps/s +ETA \S+)")),
-             r.out);
+  BOOST_TEST(
+    std::regex_search(r.out, std::regex(R"(step +10/12 +loss [0-9.]+ .* steps/s +ETA \S+)")),
+    r.out);
   BOOST_TEST(std::regex_search(
                r.out, std::regex(R"(\nfinal accuracy [0-9.]+% .*; trace of step 10 written to )"
                                  R"(t\.json and t\.html\n$)")),
@@ -301,7 +306,8 @@ BOOST_AUTO_TEST_CASE(trace_diff_compares_two_recordings) {
   const std::string html = (dir.path / "d.html").string();
   RunResult other = run_actorgrad({"trace", "--diff", a, b, "--summary", "-", "--html", html});
   BOOST_TEST(other.status == 0, other.err);
-  BOOST_TEST(std::regex_search(other.out, std::regex(R"(MulBackward +\d+ +0 +removed)")), other.out);
+  BOOST_TEST(std::regex_search(other.out, std::regex(R"(MulBackward +\d+ +0 +removed)")),
+             other.out);
   BOOST_TEST(std::regex_search(other.out, std::regex(R"(MmBackward +0 +\d+ +added)")), other.out);
   std::ifstream in(html);
   const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -42,8 +42,8 @@ Parsed parse_args(std::vector<std::string> args) {
   app.allow_extras();
   app.option_defaults()->always_capture_default()->multi_option_policy(
     CLI::MultiOptionPolicy::TakeLast);
-  for (CLI::App* cmd : {add_train(app, p.train), add_trace(app, p.trace),
-                        add_worker(app, p.worker)})
+  for (CLI::App* cmd :
+       {add_train(app, p.train), add_trace(app, p.trace), add_worker(app, p.worker)})
     cmd->allow_extras();
   args.insert(args.begin(), "actorgrad");
   std::vector<const char*> argv;
@@ -84,8 +84,9 @@ std::vector<std::string> flags_of(const std::string& cmd) {
   TrainOptions a;
   TraceOptions b;
   WorkerOptions c;
-  CLI::App* sub = cmd == "train" ? add_train(app, a) : cmd == "trace" ? add_trace(app, b)
-                                                                      : add_worker(app, c);
+  CLI::App* sub = cmd == "train"   ? add_train(app, a)
+                  : cmd == "trace" ? add_trace(app, b)
+                                   : add_worker(app, c);
   std::vector<std::string> out;
   for (const CLI::Option* opt : sub->get_options())
     for (const std::string& n : opt->get_lnames())
@@ -131,32 +132,55 @@ BOOST_AUTO_TEST_CASE(flag_value_and_flag_equals_value_parse_the_same_for_every_f
   const std::string out = temp_path("_out");
   const std::string in = temp_path("_in.json");
   std::ofstream(in) << "{}";
-  check_both_forms<TrainOptions>(
-    "train",
-    {{},
-     {{"--steps", "7"}, {"--lr", "0.5"}, {"--hidden", "9"}, {"--seed", "0"},
-      {"--log-every", "3"}, {"--executor", "reference"}, {"--devices", "sim:3"},
-      {"--cpu-workers", "2"}, {"--optimizer", "sgd"}, {"--momentum", "0.5"},
-      {"--activation", "relu"},
-      {"--dtype", "float64"}, {"--points", "11"}, {"--batch", "4"}, {"--trace", "-"},
-      {"--trace-step", {"1", {"--trace", out}}}, {"--html", {out, {"--trace", "-"}}}}},
-    [](const Parsed& p) -> const TrainOptions& { return p.train; });
-  check_both_forms<TraceOptions>(
-    "trace",
-    {{"--summary", out},
-     {{"--model", "chain"}, {"--devices", "cpu"}, {"--cpu-workers", "2"}, {"--hidden", "5"},
-      {"--points", "6"},
-      {"--nodes", "7"}, {"--seed", "0"}, {"--in", in}, {"--out", "-"}, {"--html", "-"},
-      {"--summary", "-"}, {"--ops-csv", "-"}, {"--top", "5"}, {"--all", ""},
-      {"--diff", {in, {}, {in}}}, {"--merge", {in, {}, {in}}}}},
-    [](const Parsed& p) -> const TraceOptions& { return p.trace; });
-  check_both_forms<WorkerOptions>(
-    "worker",
-    {{"--port", "0"},
-     {{"--port", "4242"}, {"--host", "0.0.0.0"}, {"--timeout-ms", "5"},
-      {"--enable-test-ops", ""}, {"--quiet", ""}, {"--verbose", ""},
-      {"--trace", out + "_%r.json:5"}}},
-    [](const Parsed& p) -> const WorkerOptions& { return p.worker; });
+  check_both_forms<TrainOptions>("train",
+                                 {{},
+                                  {{"--steps", "7"},
+                                   {"--lr", "0.5"},
+                                   {"--hidden", "9"},
+                                   {"--seed", "0"},
+                                   {"--log-every", "3"},
+                                   {"--executor", "reference"},
+                                   {"--devices", "sim:3"},
+                                   {"--cpu-workers", "2"},
+                                   {"--optimizer", "sgd"},
+                                   {"--momentum", "0.5"},
+                                   {"--activation", "relu"},
+                                   {"--dtype", "float64"},
+                                   {"--points", "11"},
+                                   {"--batch", "4"},
+                                   {"--trace", "-"},
+                                   {"--trace-step", {"1", {"--trace", out}}},
+                                   {"--html", {out, {"--trace", "-"}}}}},
+                                 [](const Parsed& p) -> const TrainOptions& { return p.train; });
+  check_both_forms<TraceOptions>("trace",
+                                 {{"--summary", out},
+                                  {{"--model", "chain"},
+                                   {"--devices", "cpu"},
+                                   {"--cpu-workers", "2"},
+                                   {"--hidden", "5"},
+                                   {"--points", "6"},
+                                   {"--nodes", "7"},
+                                   {"--seed", "0"},
+                                   {"--in", in},
+                                   {"--out", "-"},
+                                   {"--html", "-"},
+                                   {"--summary", "-"},
+                                   {"--ops-csv", "-"},
+                                   {"--top", "5"},
+                                   {"--all", ""},
+                                   {"--diff", {in, {}, {in}}},
+                                   {"--merge", {in, {}, {in}}}}},
+                                 [](const Parsed& p) -> const TraceOptions& { return p.trace; });
+  check_both_forms<WorkerOptions>("worker",
+                                  {{"--port", "0"},
+                                   {{"--port", "4242"},
+                                    {"--host", "0.0.0.0"},
+                                    {"--timeout-ms", "5"},
+                                    {"--enable-test-ops", ""},
+                                    {"--quiet", ""},
+                                    {"--verbose", ""},
+                                    {"--trace", out + "_%r.json:5"}}},
+                                  [](const Parsed& p) -> const WorkerOptions& { return p.worker; });
   fs::remove(in);
 }
 

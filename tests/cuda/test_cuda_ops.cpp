@@ -63,8 +63,8 @@ BOOST_AUTO_TEST_CASE(binary_ops_broadcast_as_numpy) {
      [](auto& a, auto& b) { return gk::pow(a, b); }, 0.5},
   };
   const std::vector<std::pair<Shape, Shape>> shapes = {
-    {{3, 4}, {3, 4}}, {{3, 4}, {4}},          {{2, 1, 4}, {3, 1}}, {{}, {2, 3}},
-    {{5, 1}, {1, 6}}, {{2, 3, 4, 5}, {3, 1, 5}}, {{0, 3}, {3}},   {{300, 257}, {257}},
+    {{3, 4}, {3, 4}},          {{3, 4}, {4}}, {{2, 1, 4}, {3, 1}}, {{}, {2, 3}}, {{5, 1}, {1, 6}},
+    {{2, 3, 4, 5}, {3, 1, 5}}, {{0, 3}, {3}}, {{300, 257}, {257}},
   };
   std::uint64_t seed = 1;
   for (DType t : kDTypes)
@@ -93,8 +93,8 @@ BOOST_AUTO_TEST_CASE(unary_ops) {
     {"exp", [](auto& a) { return kernels::exp(a); }, [](auto& a) { return gk::exp(a); }, -2.0},
     {"log", [](auto& a) { return kernels::log(a); }, [](auto& a) { return gk::log(a); }, 0.1},
     {"tanh", [](auto& a) { return kernels::tanh(a); }, [](auto& a) { return gk::tanh(a); }, -2.0},
-    {"sigmoid", [](auto& a) { return kernels::sigmoid(a); },
-     [](auto& a) { return gk::sigmoid(a); }, -2.0},
+    {"sigmoid", [](auto& a) { return kernels::sigmoid(a); }, [](auto& a) { return gk::sigmoid(a); },
+     -2.0},
     {"relu", [](auto& a) { return kernels::relu(a); }, [](auto& a) { return gk::relu(a); }, -2.0},
     {"gt_scalar", [](auto& a) { return kernels::gt_scalar(a, 0.25); },
      [](auto& a) { return gk::gt_scalar(a, 0.25); }, -2.0},
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(unary_ops) {
 
 BOOST_AUTO_TEST_CASE(matmul_shapes) {
   const std::vector<std::pair<Shape, Shape>> shapes = {
-    {{5, 7}, {7, 3}}, {{7}, {7, 3}}, {{5, 7}, {7}},       {{7}, {7}},
+    {{5, 7}, {7, 3}}, {{7}, {7, 3}},          {{5, 7}, {7}},    {{7}, {7}},
     {{1, 1}, {1, 1}}, {{64, 128}, {128, 96}}, {{0, 3}, {3, 4}}, {{2, 0}, {0, 3}},
   };
   std::uint64_t seed = 200;
@@ -165,8 +165,8 @@ BOOST_AUTO_TEST_CASE(any_nan_and_max_abs_diff) {
     values[777] = std::numeric_limits<double>::quiet_NaN();
     BOOST_TEST(gk::any_nan(to_gpu(Tensor::from_vector(values, a.shape(), t))));
     BOOST_TEST(!gk::any_nan(to_gpu(input({0}, t, 402))));
-    BOOST_TEST(gk::max_abs_diff(to_gpu(a), to_gpu(b)) ==
-               kernels::max_abs_diff(a, b), boost::test_tools::tolerance(tolerance(t)));
+    BOOST_TEST(gk::max_abs_diff(to_gpu(a), to_gpu(b)) == kernels::max_abs_diff(a, b),
+               boost::test_tools::tolerance(tolerance(t)));
     BOOST_TEST(gk::max_abs_diff(to_gpu(a), to_gpu(a)) == 0.0);
   }
 }
@@ -195,7 +195,8 @@ BOOST_AUTO_TEST_CASE(shape_and_data_movement) {
     check_close(gk::narrow(ga, 0, 3, 1), kernels::narrow(a, 0, 3, 1), name("narrow", t, {0}));
     const auto part = input({4, 2, 6}, t, seed++);
     check_close(gk::narrow_into_zeros({4, 5, 6}, 1, 2, to_gpu(part)),
-                kernels::narrow_into_zeros({4, 5, 6}, 1, 2, part), name("narrow_into_zeros", t, {1}));
+                kernels::narrow_into_zeros({4, 5, 6}, 1, 2, part),
+                name("narrow_into_zeros", t, {1}));
     const auto c = gk::clone(ga);
     BOOST_TEST(c.impl()->storage != ga.impl()->storage);
     check_close(c, a, name("clone", t, a.shape()));
@@ -210,7 +211,8 @@ BOOST_AUTO_TEST_CASE(shape_and_data_movement) {
     check_close(kernels::stack({ga, ga}, 3), kernels::stack({a, a}, 3), name("stack", t, {3}));
     // A view of a view: offset into shared storage.
     const auto tail = gk::view(gk::narrow(ga, 0, 2, 2), {-1});
-    check_close(gk::mul_scalar(tail, 2.0), kernels::mul_scalar(kernels::view(kernels::narrow(a, 0, 2, 2), {-1}), 2.0),
+    check_close(gk::mul_scalar(tail, 2.0),
+                kernels::mul_scalar(kernels::view(kernels::narrow(a, 0, 2, 2), {-1}), 2.0),
                 name("narrowed view", t, {}));
   }
 }
@@ -251,7 +253,8 @@ BOOST_AUTO_TEST_CASE(in_place_ops_bump_the_version) {
 BOOST_AUTO_TEST_CASE(argument_errors_match_the_host_kernels) {
   const auto a = input({2, 3}, DType::f32, 700);
   const auto ga = to_gpu(a);
-  const auto same_message = [](const std::function<void()>& host, const std::function<void()>& device) {
+  const auto same_message = [](const std::function<void()>& host,
+                               const std::function<void()>& device) {
     std::string want, got;
     try {
       host();
@@ -274,10 +277,20 @@ BOOST_AUTO_TEST_CASE(argument_errors_match_the_host_kernels) {
   same_message([&] { kernels::index_select(a, 1, {3}); }, [&] { gk::index_select(ga, 1, {3}); });
   same_message([&] { kernels::narrow(a, 1, 2, 2); }, [&] { gk::narrow(ga, 1, 2, 2); });
   same_message([&] { kernels::sum(a, {0, -2}); }, [&] { gk::sum(ga, {0, -2}); });
-  same_message([&] { kernels::amax(input({2, 0}, DType::f32, 2), 1, false); },
-               [&] { gk::amax(to_gpu(input({2, 0}, DType::f32, 2)), 1, false); });
-  same_message([&] { kernels::cat({a, input({3, 3}, DType::f32, 3)}, 1); },
-               [&] { gk::cat({ga, to_gpu(input({3, 3}, DType::f32, 3))}, 1); });
+  same_message(
+    [&] {
+      kernels::amax(input({2, 0}, DType::f32, 2), 1, false);
+    },
+    [&] {
+      gk::amax(to_gpu(input({2, 0}, DType::f32, 2)), 1, false);
+    });
+  same_message(
+    [&] {
+      kernels::cat({a, input({3, 3}, DType::f32, 3)}, 1);
+    },
+    [&] {
+      gk::cat({ga, to_gpu(input({3, 3}, DType::f32, 3))}, 1);
+    });
   same_message([&] { kernels::div_(a, input({4}, DType::f32, 4)); },
                [&] { gk::div_(ga, to_gpu(input({4}, DType::f32, 4))); });
   BOOST_CHECK_THROW(gk::add(ga, a), std::invalid_argument); // cuda:0 and cpu

@@ -94,4 +94,6 @@ void check_stream_track() {
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(mlp_backward_on_its_stream_track) { check_frees_its_memory(check_stream_track); }
+BOOST_AUTO_TEST_CASE(mlp_backward_on_its_stream_track) {
+  check_frees_its_memory(check_stream_track);
+}

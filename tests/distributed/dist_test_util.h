@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <string>
@@ -17,8 +17,8 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "actorgrad/actors/remote/runtime.h"
 #include "actorgrad/actors/remote/dist_context.h"
+#include "actorgrad/actors/remote/runtime.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/ops.h"
 
@@ -29,9 +29,9 @@ struct Mlp {
   Tensor x = Tensor::randn({8, 4}, 11).set_requires_grad();
   Tensor y = Tensor::randn({8, 3}, 12);
   std::map<std::string, Tensor> p = {
-    {"W1", Tensor::randn({4, 16}, 21)}, {"b1", Tensor::randn({16}, 22)},
+    {"W1", Tensor::randn({4, 16}, 21)},  {"b1", Tensor::randn({16}, 22)},
     {"W2", Tensor::randn({16, 16}, 23)}, {"b2", Tensor::randn({16}, 24)},
-    {"W3", Tensor::randn({16, 3}, 25)}, {"b3", Tensor::randn({3}, 26)}};
+    {"W3", Tensor::randn({16, 3}, 25)},  {"b3", Tensor::randn({3}, 26)}};
 
   /// Gradients of the single-process run, by name (and "x").
   std::map<std::string, Tensor> reference() const {
@@ -59,8 +59,8 @@ struct Mlp {
 /// Largest absolute difference; fails the test when shapes differ or `a` is undefined.
 inline double max_abs_diff(const Tensor& a, const Tensor& b, const std::string& what) {
   BOOST_TEST_REQUIRE(a.defined(), what << ": no gradient");
-  BOOST_TEST_REQUIRE((a.shape() == b.shape()), what << ": shape " << a.describe() << " vs "
-                                                   << b.describe());
+  BOOST_TEST_REQUIRE((a.shape() == b.shape()),
+                     what << ": shape " << a.describe() << " vs " << b.describe());
   auto va = a.to_vector();
   auto vb = b.to_vector();
   double m = 0;

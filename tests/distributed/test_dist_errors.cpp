@@ -141,8 +141,8 @@ private:
 BOOST_AUTO_TEST_CASE(port_in_use_names_port_and_system_error) {
   Listener taken;
   const std::string port = std::to_string(taken.port());
-  const auto r = testing::run({testing::actorgrad_binary(), "worker", "--port", port},
-                           std::chrono::seconds(20));
+  const auto r =
+    testing::run({testing::actorgrad_binary(), "worker", "--port", port}, std::chrono::seconds(20));
   BOOST_TEST_MESSAGE("worker on a taken port: exit " << r.status << ": " << r.err);
   BOOST_TEST(r.status == 1);
   BOOST_TEST(contains(r.err, "cannot listen on 127.0.0.1:" + port + ": Address already in use"),
@@ -215,11 +215,10 @@ BOOST_AUTO_TEST_CASE(a_worker_of_another_protocol_version_is_refused) {
   remote::Runtime rt;
   auto [e, s] = timed_error_of([&] { rt.connect("127.0.0.1", future.port()); });
   BOOST_TEST_MESSAGE("another protocol version: " << e);
-  BOOST_TEST(contains(e, "cannot connect to worker 127.0.0.1:" + std::to_string(future.port()) +
-                           ": it speaks actorgrad protocol " +
-                           std::to_string(remote::kProtocolVersion + 1) +
-                           " (actorgrad 9.9.9), this process protocol " +
-                           std::to_string(remote::kProtocolVersion) +
-                           " (actorgrad " ACTORGRAD_VERSION ")"),
-             e);
+  BOOST_TEST(
+    contains(e, "cannot connect to worker 127.0.0.1:" + std::to_string(future.port()) +
+                  ": it speaks actorgrad protocol " + std::to_string(remote::kProtocolVersion + 1) +
+                  " (actorgrad 9.9.9), this process protocol " +
+                  std::to_string(remote::kProtocolVersion) + " (actorgrad " ACTORGRAD_VERSION ")"),
+    e);
 }

@@ -72,8 +72,10 @@ BOOST_AUTO_TEST_CASE(killed_worker_fails_backward_naming_it_and_survivor_works) 
     const std::string message = error_of([&] { backward.get(); });
     BOOST_TEST_MESSAGE("error after " << seconds << " s: " << message);
     BOOST_TEST(!message.empty());
-    BOOST_TEST(contains(message, wb.name() + " was lost during the backward of distributed "
-                                             "context " + std::to_string(ctx.id())),
+    BOOST_TEST(contains(message, wb.name() +
+                                   " was lost during the backward of distributed "
+                                   "context " +
+                                   std::to_string(ctx.id())),
                message);
     BOOST_TEST(seconds < 2.0);
     std::filesystem::remove(marker);

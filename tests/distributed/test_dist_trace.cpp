@@ -42,8 +42,8 @@ std::string read_file(const std::string& path) {
 
 /// A fresh directory for this test's traces.
 fs::path trace_dir(const std::string& tag) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("actorgrad_dist_trace_" + tag + "_" + std::to_string(::getpid()));
+  const fs::path dir =
+    fs::temp_directory_path() / ("actorgrad_dist_trace_" + tag + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -89,11 +89,10 @@ BOOST_AUTO_TEST_CASE(merged_trace_of_three_processes_pairs_every_flow_and_shows_
 
   const std::string merged = (dir / "all.json").string(), html = (dir / "all.html").string(),
                     summary = (dir / "summary.txt").string();
-  const testing::RunResult r =
-    testing::run({actorgrad_binary(), "trace", "--merge", (dir / "caller.json").string(),
-               worker_trace(dir, wa), worker_trace(dir, wc), "--out", merged, "--html", html,
-               "--summary", summary},
-              60s);
+  const testing::RunResult r = testing::run(
+    {actorgrad_binary(), "trace", "--merge", (dir / "caller.json").string(), worker_trace(dir, wa),
+     worker_trace(dir, wc), "--out", merged, "--html", html, "--summary", summary},
+    60s);
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
 
   const trace::Timeline tl = trace::read_chrome_json(merged);

@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "actorgrad/actors/remote/dist_context.h"
-#include "actorgrad/version.h"
 #include "actorgrad/libengine/ops.h"
+#include "actorgrad/version.h"
 #include "tests/distributed/dist_test_util.h"
 #include "tests/distributed/worker_process.h"
 
@@ -134,17 +134,18 @@ BOOST_AUTO_TEST_CASE(log_names_version_address_and_each_connection_with_a_timest
   w.process().wait_for_output("disconnected: ", std::chrono::seconds(5));
   const std::string out = w.process().out();
   BOOST_TEST_MESSAGE("worker log:\n" << out);
-  BOOST_TEST(std::regex_search(
-               out, std::regex("^" + stamp + "actorgrad worker " + ACTORGRAD_VERSION +
-                               R"( \(protocol \d+, pid \d+\) listening on 127\.0\.0\.1:)" +
-                               std::to_string(w.port()) + "\n")),
-             out);
-  BOOST_TEST(std::regex_search(out, std::regex("\n" + stamp + "connected: 'caller pid \\d+' on host "
+  BOOST_TEST(
+    std::regex_search(out, std::regex("^" + stamp + "actorgrad worker " + ACTORGRAD_VERSION +
+                                      R"( \(protocol \d+, pid \d+\) listening on 127\.0\.0\.1:)" +
+                                      std::to_string(w.port()) + "\n")),
+    out);
+  BOOST_TEST(std::regex_search(out, std::regex("\n" + stamp +
+                                               "connected: 'caller pid \\d+' on host "
                                                "\\S+ \\(actorgrad " ACTORGRAD_VERSION
                                                ", protocol \\d+\\)\n")),
              out);
-  BOOST_TEST(std::regex_search(out, std::regex("\n" + stamp + "disconnected: 'caller pid \\d+' \\(")),
-             out);
+  BOOST_TEST(
+    std::regex_search(out, std::regex("\n" + stamp + "disconnected: 'caller pid \\d+' \\(")), out);
   BOOST_TEST(!contains(out, "forward:"), "request lines without --verbose");
 
   // A caller of another protocol version: refused, and logged as such.

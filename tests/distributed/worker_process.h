@@ -17,7 +17,6 @@
 
 namespace actorgrad::testing {
 
-
 /// One `actorgrad worker` child process.
 class WorkerProcess {
 public:

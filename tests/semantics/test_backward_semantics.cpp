@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "actorgrad/libengine/autograd.h"
-#include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/autograd/node.h"
+#include "actorgrad/libengine/engine/detail/graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/executor.h"
-#include "actorgrad/libengine/engine/detail/graph_task.h"
 #include "actorgrad/libengine/engine/queue_callback.h"
 #include "actorgrad/libengine/ops.h"
 #include "tests/support/executor_fixture.h"
@@ -261,7 +261,7 @@ BOOST_AUTO_TEST_CASE(an_unreachable_input_deeper_than_the_root_gives_an_undefine
   // dependency.
   auto w = Tensor::ones({2}).set_requires_grad();
   auto b = Tensor::ones({2}).set_requires_grad();
-  auto deep = (w * 3.0) * 2.0; // topological_nr 2
+  auto deep = (w * 3.0) * 2.0;     // topological_nr 2
   auto y = sum(deep.detach() + b); // root topological_nr 1, w unreachable
   auto gs = grad({y}, {deep}, {.allow_unused = true});
   BOOST_TEST(!gs[0].defined());
@@ -376,8 +376,8 @@ BOOST_AUTO_TEST_CASE(grad_with_inputs_matches_a_full_backward_on_random_dags) {
     std::vector<Tensor> expected;
     for (const auto& v : inputs)
       expected.push_back(v.grad());
-    const auto got = grad(g.roots, inputs,
-                          {.grad_outputs = g.root_grads, .retain_graph = true, .allow_unused = true});
+    const auto got = grad(
+      g.roots, inputs, {.grad_outputs = g.root_grads, .retain_graph = true, .allow_unused = true});
     BOOST_TEST_REQUIRE(got.size() == inputs.size());
     for (std::size_t k = 0; k < inputs.size(); ++k) {
       BOOST_TEST_CONTEXT(g.description << ", input " << k) {
@@ -387,7 +387,8 @@ BOOST_AUTO_TEST_CASE(grad_with_inputs_matches_a_full_backward_on_random_dags) {
         const auto a = got[k].to_vector(), b = expected[k].to_vector();
         BOOST_TEST_REQUIRE(a.size() == b.size());
         for (std::size_t j = 0; j < a.size(); ++j)
-          BOOST_TEST(std::abs(a[j] - b[j]) <= 1e-12 * std::max({std::abs(a[j]), std::abs(b[j]), 1.0}));
+          BOOST_TEST(std::abs(a[j] - b[j]) <=
+                     1e-12 * std::max({std::abs(a[j]), std::abs(b[j]), 1.0}));
         ++compared;
       }
     }
@@ -596,7 +597,8 @@ BOOST_AUTO_TEST_CASE(grad_tensor_of_the_wrong_shape_names_both_shapes) {
 }
 
 BOOST_AUTO_TEST_CASE(empty_root_list) {
-  BOOST_CHECK_EXCEPTION(backward({}), EngineError, message_has({}, {"empty", "no tensor", "no root"}));
+  BOOST_CHECK_EXCEPTION(backward({}), EngineError,
+                        message_has({}, {"empty", "no tensor", "no root"}));
   check_engine_still_works();
 }
 
@@ -641,8 +643,9 @@ BOOST_AUTO_TEST_CASE(exception_in_a_node_reaches_the_caller_naming_the_node) {
 
 BOOST_AUTO_TEST_CASE(node_returning_a_gradient_of_the_wrong_shape_is_named) {
   auto x = leaf({1, 2, 3}, {3});
-  auto y = lambda_op(x, "BadShapeBackward",
-                     [](variable_list&&) { return variable_list{Tensor::ones({2, 2})}; });
+  auto y = lambda_op(x, "BadShapeBackward", [](variable_list&&) {
+    return variable_list{Tensor::ones({2, 2})};
+  });
   BOOST_CHECK_EXCEPTION(sum(y).backward(), EngineError,
                         message_has({"BadShapeBackward", "[2, 2]", "[3]"}));
   check_engine_still_works();

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "actorgrad/libengine/autograd.h"
-#include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/autograd/node.h"
 #include "actorgrad/libengine/ops.h"
 #include "tests/support/executor_fixture.h"
@@ -82,8 +82,8 @@ Tensor custom_square(const Tensor& x, Extra&&... extra) {
 BOOST_AUTO_TEST_SUITE(checker)
 
 BOOST_AUTO_TEST_CASE(detects_a_wrong_first_derivative) {
-  auto r = testing::gradcheck([](V x) { return custom_square<WrongSquareBackward>(x[0]); },
-                              {pos({3})});
+  auto r =
+    testing::gradcheck([](V x) { return custom_square<WrongSquareBackward>(x[0]); }, {pos({3})});
   BOOST_TEST(!r.ok);
   BOOST_TEST(r.max_abs_err > 0.1);
   BOOST_TEST(r.message.find("input 0") != std::string::npos, r.message);
@@ -112,13 +112,27 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(elementwise)
 
-BOOST_AUTO_TEST_CASE(add_op) { check([](V x) { return add(x[0], x[1]); }, {rnd({2, 3}), rnd({2, 3})}); }
-BOOST_AUTO_TEST_CASE(sub_op) { check([](V x) { return sub(x[0], x[1]); }, {rnd({2, 3}), rnd({2, 3})}); }
-BOOST_AUTO_TEST_CASE(mul_op) { check([](V x) { return mul(x[0], x[1]); }, {rnd({2, 3}), rnd({2, 3})}); }
-BOOST_AUTO_TEST_CASE(div_op) { check([](V x) { return div(x[0], x[1]); }, {rnd({2, 3}), pos({2, 3})}); }
-BOOST_AUTO_TEST_CASE(neg_op) { check([](V x) { return neg(x[0]); }, {rnd({4})}); }
-BOOST_AUTO_TEST_CASE(add_scalar) { check([](V x) { return add(x[0], 2.5); }, {rnd({4})}); }
-BOOST_AUTO_TEST_CASE(mul_scalar) { check([](V x) { return mul(x[0], -1.5); }, {rnd({4})}); }
+BOOST_AUTO_TEST_CASE(add_op) {
+  check([](V x) { return add(x[0], x[1]); }, {rnd({2, 3}), rnd({2, 3})});
+}
+BOOST_AUTO_TEST_CASE(sub_op) {
+  check([](V x) { return sub(x[0], x[1]); }, {rnd({2, 3}), rnd({2, 3})});
+}
+BOOST_AUTO_TEST_CASE(mul_op) {
+  check([](V x) { return mul(x[0], x[1]); }, {rnd({2, 3}), rnd({2, 3})});
+}
+BOOST_AUTO_TEST_CASE(div_op) {
+  check([](V x) { return div(x[0], x[1]); }, {rnd({2, 3}), pos({2, 3})});
+}
+BOOST_AUTO_TEST_CASE(neg_op) {
+  check([](V x) { return neg(x[0]); }, {rnd({4})});
+}
+BOOST_AUTO_TEST_CASE(add_scalar) {
+  check([](V x) { return add(x[0], 2.5); }, {rnd({4})});
+}
+BOOST_AUTO_TEST_CASE(mul_scalar) {
+  check([](V x) { return mul(x[0], -1.5); }, {rnd({4})});
+}
 BOOST_AUTO_TEST_CASE(scalar_operators) {
   check([](V x) { return (2.0 * x[0] - 1.0) / 4.0 + 3.0; }, {rnd({2, 2})});
 }
@@ -129,10 +143,18 @@ BOOST_AUTO_TEST_CASE(pow_scalar_exponents) {
 BOOST_AUTO_TEST_CASE(pow_tensor_exponent) {
   check([](V x) { return pow(x[0], x[1]); }, {pos({2, 3}), rnd({2, 3})});
 }
-BOOST_AUTO_TEST_CASE(exp_op) { check([](V x) { return exp(x[0]); }, {rnd({2, 3})}); }
-BOOST_AUTO_TEST_CASE(log_op) { check([](V x) { return log(x[0]); }, {pos({2, 3})}); }
-BOOST_AUTO_TEST_CASE(tanh_op) { check([](V x) { return tanh(x[0]); }, {rnd({2, 3})}); }
-BOOST_AUTO_TEST_CASE(sigmoid_op) { check([](V x) { return sigmoid(x[0]); }, {rnd({2, 3})}); }
+BOOST_AUTO_TEST_CASE(exp_op) {
+  check([](V x) { return exp(x[0]); }, {rnd({2, 3})});
+}
+BOOST_AUTO_TEST_CASE(log_op) {
+  check([](V x) { return log(x[0]); }, {pos({2, 3})});
+}
+BOOST_AUTO_TEST_CASE(tanh_op) {
+  check([](V x) { return tanh(x[0]); }, {rnd({2, 3})});
+}
+BOOST_AUTO_TEST_CASE(sigmoid_op) {
+  check([](V x) { return sigmoid(x[0]); }, {rnd({2, 3})});
+}
 BOOST_AUTO_TEST_CASE(relu_op) {
   // relu'' is 0 almost everywhere: the second-order check still runs the
   // double backward (and its derivative with respect to grad_output).
@@ -162,16 +184,26 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(linear_algebra)
 
-BOOST_AUTO_TEST_CASE(matmul_2d_2d) { check([](V x) { return matmul(x[0], x[1]); }, {rnd({3, 4}), rnd({4, 2})}); }
-BOOST_AUTO_TEST_CASE(matmul_1d_2d) { check([](V x) { return matmul(x[0], x[1]); }, {rnd({4}), rnd({4, 2})}); }
-BOOST_AUTO_TEST_CASE(matmul_2d_1d) { check([](V x) { return matmul(x[0], x[1]); }, {rnd({3, 4}), rnd({4})}); }
-BOOST_AUTO_TEST_CASE(matmul_1d_1d) { check([](V x) { return matmul(x[0], x[1]); }, {rnd({4}), rnd({4})}); }
+BOOST_AUTO_TEST_CASE(matmul_2d_2d) {
+  check([](V x) { return matmul(x[0], x[1]); }, {rnd({3, 4}), rnd({4, 2})});
+}
+BOOST_AUTO_TEST_CASE(matmul_1d_2d) {
+  check([](V x) { return matmul(x[0], x[1]); }, {rnd({4}), rnd({4, 2})});
+}
+BOOST_AUTO_TEST_CASE(matmul_2d_1d) {
+  check([](V x) { return matmul(x[0], x[1]); }, {rnd({3, 4}), rnd({4})});
+}
+BOOST_AUTO_TEST_CASE(matmul_1d_1d) {
+  check([](V x) { return matmul(x[0], x[1]); }, {rnd({4}), rnd({4})});
+}
 
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(reductions)
 
-BOOST_AUTO_TEST_CASE(sum_all) { check([](V x) { return sum(x[0]); }, {rnd({2, 3})}); }
+BOOST_AUTO_TEST_CASE(sum_all) {
+  check([](V x) { return sum(x[0]); }, {rnd({2, 3})});
+}
 BOOST_AUTO_TEST_CASE(sum_dims) {
   check([](V x) { return sum(x[0], {0}); }, {rnd({2, 3})});
   check([](V x) { return sum(x[0], {-1}); }, {rnd({2, 3})});
@@ -181,7 +213,9 @@ BOOST_AUTO_TEST_CASE(sum_keepdim) {
   check([](V x) { return sum(x[0], {1}, true); }, {rnd({2, 3})});
   check([](V x) { return sum(x[0], {0, 2}, true); }, {rnd({2, 3, 2})});
 }
-BOOST_AUTO_TEST_CASE(mean_all) { check([](V x) { return mean(x[0]); }, {rnd({2, 3})}); }
+BOOST_AUTO_TEST_CASE(mean_all) {
+  check([](V x) { return mean(x[0]); }, {rnd({2, 3})});
+}
 BOOST_AUTO_TEST_CASE(mean_dims) {
   check([](V x) { return mean(x[0], {1}); }, {rnd({2, 3})});
   check([](V x) { return mean(x[0], {0, 2}, true); }, {rnd({2, 3, 2})});
@@ -191,7 +225,9 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(shape_ops)
 
-BOOST_AUTO_TEST_CASE(reshape_op) { check([](V x) { return reshape(x[0], {3, -1}); }, {rnd({2, 6})}); }
+BOOST_AUTO_TEST_CASE(reshape_op) {
+  check([](V x) { return reshape(x[0], {3, -1}); }, {rnd({2, 6})});
+}
 BOOST_AUTO_TEST_CASE(view_op) {
   // a product with x afterwards makes the second order non-trivial
   check([](V x) { return mul(view(x[0], {6, 2}), view(x[0], {6, 2})); }, {rnd({2, 3, 2})});
@@ -209,10 +245,16 @@ BOOST_AUTO_TEST_CASE(sum_to_op) {
   check([](V x) { return sum_to(x[0], {3, 1}); }, {rnd({2, 3, 4})});
   check([](V x) { return sum_to(x[0], {4}); }, {rnd({2, 3, 4})});
 }
-BOOST_AUTO_TEST_CASE(clone_op) { check([](V x) { return mul(clone(x[0]), x[0]); }, {rnd({2, 3})}); }
+BOOST_AUTO_TEST_CASE(clone_op) {
+  check([](V x) { return mul(clone(x[0]), x[0]); }, {rnd({2, 3})});
+}
 BOOST_AUTO_TEST_CASE(index_select_op) {
   check([](V x) { return index_select(x[0], 0, {2, 0, 2}); }, {rnd({3, 2})});
-  check([](V x) { return mul(index_select(x[0], 1, {1, 1, 0}), x[1]); }, {rnd({2, 3}), rnd({2, 3})});
+  check(
+    [](V x) {
+      return mul(index_select(x[0], 1, {1, 1, 0}), x[1]);
+    },
+    {rnd({2, 3}), rnd({2, 3})});
 }
 BOOST_AUTO_TEST_CASE(narrow_op) {
   check([](V x) { return narrow(x[0], 1, 1, 2); }, {rnd({2, 4})});
@@ -224,12 +266,19 @@ BOOST_AUTO_TEST_CASE(cat_op) {
   check([](V x) { return cat({x[0], x[1]}, 1); }, {rnd({2, 2, 3}), constant({2, 1, 3})});
   check([](V x) { return cat({x[0]}, 0); }, {rnd({3})});
   // one input twice, and a product after: a non-trivial second order
-  check([](V x) { return mul(cat({x[0], x[1], x[0]}), cat({x[1], x[0], x[1]})); },
-        {rnd({2, 2}), rnd({2, 2})});
+  check(
+    [](V x) {
+      return mul(cat({x[0], x[1], x[0]}), cat({x[1], x[0], x[1]}));
+    },
+    {rnd({2, 2}), rnd({2, 2})});
 }
 BOOST_AUTO_TEST_CASE(stack_op) {
   check([](V x) { return stack({x[0], x[1]}); }, {rnd({2, 3}), rnd({2, 3})});
-  check([](V x) { return stack({x[0], x[1], x[2]}, 1); }, {rnd({2, 3}), constant({2, 3}), rnd({2, 3})});
+  check(
+    [](V x) {
+      return stack({x[0], x[1], x[2]}, 1);
+    },
+    {rnd({2, 3}), constant({2, 3}), rnd({2, 3})});
   check([](V x) { return stack({x[0], x[1]}, -1); }, {rnd({2, 3}), rnd({2, 3})});
   check([](V x) { return stack({x[0], x[1]}); }, {rnd({}), rnd({})});
   check([](V x) { return exp(stack({x[0], mul(x[0], x[1])}, 2)); }, {rnd({2, 3}), rnd({2, 3})});
@@ -286,8 +335,8 @@ BOOST_AUTO_TEST_CASE(to_dtype_roundtrip_through_float32) {
   o.eps = 1e-3;
   o.atol = 1e-3;
   o.rtol = 1e-3;
-  check([](V x) { return to_dtype(mul(to_dtype(x[0], DType::f32), 2.0), DType::f64); }, {rnd({2, 3})},
-        o);
+  check([](V x) { return to_dtype(mul(to_dtype(x[0], DType::f32), 2.0), DType::f64); },
+        {rnd({2, 3})}, o);
 }
 
 BOOST_AUTO_TEST_CASE(to_dtype_gradient_has_the_input_dtype) {

@@ -53,13 +53,19 @@ struct BadResult {
 std::vector<BadResult> bad_results(Device d, Device other) {
   const std::string on = " on " + d.str();
   return {
-    {"broadcastable shape", [d](const Tensor&) { return Tensor::ones({1, 3}, DType::f64, d); },
+    {"broadcastable shape",
+     [d](const Tensor&) {
+       return Tensor::ones({1, 3}, DType::f64, d);
+     },
      {"has changed the size of value", "expected float64[2, 3]" + on, "got float64[1, 3]" + on}},
-    {"shape", [d](const Tensor&) { return Tensor::ones({4}, DType::f64, d); },
+    {"shape",
+     [d](const Tensor&) { return Tensor::ones({4}, DType::f64, d); },
      {"has changed the size of value", "expected float64[2, 3]" + on, "got float64[4]" + on}},
-    {"dtype", [](const Tensor& g) { return g.to(DType::f32); },
+    {"dtype",
+     [](const Tensor& g) { return g.to(DType::f32); },
      {"has changed the type of value", "expected float64[2, 3]" + on, "got float32[2, 3]" + on}},
-    {"device", [other](const Tensor& g) { return g.to(other); },
+    {"device",
+     [other](const Tensor& g) { return g.to(other); },
      {"has changed the device of value", "expected float64[2, 3]" + on,
       "got float64[2, 3] on " + other.str()}},
   };
@@ -91,7 +97,9 @@ std::vector<HookKind> hook_kinds() {
     {"post-hook 0 'bad' of MulBackward", " at output 0", true,
      [](SmallGraph& g, TensorFn f) {
        return g.y.grad_fn()->add_post_hook(
-         [f](const variable_list& out, const variable_list&) { return variable_list{f(out.at(0))}; },
+         [f](const variable_list& out, const variable_list&) {
+           return variable_list{f(out.at(0))};
+         },
          "bad");
      }},
   };
@@ -174,8 +182,9 @@ BOOST_AUTO_TEST_CASE(a_list_hook_must_return_one_gradient_per_slot) {
   SmallGraph g;
   auto* fn = g.y.grad_fn().get();
   auto pre = fn->add_pre_hook([](const variable_list& in) { return variable_list{in[0], in[0]}; });
-  BOOST_CHECK_EXCEPTION(backward({g.loss}, {.retain_graph = true}), EngineError,
-                        message_has({"pre-hook 0 of MulBackward returned 2 gradients for 1 inputs"}));
+  BOOST_CHECK_EXCEPTION(
+    backward({g.loss}, {.retain_graph = true}), EngineError,
+    message_has({"pre-hook 0 of MulBackward returned 2 gradients for 1 inputs"}));
   pre.remove();
   auto post = fn->add_post_hook([](const variable_list&, const variable_list&) {
     return variable_list{Tensor::ones({2, 3}), Tensor::ones({2, 3})};
@@ -202,7 +211,9 @@ BOOST_AUTO_TEST_CASE(a_node_hook_cannot_fill_in_a_missing_gradient) {
     collect_next_edges({x}));
   set_history(y, fn);
   fn->add_post_hook(
-    [](const variable_list&, const variable_list&) { return variable_list{Tensor::ones({2, 3})}; },
+    [](const variable_list&, const variable_list&) {
+      return variable_list{Tensor::ones({2, 3})};
+    },
     "fill");
   BOOST_CHECK_EXCEPTION(sum(y).backward(), EngineError,
                         message_has({"post-hook 0 'fill' of SilentBackward can't replace an "

@@ -113,8 +113,8 @@ BOOST_AUTO_TEST_CASE(each_inputs_metadata_is_checked_past_the_inline_one) {
   // The third input of the next node expects shape {2}: a gradient of shape
   // {3} for it is an error that names the node and the input.
   auto x = Tensor::ones({2}).set_requires_grad();
-  auto next = make_node<LambdaNode>("Next", [](variable_list&& g) { return variable_list{g[2]}; },
-                                    edge_list{gradient_edge(x)});
+  auto next = make_node<LambdaNode>(
+    "Next", [](variable_list&& g) { return variable_list{g[2]}; }, edge_list{gradient_edge(x)});
   next->add_input_metadata(Tensor::zeros({1}));
   next->add_input_metadata(Tensor::zeros({1}));
   next->add_input_metadata(Tensor::zeros({2}));
@@ -144,8 +144,8 @@ BOOST_AUTO_TEST_CASE(a_shape_past_the_inline_dimensions_is_checked_and_reduced) 
   // InputMetadata keeps up to 5 dimensions inside itself; this one has 6.
   const Shape six{1, 1, 1, 1, 1, 2};
   auto x = Tensor::ones(six).set_requires_grad();
-  auto through = make_node<LambdaNode>("Through", [](variable_list&& g) { return std::move(g); },
-                                       edge_list{gradient_edge(x)});
+  auto through = make_node<LambdaNode>(
+    "Through", [](variable_list&& g) { return std::move(g); }, edge_list{gradient_edge(x)});
   through->add_input_metadata(Tensor::zeros(six));
   BOOST_TEST(through->input_metadata(0).sizes() == six);
   const auto wide = [&](Shape out) {

@@ -14,7 +14,8 @@ namespace actorgrad::testing {
 /// settings after.
 struct SimSettings {
   explicit SimSettings(std::uint64_t seed = 1, std::uint32_t max_delay_us = 200) {
-    sim::configure({.async = true, .max_delay_us = max_delay_us, .seed = seed, .detect_races = true});
+    sim::configure(
+      {.async = true, .max_delay_us = max_delay_us, .seed = seed, .detect_races = true});
     sim::clear_race_reports();
   }
   ~SimSettings() {

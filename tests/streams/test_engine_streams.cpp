@@ -9,12 +9,12 @@
 #define BOOST_TEST_MODULE streams_engine_streams
 #include <boost/test/unit_test.hpp>
 
-#include "tests/actors/actor_test_util.h"
 #include "actorgrad/device/event.h"
 #include "actorgrad/device/guards.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/engine/detail/stream_sync.h"
 #include "actorgrad/libengine/ops.h"
+#include "tests/actors/actor_test_util.h"
 #include "tests/streams/sim_test_util.h"
 
 using namespace actorgrad;
@@ -83,8 +83,8 @@ std::vector<std::vector<double>> forward_backward(const Leaves& l, bool async = 
       switch_to(e);
       StreamGuard on_e(e);
       engine().backward_async({loss}).get();
-      return {mul(l.x.grad(), 1.0).to_vector(), l.w_a.grad().to_vector(),
-              l.w_b.grad().to_vector(), l.w_1.grad().to_vector()};
+      return {mul(l.x.grad(), 1.0).to_vector(), l.w_a.grad().to_vector(), l.w_b.grad().to_vector(),
+              l.w_1.grad().to_vector()};
     }
     backward({loss}, {}, engine());
     // The gradients are safe to use on the caller's current streams: d on

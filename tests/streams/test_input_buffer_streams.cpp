@@ -163,12 +163,12 @@ BOOST_AUTO_TEST_CASE(a_sent_gradient_carries_an_event_only_when_its_receiver_wai
     Stream producer, consumer;
     bool event;
   };
-  for (const Hop& h : {Hop{"case (1), two streams of the var's device", p, c, true},
-                       Hop{"case (1), one stream", p, p, false},
-                       Hop{"case (3), from a device's default stream to another device",
-                           default_stream(d0), default_stream(d1), false},
-                       Hop{"case (3), from a pool stream to another device", p,
-                           default_stream(d1), true}}) {
+  for (const Hop& h :
+       {Hop{"case (1), two streams of the var's device", p, c, true},
+        Hop{"case (1), one stream", p, p, false},
+        Hop{"case (3), from a device's default stream to another device", default_stream(d0),
+            default_stream(d1), false},
+        Hop{"case (3), from a pool stream to another device", p, default_stream(d1), true}}) {
     BOOST_TEST_CONTEXT(h.name) {
       const auto from = node_on(h.producer);
       const auto to = node_on(h.consumer);

@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(a_leaf_gradient_copied_to_another_device_is_accumulated_aft
     StreamGuard on_producer(producer);
     variable_list grads;
     grads.push_back(std::move(g)); // no initializer list: it would copy the handle
-    acc.apply(std::move(grads)); // stolen: the leaf's .grad is now that memory
+    acc.apply(std::move(grads));   // stolen: the leaf's .grad is now that memory
     grads.clear();
     grads.push_back(produce_on(producer, 2.0));
     acc.apply(std::move(grads)); // added in place on the producer
@@ -183,7 +183,7 @@ BOOST_AUTO_TEST_CASE(a_gradient_two_nodes_share_is_added_in_place_after_the_othe
   Tensor dx;
   {
     Event::recorded_on(s.producer).block(reading_node); // the engine's wait for g
-    StreamGuard on_node(reading_node); // the engine's run_scope
+    StreamGuard on_node(reading_node);                  // the engine's run_scope
     variable_list in;
     in.push_back(std::move(g));
     dx = ActorgradGraph::call_function(reader_fn, std::move(in))[0];

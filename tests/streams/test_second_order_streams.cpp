@@ -105,8 +105,8 @@ public:
     PoolStreams streams(rng_);
     for (int r = 0, n = uniform(1, 2); r < n; ++r) {
       g.roots.push_back(values[values.size() - 1 - static_cast<std::size_t>(r)]);
-      g.root_grads.push_back(Tensor::uniform({3, 3}, -1.0, 1.0, rng_(), DType::f64,
-                                             g.roots.back().device()));
+      g.root_grads.push_back(
+        Tensor::uniform({3, 3}, -1.0, 1.0, rng_(), DType::f64, g.roots.back().device()));
     }
     g.description = desc.str();
     return g;
@@ -156,8 +156,7 @@ Results second_order(std::uint64_t seed, Executor& executor, std::string* descri
   if (description)
     *description = g.description;
   PoolStreams caller(gen.rng());
-  const variable_list first =
-    grad(g.roots, g.leaves, {g.root_grads, true, true, true}, executor);
+  const variable_list first = grad(g.roots, g.leaves, {g.root_grads, true, true, true}, executor);
   variable_list roots, vs;
   for (const Tensor& t : first)
     if (t.defined() && t.requires_grad()) {
@@ -182,7 +181,8 @@ bool close(const Results& a, const Results& b) {
     if (a[i].size() != b[i].size())
       return false;
     for (std::size_t j = 0; j < a[i].size(); ++j)
-      if (std::abs(a[i][j] - b[i][j]) > 1e-12 * std::max({1.0, std::abs(a[i][j]), std::abs(b[i][j])}))
+      if (std::abs(a[i][j] - b[i][j]) >
+          1e-12 * std::max({1.0, std::abs(a[i][j]), std::abs(b[i][j])}))
         return false;
   }
   return true;
@@ -213,8 +213,8 @@ void check_200_seeds(Executor& executor) {
     wrong += ok ? 0 : 1;
     raced += quiet ? 0 : 1;
   }
-  BOOST_TEST_MESSAGE(wrong << " of 200 graphs wrong, " << raced << " with race reports; "
-                         << second << " have second-order gradients");
+  BOOST_TEST_MESSAGE(wrong << " of 200 graphs wrong, " << raced << " with race reports; " << second
+                           << " have second-order gradients");
   BOOST_TEST(second > 150); // most graphs are not linear in their leaves
 }
 

@@ -253,7 +253,8 @@ BOOST_AUTO_TEST_CASE(streams_and_guards_have_value_semantics) {
   never.block(s); // a never-recorded event orders nothing
 }
 
-BOOST_AUTO_TEST_CASE(guards_restore_what_their_scope_changed_and_streams_past_the_limit_are_refused) {
+BOOST_AUTO_TEST_CASE(
+  guards_restore_what_their_scope_changed_and_streams_past_the_limit_are_refused) {
   // On a fresh thread, whose current devices and streams start at the
   // defaults; the checks run here, on the test's thread.
   struct Seen {

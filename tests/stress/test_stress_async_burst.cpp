@@ -52,11 +52,10 @@ BOOST_AUTO_TEST_CASE(engine_destroyed_after_a_burst_of_async_calls) {
   for (; (rounds < 3 || Clock::now() < deadline) && !hung(); ++rounds) {
     BOOST_TEST_CONTEXT("round " << rounds) {
       const std::chrono::milliseconds idle_times[] = {std::chrono::milliseconds(10000),
-                                                       std::chrono::milliseconds(300),
-                                                       std::chrono::milliseconds(50)};
-      auto engine = std::make_unique<Engine>(
-        EngineConfig{.max_async_coordinators = 1000,
-                     .async_coordinator_idle_time = idle_times[rounds % 3]});
+                                                      std::chrono::milliseconds(300),
+                                                      std::chrono::milliseconds(50)};
+      auto engine = std::make_unique<Engine>(EngineConfig{
+        .max_async_coordinators = 1000, .async_coordinator_idle_time = idle_times[rounds % 3]});
       {
         Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
         Tensor loss = sum(mul(x, x));
@@ -75,9 +74,9 @@ BOOST_AUTO_TEST_CASE(engine_destroyed_after_a_burst_of_async_calls) {
       auto destroyed = run_bounded([e = engine.release()] { delete e; }, kDestroyLimit);
       if (!destroyed)
         exit_on_hang("~Engine did not return within 20 s after a burst of 1,000 async calls");
-      BOOST_TEST(testing::threads_become(before), "threads right after ~Engine: "
-                                                    << testing::process_threads()
-                                                    << ", before the engine: " << before);
+      BOOST_TEST(testing::threads_become(before),
+                 "threads right after ~Engine: " << testing::process_threads()
+                                                 << ", before the engine: " << before);
     }
   }
   BOOST_TEST_MESSAGE(rounds << " rounds of 1,000 async calls and a destroyed engine");
@@ -92,7 +91,8 @@ struct SharedGraph {
   }
   /// 1 when `f` gave no result in time or a wrong one.
   static int wrong(std::future<variable_list>& f) {
-    return !ready_within(f, kCallLimit) || f.get().at(0).to_vector() != std::vector<double>{2.0, -4.0};
+    return !ready_within(f, kCallLimit) ||
+           f.get().at(0).to_vector() != std::vector<double>{2.0, -4.0};
   }
 };
 
@@ -120,8 +120,8 @@ BOOST_AUTO_TEST_CASE(bursts_never_run_on_more_coordinators_than_the_cap) {
     BOOST_TEST(wrong.load() == 0, "round " << rounds << ": " << wrong.load() << " of 10,000 calls");
     // 8 callers and the sampler are the test's; the cap allows 4 coordinators.
     BOOST_TEST(most <= before + 8 + 1 + 4, "round " << rounds << ": " << most
-                                                            << " threads at the peak, " << before
-                                                            << " before");
+                                                    << " threads at the peak, " << before
+                                                    << " before");
   }
   BOOST_TEST(engine.stats().peak_async_coordinators <= 4u);
   BOOST_TEST_MESSAGE(rounds << " bursts of 10,000 calls from 8 threads on a cap of 4");

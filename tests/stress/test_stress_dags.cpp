@@ -103,8 +103,10 @@ void check_graph(std::uint64_t seed, bool async, Engine& eng, ReferenceExecutor&
   // First order with create_graph, on both executors.
   variable_list ref1, act1;
   const std::string ref_err = attempt(
-    [&] { ref1 = grad(g.roots, g.leaves, {g.root_grads, true, true, true}, reference); }, stage,
-    "reference grad");
+    [&] {
+      ref1 = grad(g.roots, g.leaves, {g.root_grads, true, true, true}, reference);
+    },
+    stage, "reference grad");
   const std::string act_err = attempt(
     [&] {
       if (!async) {
@@ -112,8 +114,10 @@ void check_graph(std::uint64_t seed, bool async, Engine& eng, ReferenceExecutor&
         return;
       }
       auto f = eng.grad_async(g.roots, g.leaves,
-                              {.grad_outputs = g.root_grads, .retain_graph = true,
-                               .create_graph = true, .allow_unused = true});
+                              {.grad_outputs = g.root_grads,
+                               .retain_graph = true,
+                               .create_graph = true,
+                               .allow_unused = true});
       if (!ready_within(f, kCallLimit)) {
         hung() = true;
         throw std::runtime_error("HANG: grad_async did not complete");
@@ -139,11 +143,15 @@ void check_graph(std::uint64_t seed, bool async, Engine& eng, ReferenceExecutor&
     return;
   variable_list ref2, act2;
   const std::string ref2_err = attempt(
-    [&] { ref2 = grad({s_ref}, g.leaves, {{}, true, false, true}, reference); }, stage,
-    "reference double backward");
+    [&] {
+      ref2 = grad({s_ref}, g.leaves, {{}, true, false, true}, reference);
+    },
+    stage, "reference double backward");
   const std::string act2_err = attempt(
-    [&] { act2 = grad({s_act}, g.leaves, {{}, false, false, true}, eng); }, stage,
-    "engine double backward");
+    [&] {
+      act2 = grad({s_act}, g.leaves, {{}, false, false, true}, eng);
+    },
+    stage, "engine double backward");
   if (ref2_err != act2_err)
     return failures.add(where + ": second order: reference " + outcome(ref2_err) + "; engine " +
                         outcome(act2_err));
@@ -208,11 +216,10 @@ void run_phase(const char* phase, std::uint64_t phase_seed, Engine* cpu_only = n
   for (auto& f : done)
     f.get();
   BOOST_TEST_MESSAGE(phase << ": " << counts.graphs << " graphs (" << counts.cross_device
-                           << " across devices, " << counts.on_pool
-                           << " roots on pool streams), " << counts.second_order
-                           << " double backward compared, " << counts.both_failed
-                           << " calls failed alike in both executors, in " << length.count()
-                           << " s");
+                           << " across devices, " << counts.on_pool << " roots on pool streams), "
+                           << counts.second_order << " double backward compared, "
+                           << counts.both_failed << " calls failed alike in both executors, in "
+                           << length.count() << " s");
   BOOST_TEST(failures.count() == 0, failures.count() << " failures; first:\n" << failures.text());
   BOOST_TEST(counts.graphs >= kThreads * kMinGraphsPerThread);
   if (cpu_only) {

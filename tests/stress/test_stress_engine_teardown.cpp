@@ -29,9 +29,9 @@ using namespace actorgrad::testing;
 
 namespace {
 
-const Seconds kCallLimit{30};     ///< the calls of a round
-const Seconds kDestroyLimit{10};  ///< ~Engine
-const Seconds kExitLimit{10};     ///< a foreign thread's end, after ~Engine
+const Seconds kCallLimit{30};    ///< the calls of a round
+const Seconds kDestroyLimit{10}; ///< ~Engine
+const Seconds kExitLimit{10};    ///< a foreign thread's end, after ~Engine
 const Device kSim0 = Device::sim(0), kSim1 = Device::sim(1);
 
 /// The calls the foreign threads make: each returns "" when its gradients
@@ -82,9 +82,9 @@ std::string nested_crossing(Engine& eng) {
 /// touches a finished round's stack.
 struct Foreign {
   struct State {
-    std::promise<std::string> called;     ///< the call's result ("" when right)
-    std::promise<void> release;           ///< set by the main thread: end now
-    std::promise<void> ended;             ///< set by the joiner once the thread is joined
+    std::promise<std::string> called; ///< the call's result ("" when right)
+    std::promise<void> release;       ///< set by the main thread: end now
+    std::promise<void> ended;         ///< set by the joiner once the thread is joined
   };
   std::shared_ptr<State> state = std::make_shared<State>();
   std::future<std::string> called = state->called.get_future();
@@ -215,7 +215,7 @@ BOOST_AUTO_TEST_CASE(engine_destroyed_on_another_thread_than_the_one_that_built_
   BOOST_TEST(crossing(*eng) == "");
   auto destroyed = run_bounded([e = eng.release()] { delete e; }, kDestroyLimit);
   BOOST_TEST(destroyed.has_value(), "~Engine on another thread did not return within "
-                                       << int(kDestroyLimit.count()) << " s (hang)");
+                                      << int(kDestroyLimit.count()) << " s (hang)");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -29,15 +29,15 @@ using namespace actorgrad::testing;
 
 namespace {
 
-const Seconds kErrorLimit{2};  ///< from the kill to the caller's error
-const Seconds kHangLimit{30};  ///< beyond this a backward is stuck
+const Seconds kErrorLimit{2}; ///< from the kill to the caller's error
+const Seconds kHangLimit{30}; ///< beyond this a backward is stuck
 
 /// testing::two_layer_difference across `a` and `c`, with parameter
 /// names unique to `seed`: "" when it is within 1e-12.
 std::string two_worker_backward(remote::Runtime& rt, const remote::RemoteWorker& a,
                                 const remote::RemoteWorker& c, std::uint64_t seed) {
   const double d = testing::two_layer_difference(rt, a, c, seed, "W" + std::to_string(seed),
-                                                   "V" + std::to_string(seed));
+                                                 "V" + std::to_string(seed));
   return d <= 1e-12 ? "" : "gradients differ from the single-process run by " + std::to_string(d);
 }
 

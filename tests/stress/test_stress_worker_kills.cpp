@@ -36,11 +36,11 @@ using namespace actorgrad::testing;
 
 namespace {
 
-const Seconds kCallLimit{30};      ///< one call (TSan builds are slow)
-const Seconds kReplaceLimit{10};   ///< a killed worker's replacement
+const Seconds kCallLimit{30};    ///< one call (TSan builds are slow)
+const Seconds kReplaceLimit{10}; ///< a killed worker's replacement
 const Device kSim0 = Device::sim(0), kSim1 = Device::sim(1);
-constexpr int kSimLevels = 3;      ///< nested calls under each sim branch
-constexpr int kCallsPerRound = 4;  ///< half synchronous, half grad_async
+constexpr int kSimLevels = 3;     ///< nested calls under each sim branch
+constexpr int kCallsPerRound = 4; ///< half synchronous, half grad_async
 
 using Counter = std::shared_ptr<std::atomic<int>>;
 
@@ -186,8 +186,8 @@ void run_kills(bool cross) {
   auto eng = std::make_unique<Engine>(config);
   Failures failures;
   const Seconds round_time = unkilled_round_time(*eng, cross, failures);
-  const auto kill_window_us = std::max<std::uint64_t>(
-    3000, static_cast<std::uint64_t>(2e6 * round_time.count()));
+  const auto kill_window_us =
+    std::max<std::uint64_t>(3000, static_cast<std::uint64_t>(2e6 * round_time.count()));
   const Seconds length = budget(8);
   const auto deadline = after(length);
   const auto began = Clock::now();

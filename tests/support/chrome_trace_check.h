@@ -70,7 +70,8 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
       slices[tid].push_back({ts, ts + dur});
       if (e.get<std::string>("cat") == "node") {
         ++node_slices;
-        for (const char* field : {"graph_task", "sequence_nr", "depth", "device", "stream", "actor"})
+        for (const char* field :
+             {"graph_task", "sequence_nr", "depth", "device", "stream", "actor"})
           BOOST_TEST(e.get_child_optional(std::string("args.") + field).has_value(),
                      "node slice args have " << field);
         BOOST_TEST(e.get<std::string>("args.actor") == thread_names[tid]);
@@ -105,9 +106,10 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
       BOOST_TEST(s[0].ts <= f.ts);
       for (const FlowEnd* end : {&s[0], &f}) {
         const auto& on_track = slices[end->tid];
-        BOOST_TEST(std::any_of(on_track.begin(), on_track.end(),
-                               [&](const auto& sl) { return sl.first <= end->ts && end->ts <= sl.second; }),
-                   "a flow end lies in a slice it binds to");
+        BOOST_TEST(
+          std::any_of(on_track.begin(), on_track.end(),
+                      [&](const auto& sl) { return sl.first <= end->ts && end->ts <= sl.second; }),
+          "a flow end lies in a slice it binds to");
       }
     }
   }

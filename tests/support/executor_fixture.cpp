@@ -19,7 +19,8 @@ ExecutorFromEnv::ExecutorFromEnv() {
   else if (n == "actor")
     use_actor_engine();
   else
-    throw std::invalid_argument("ACTORGRAD_EXECUTOR must be 'reference' or 'actor', not '" + n + "'");
+    throw std::invalid_argument("ACTORGRAD_EXECUTOR must be 'reference' or 'actor', not '" + n +
+                                "'");
 }
 
 } // namespace actorgrad::testing

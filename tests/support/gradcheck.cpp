@@ -68,8 +68,8 @@ std::vector<double> grad_values(const Tensor& g, const Tensor& input, const std:
     return std::vector<double>(static_cast<std::size_t>(input.numel()), 0.0);
   if (g.shape() != input.shape()) {
     r.ok = false;
-    r.message += what + ": gradient " + g.describe() + " does not match input " +
-                 input.describe() + "; ";
+    r.message +=
+      what + ": gradient " + g.describe() + " does not match input " + input.describe() + "; ";
     return std::vector<double>(static_cast<std::size_t>(input.numel()), 0.0);
   }
   return g.to_vector();
@@ -109,8 +109,8 @@ public:
     r_.max_abs_err = std::max(r_.max_abs_err, err);
     if (scale > 0)
       r_.max_rel_err = std::max(r_.max_rel_err, err / scale);
-    const bool pass = err <= o_.atol + o_.rtol * std::abs(numeric) && !std::isnan(analytic) &&
-                      !std::isnan(numeric);
+    const bool pass =
+      err <= o_.atol + o_.rtol * std::abs(numeric) && !std::isnan(analytic) && !std::isnan(numeric);
     if (pass)
       return;
     ++failures_;
@@ -165,9 +165,9 @@ GradcheckResult gradcheck(const TensorFn& f, const std::vector<Tensor>& inputs,
     analytic[w].assign(vals[diff[w]].size(), std::vector<double>(static_cast<std::size_t>(m), 0.0));
   if (out.requires_grad()) {
     for (std::int64_t j = 0; j < m; ++j) {
-      auto gs = grad({out}, diff_xs,
-                     {.grad_outputs = {one_hot(out, j)}, .retain_graph = true,
-                      .allow_unused = true});
+      auto gs =
+        grad({out}, diff_xs,
+             {.grad_outputs = {one_hot(out, j)}, .retain_graph = true, .allow_unused = true});
       if (gs.size() != diff.size()) {
         r.ok = false;
         r.message += "grad returned " + std::to_string(gs.size()) + " results for " +
@@ -258,8 +258,8 @@ GradcheckResult gradgradcheck(const TensorFn& f, const std::vector<Tensor>& inpu
 
   Tensor out = f(xs);
   if (out.requires_grad()) {
-    auto gs = grad({out}, diff_of(xs),
-                   {.grad_outputs = {u}, .create_graph = true, .allow_unused = true});
+    auto gs =
+      grad({out}, diff_of(xs), {.grad_outputs = {u}, .create_graph = true, .allow_unused = true});
     Tensor h;
     for (std::size_t w = 0; w < diff.size() && w < gs.size(); ++w) {
       if (!gs[w].defined())
@@ -276,10 +276,9 @@ GradcheckResult gradgradcheck(const TensorFn& f, const std::vector<Tensor>& inpu
     if (h.defined() && h.requires_grad()) {
       auto second = grad({h}, wrt, {.allow_unused = true});
       for (std::size_t i = 0; i < wrt.size() && i < second.size(); ++i)
-        analytic[i] = grad_values(second[i], wrt[i],
-                                  i < diff.size() ? "input " + std::to_string(diff[i])
-                                                  : std::string("grad_output"),
-                                  r);
+        analytic[i] = grad_values(
+          second[i], wrt[i],
+          i < diff.size() ? "input " + std::to_string(diff[i]) : std::string("grad_output"), r);
     }
   }
 
@@ -288,8 +287,7 @@ GradcheckResult gradgradcheck(const TensorFn& f, const std::vector<Tensor>& inpu
     const std::string name =
       i < diff.size() ? "input " + std::to_string(diff[i]) : std::string("grad_output");
     for (std::size_t e = 0; e < analytic[i].size(); ++e)
-      cmp.add(analytic[i][e], numeric[i][e][0],
-              "d2 / d " + name + "[" + std::to_string(e) + "]");
+      cmp.add(analytic[i][e], numeric[i][e][0], "d2 / d " + name + "[" + std::to_string(e) + "]");
   }
   cmp.finish();
   return r;

@@ -23,11 +23,11 @@ inline const std::vector<Device>& default_dag_devices() {
 
 /// One random DAG: its leaves, every value, the roots and their gradients.
 struct RandomDag {
-  std::vector<Tensor> leaves;      ///< require grad
-  std::vector<Tensor> values;      ///< every tensor that requires grad (leaves first)
+  std::vector<Tensor> leaves; ///< require grad
+  std::vector<Tensor> values; ///< every tensor that requires grad (leaves first)
   std::vector<Tensor> roots;
-  std::vector<Tensor> root_grads;  ///< one per root
-  std::string description;         ///< seed and ops, for failure messages
+  std::vector<Tensor> root_grads; ///< one per root
+  std::string description;        ///< seed and ops, for failure messages
   std::size_t devices_used = 0;
 };
 

@@ -32,7 +32,9 @@ inline constexpr int kThreadTimeScale =
 
 /// Starts and joins a thread, so that a sanitizer's own threads (started
 /// with a process's first thread) exist before a test counts threads.
-inline void start_runtime_threads() { std::thread([] {}).join(); }
+inline void start_runtime_threads() {
+  std::thread([] {}).join();
+}
 
 /// Whether process_threads() is `n` within `limit` (polled every
 /// millisecond). A joined thread leaves the kernel's list a moment after
@@ -71,8 +73,8 @@ public:
   }
 
 private:
-  std::atomic<bool> sampling_{true};  ///< written by peak(), read by the sampler
-  std::atomic<std::size_t> most_{0};  ///< written by the sampler, read after it ended
+  std::atomic<bool> sampling_{true}; ///< written by peak(), read by the sampler
+  std::atomic<std::size_t> most_{0}; ///< written by the sampler, read after it ended
   std::thread sampler_{[this] {
     while (sampling_.load()) {
       most_.store(std::max(most_.load(), process_threads()));

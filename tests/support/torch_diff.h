@@ -14,8 +14,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,9 +29,7 @@ namespace actorgrad::testing {
 /// workers and ACTORGRAD_CPU_SPREAD_BRANCH (ctest runs the bridge's and the
 /// models' tests with 1 worker and with 2 spreading at the first fork: Note
 /// [Parallel CPU nodes] in actors/detail/cpu_lanes.h).
-inline actorgrad::EngineConfig bridge_config() {
-  return actorgrad::cpu_lanes_from_env({});
-}
+inline actorgrad::EngineConfig bridge_config() { return actorgrad::cpu_lanes_from_env({}); }
 
 /// The tensors a program run returns, by name, in a fixed order.
 using NamedTensors = std::vector<std::pair<std::string, ::torch::Tensor>>;
@@ -56,20 +54,21 @@ inline void add_parameters(NamedTensors& out, const ::torch::nn::Module& module,
                            const std::string& prefix = "") {
   for (const auto& p : module.named_parameters()) {
     out.emplace_back(prefix + p.key(), p.value().detach().clone());
-    out.emplace_back(prefix + p.key() + ".grad",
-                     p.value().grad().defined() ? p.value().grad().detach().clone() : ::torch::Tensor());
+    out.emplace_back(prefix + p.key() + ".grad", p.value().grad().defined()
+                                                   ? p.value().grad().detach().clone()
+                                                   : ::torch::Tensor());
   }
 }
 
 /// Runs `program` on the stock engine, then under an
-/// actorgrad::torch::Scope(config), each after ::torch::manual_seed(seed). Throws std::logic_error when the
-/// bridge is installed already (the stock run would not be stock) or when
-/// the actor run made no backward call on actorgrad (the comparison could
-/// not fail).
+/// actorgrad::torch::Scope(config), each after ::torch::manual_seed(seed). Throws std::logic_error
+/// when the bridge is installed already (the stock run would not be stock) or when the actor run
+/// made no backward call on actorgrad (the comparison could not fail).
 inline DiffRuns run_both(const TorchProgram& program, std::uint64_t seed = 0,
                          actorgrad::EngineConfig config = bridge_config()) {
   if (actorgrad::torch::installed())
-    throw std::logic_error("run_both: the torch bridge is installed already; the stock run would not be stock");
+    throw std::logic_error(
+      "run_both: the torch bridge is installed already; the stock run would not be stock");
   DiffRuns runs;
   ::torch::manual_seed(seed);
   runs.stock = program();
@@ -91,7 +90,8 @@ inline DiffRuns run_both(const TorchProgram& program, std::uint64_t seed = 0,
 /// either both undefined or of the same dtype and shape with
 /// max |stock - actor| <= tolerance (0: bitwise, ::torch::equal). Returns ""
 /// when they agree, else the first mismatch by name with its max abs diff.
-inline std::string compare(const NamedTensors& stock, const NamedTensors& actor, double tolerance = 0) {
+inline std::string compare(const NamedTensors& stock, const NamedTensors& actor,
+                           double tolerance = 0) {
   std::ostringstream msg;
   if (stock.size() != actor.size()) {
     msg << "stock returned " << stock.size() << " tensors, actorgrad " << actor.size();
@@ -117,10 +117,13 @@ inline std::string compare(const NamedTensors& stock, const NamedTensors& actor,
     }
     if (tolerance == 0 && ::torch::equal(s, a))
       continue;
-    const double diff = s.numel() == 0 ? 0.0 : (s.to(::torch::kDouble) - a.to(::torch::kDouble)).abs().max().item<double>();
+    const double diff =
+      s.numel() == 0 ? 0.0
+                     : (s.to(::torch::kDouble) - a.to(::torch::kDouble)).abs().max().item<double>();
     if (tolerance > 0 && diff <= tolerance)
       continue;
-    msg << name << ": max abs diff " << diff << (tolerance > 0 ? " > tolerance " : " (bitwise compare)")
+    msg << name << ": max abs diff " << diff
+        << (tolerance > 0 ? " > tolerance " : " (bitwise compare)")
         << (tolerance > 0 ? std::to_string(tolerance) : "");
     return msg.str();
   }
@@ -177,7 +180,8 @@ inline Results unnamed(const NamedTensors& t) {
 
 /// run_both for a body that returns Results: {stock, actorgrad}.
 template <class Body>
-std::pair<Results, Results> run_both_unnamed(Body body, actorgrad::EngineConfig config = bridge_config()) {
+std::pair<Results, Results> run_both_unnamed(Body body,
+                                             actorgrad::EngineConfig config = bridge_config()) {
   const auto runs = run_both([&] { return named(body()); }, 0, std::move(config));
   return {unnamed(runs.stock), unnamed(runs.actor)};
 }

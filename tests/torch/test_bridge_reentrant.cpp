@@ -71,7 +71,9 @@ Results checkpointed(std::int64_t depth) {
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(checkpoint_pattern_reentrant_grad) { check_same([] { return checkpointed(3); }); }
+BOOST_AUTO_TEST_CASE(checkpoint_pattern_reentrant_grad) {
+  check_same([] { return checkpointed(3); });
+}
 
 BOOST_AUTO_TEST_CASE(checkpoint_nested_past_depth_60_moves_to_another_thread) {
   auto [stock, ours] = actorgrad::testing::run_both_unnamed([] {
@@ -100,7 +102,7 @@ BOOST_AUTO_TEST_CASE(max_recursion_depth_of_the_config_applies) {
     config);
   BOOST_CHECK(torch::equal(stock[0], ours[0]) && torch::equal(stock[1], ours[1]));
   BOOST_CHECK_EQUAL(stock[3].item<std::int64_t>(), 1); // libtorch's limit is 60
-  BOOST_CHECK_GT(ours[3].item<std::int64_t>(), 1);      // 11 nested calls, limit 4
+  BOOST_CHECK_GT(ours[3].item<std::int64_t>(), 1);     // 11 nested calls, limit 4
 }
 
 BOOST_AUTO_TEST_CASE(queue_callback_from_a_hook_runs_at_the_end) {
@@ -141,9 +143,7 @@ namespace {
 /// Records in backward what libtorch's thread-locals say.
 struct Probe : torch::autograd::Function<Probe> {
   static std::vector<double> log;
-  static torch::Tensor forward(AutogradContext*, torch::Tensor a, torch::Tensor b) {
-    return a * b;
-  }
+  static torch::Tensor forward(AutogradContext*, torch::Tensor a, torch::Tensor b) { return a * b; }
   static variable_list backward(AutogradContext* ctx, variable_list g) {
     log.push_back(ctx->needs_input_grad(0));
     log.push_back(ctx->needs_input_grad(1));

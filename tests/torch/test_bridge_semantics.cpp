@@ -312,7 +312,8 @@ BOOST_AUTO_TEST_CASE(capture_hooks_run_when_the_gradient_is_captured) {
   const auto stock_events = capture_events;
   actorgrad::torch::Scope scope(actorgrad::testing::bridge_config());
   const auto ours = capture_hook_body();
-  BOOST_TEST(stock_events == (std::vector<std::string>{"tensor hook", "capture hook", "exp node ran"}),
+  BOOST_TEST(stock_events ==
+               (std::vector<std::string>{"tensor hook", "capture hook", "exp node ran"}),
              boost::test_tools::per_element());
   BOOST_TEST(capture_events == stock_events, boost::test_tools::per_element());
   actorgrad::testing::check_equal(stock, ours);

@@ -21,8 +21,8 @@ BOOST_AUTO_TEST_CASE(cnn_conv_batchnorm_maxpool_dropout_sgd) {
   auto program = [] {
     torch::nn::Sequential net(
       torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1)), torch::nn::BatchNorm2d(8),
-      torch::nn::ReLU(), torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)), torch::nn::Dropout(0.3),
-      torch::nn::Flatten(), torch::nn::Linear(8 * 4 * 4, 5));
+      torch::nn::ReLU(), torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)),
+      torch::nn::Dropout(0.3), torch::nn::Flatten(), torch::nn::Linear(8 * 4 * 4, 5));
     net->train();
     torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
     torch::Tensor x = torch::randn({4, 3, 8, 8}).requires_grad_(true);

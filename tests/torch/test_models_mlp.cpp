@@ -38,7 +38,10 @@ BOOST_AUTO_TEST_CASE(harness_names_the_first_mismatch) {
 
 BOOST_AUTO_TEST_CASE(harness_fails_a_program_that_did_not_run_on_actorgrad) {
   // No backward at all: the two runs could only be equal.
-  BOOST_CHECK_THROW(run_both([] { return NamedTensors{{"x", torch::ones({2})}}; }), std::logic_error);
+  BOOST_CHECK_THROW(run_both([] {
+                      return NamedTensors{{"x", torch::ones({2})}};
+                    }),
+                    std::logic_error);
   // One backward where two are expected; a leaf without a gradient.
   auto one_call = [] {
     torch::Tensor w = torch::randn({3}).requires_grad_(true);
@@ -54,8 +57,9 @@ BOOST_AUTO_TEST_CASE(harness_fails_a_program_that_did_not_run_on_actorgrad) {
 BOOST_AUTO_TEST_CASE(mlp_cross_entropy_adam_5_steps) {
   constexpr int steps = 5;
   auto program = [] {
-    torch::nn::Sequential net(torch::nn::Linear(20, 64), torch::nn::ReLU(), torch::nn::Linear(64, 64),
-                              torch::nn::Tanh(), torch::nn::Linear(64, 10));
+    torch::nn::Sequential net(torch::nn::Linear(20, 64), torch::nn::ReLU(),
+                              torch::nn::Linear(64, 64), torch::nn::Tanh(),
+                              torch::nn::Linear(64, 10));
     torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(1e-2));
     torch::Tensor x = torch::randn({32, 20});
     torch::Tensor y = torch::randint(0, 10, {32});

@@ -27,8 +27,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -37,9 +37,9 @@
 #include <string>
 #include <vector>
 
+#include "actorgrad/tools/trace/chrome_json.h"
 #include "tests/support/child_process.h"
 #include "tests/support/chrome_trace_check.h"
-#include "actorgrad/tools/trace/chrome_json.h"
 
 using namespace actorgrad;
 using namespace std::chrono_literals;
@@ -54,7 +54,8 @@ const std::string example = ACTORGRAD_TORCH_EXAMPLE;
 const std::string example_plain = ACTORGRAD_TORCH_EXAMPLE_PLAIN;
 
 /// Runs `argv` with `env` (NAME=value each) through env(1); requires exit 0.
-testing::RunResult run_with(const std::vector<std::string>& env, const std::vector<std::string>& argv) {
+testing::RunResult run_with(const std::vector<std::string>& env,
+                            const std::vector<std::string>& argv) {
   std::vector<std::string> all{"/usr/bin/env"};
   all.insert(all.end(), env.begin(), env.end());
   all.insert(all.end(), argv.begin(), argv.end());
@@ -64,7 +65,9 @@ testing::RunResult run_with(const std::vector<std::string>& env, const std::vect
   return r;
 }
 
-testing::RunResult run_program(const std::vector<std::string>& env) { return run_with(env, {program}); }
+testing::RunResult run_program(const std::vector<std::string>& env) {
+  return run_with(env, {program});
+}
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
@@ -88,7 +91,8 @@ std::size_t backward_calls(const std::string& out) {
 /// libtorch nodes it names (`nodes` and AccumulateGrad), its graph tasks.
 /// A CPU-only libtorch graph runs on the calling thread's actor: such a
 /// trace has one track and no messages, so its flow checks pair nothing.
-void check_trace(const std::string& path, const std::vector<std::string>& nodes, std::size_t tasks_expected) {
+void check_trace(const std::string& path, const std::vector<std::string>& nodes,
+                 std::size_t tasks_expected) {
   BOOST_TEST_REQUIRE(std::filesystem::exists(path), path << " was written");
   const std::string json = read_file(path);
   const trace::Timeline tl = trace::read_chrome_json(path);
@@ -100,7 +104,8 @@ void check_trace(const std::string& path, const std::vector<std::string>& nodes,
     names.insert(s.node);
     tasks.insert(s.graph_task);
   }
-  BOOST_TEST(names.count("torch::autograd::AccumulateGrad") == 1u, "the trace names AccumulateGrad");
+  BOOST_TEST(names.count("torch::autograd::AccumulateGrad") == 1u,
+             "the trace names AccumulateGrad");
   for (const auto& node : nodes)
     BOOST_TEST(names.count(node) == 1u, "the trace names " << node);
   BOOST_TEST(tasks.size() == tasks_expected, "one graph task per backward call");
@@ -181,8 +186,9 @@ BOOST_AUTO_TEST_CASE(example_trains_and_traces_its_last_backward) {
   const std::string losses = lines_starting(r.out, "step ");
   BOOST_TEST(std::count(losses.begin(), losses.end(), '\n') == 5);
   BOOST_TEST(lines_starting(run_with({}, {example_plain, "--steps", "5"}).out, "step ") == losses);
-  BOOST_TEST(lines_starting(run_with({"LD_PRELOAD=" + preload}, {example_plain, "--steps", "5"}).out, "step ") ==
-             losses);
+  BOOST_TEST(
+    lines_starting(run_with({"LD_PRELOAD=" + preload}, {example_plain, "--steps", "5"}).out,
+                   "step ") == losses);
 }
 
 BOOST_AUTO_TEST_CASE(a_launcher_under_the_preload_leaves_the_apps_trace) {
@@ -191,7 +197,7 @@ BOOST_AUTO_TEST_CASE(a_launcher_under_the_preload_leaves_the_apps_trace) {
   const std::string path = temp_path("timeout.json");
   std::remove(path.c_str());
   const testing::RunResult r = run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=" + path},
-                                     {"/usr/bin/timeout", "60", program});
+                                        {"/usr/bin/timeout", "60", program});
   BOOST_TEST(r.out == plain_output());
   check_trace(path, {"AddmmBackward0", "NllLossBackward0"}, backward_calls(r.out));
 }
@@ -200,9 +206,9 @@ BOOST_AUTO_TEST_CASE(rank_and_pid_name_each_processes_file) {
   const std::filesystem::path dir = temp_path("ranks");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const testing::RunResult r =
-    run_with({"LD_PRELOAD=" + preload, "RANK=3", "ACTORGRAD_TRACE=" + (dir / "t_%r_%p_%%.json").string()},
-             {"/usr/bin/timeout", "60", program});
+  const testing::RunResult r = run_with(
+    {"LD_PRELOAD=" + preload, "RANK=3", "ACTORGRAD_TRACE=" + (dir / "t_%r_%p_%%.json").string()},
+    {"/usr/bin/timeout", "60", program});
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir))
     files.push_back(entry.path().filename().string());
@@ -222,8 +228,8 @@ BOOST_AUTO_TEST_CASE(rank_and_pid_name_each_processes_file) {
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_percent_sequence_is_refused_by_name) {
-  const testing::RunResult r = run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=/tmp/t_%x.json"},
-                                     {program});
+  const testing::RunResult r =
+    run_with({"LD_PRELOAD=" + preload, "ACTORGRAD_TRACE=/tmp/t_%x.json"}, {program});
   BOOST_TEST(r.err.find("ACTORGRAD_TRACE='/tmp/t_%x.json': '%x' is not one of %p") !=
                std::string::npos,
              r.err);

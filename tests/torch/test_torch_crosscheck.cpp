@@ -145,7 +145,7 @@ void for_each_executor(const std::function<void(ag::Executor&)>& body) {
 
 /// x [16, 5] -> tanh(x W1 + b1) -> relu(. W2 + b2) -> . W3 + b3 -> cross-entropy.
 struct MlpCase {
-  std::vector<Leaf> leaves;  // x, W1, b1, W2, b2, W3, b3
+  std::vector<Leaf> leaves; // x, W1, b1, W2, b2, W3, b3
   std::vector<std::int64_t> targets;
 
   explicit MlpCase(std::uint64_t seed) {
@@ -179,7 +179,7 @@ struct MlpCase {
 
 /// y = x + relu(x W1 + b1) W2 + b2; loss = cross-entropy(y) + 0.1 * mean(tanh(y)^2).
 struct ResidualCase {
-  std::vector<Leaf> leaves;  // x, W1, b1, W2, b2
+  std::vector<Leaf> leaves; // x, W1, b1, W2, b2
   std::vector<std::int64_t> targets;
 
   explicit ResidualCase(std::uint64_t seed) {
@@ -227,8 +227,7 @@ struct JoinCase {
     auto k = ag::cat({L[0].ours, ag::tanh(L[1].ours), L[2].ours});
     auto s = ag::stack({L[0].ours * L[2].ours, L[2].ours, L[0].ours}, 1);
     auto rolled = ag::cat({ag::narrow(s, -1, 1, 2), ag::narrow(s, -1, 0, 1)}, -1);
-    return ag::mean(ag::pow(ag::tanh(ag::matmul(k, L[3].ours)), 2.0)) +
-           ag::sum(s * rolled) * 0.1;
+    return ag::mean(ag::pow(ag::tanh(ag::matmul(k, L[3].ours)), 2.0)) + ag::sum(s * rolled) * 0.1;
   }
 
   torch::Tensor their_loss() const {
@@ -241,9 +240,7 @@ struct JoinCase {
   }
 };
 
-void backward(const ag::Tensor& loss, ag::Executor& ex) {
-  ag::backward({loss}, {}, ex);
-}
+void backward(const ag::Tensor& loss, ag::Executor& ex) { ag::backward({loss}, {}, ex); }
 
 template <class Case>
 void check_first_order(std::uint64_t seed, ag::Executor& ex) {
@@ -361,9 +358,21 @@ BOOST_AUTO_TEST_CASE(in_place_updates_match_libtorch_values_and_versions) {
 BOOST_AUTO_TEST_CASE(in_place_change_of_a_saved_tensor_fails_like_libtorch) {
   using Op = std::function<void(ag::Tensor&, torch::Tensor&)>;
   const std::vector<std::pair<std::string, Op>> ops{
-    {"sub_", [](ag::Tensor& a, torch::Tensor& t) { a.sub_(a, 0.5); t.sub_(t, 0.5); }},
-    {"mul_", [](ag::Tensor& a, torch::Tensor& t) { a.mul_(a); t.mul_(t); }},
-    {"div_", [](ag::Tensor& a, torch::Tensor& t) { a.div_(a); t.div_(t); }},
+    {"sub_",
+     [](ag::Tensor& a, torch::Tensor& t) {
+       a.sub_(a, 0.5);
+       t.sub_(t, 0.5);
+     }},
+    {"mul_",
+     [](ag::Tensor& a, torch::Tensor& t) {
+       a.mul_(a);
+       t.mul_(t);
+     }},
+    {"div_",
+     [](ag::Tensor& a, torch::Tensor& t) {
+       a.div_(a);
+       t.div_(t);
+     }},
   };
   for_each_executor([&](ag::Executor& ex) {
     for (const auto& [name, op] : ops) {

@@ -41,11 +41,13 @@ BOOST_AUTO_TEST_CASE(a_snapshot_keeps_what_was_registered_when_it_was_taken) {
   auto owner = std::make_shared<IntHooks>();
   BOOST_TEST(owner->empty());
   BOOST_TEST(!owner->snapshot());
-  auto a = owner->add(owner, [] { return 1; }, "a");
+  auto a = owner->add(
+    owner, [] { return 1; }, "a");
   auto b = owner->add(owner, [] { return 2; });
   auto before = owner->snapshot();
   b.remove();
-  auto c = owner->add(owner, [] { return 3; }, "c", 7);
+  auto c = owner->add(
+    owner, [] { return 3; }, "c", 7);
   BOOST_TEST(call_all(before) == (std::vector<int>{1, 2}), boost::test_tools::per_element());
   auto after = owner->snapshot();
   BOOST_TEST(call_all(after) == (std::vector<int>{1, 3}), boost::test_tools::per_element());
@@ -101,7 +103,8 @@ BOOST_AUTO_TEST_CASE(concurrent_writers_and_snapshots_see_whole_lists) {
   w1.join();
   w2.join();
   BOOST_TEST(bad.load() == 0);
-  BOOST_TEST(call_all(owner->snapshot()) == (std::vector<int>{1}), boost::test_tools::per_element());
+  BOOST_TEST(call_all(owner->snapshot()) == (std::vector<int>{1}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(backward_passes_while_hooks_come_and_go) {

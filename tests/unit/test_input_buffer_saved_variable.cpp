@@ -9,8 +9,8 @@
 #include "actorgrad/libengine/autograd/node.h"
 #include "actorgrad/libengine/autograd/saved_variable.h"
 #include "actorgrad/libengine/engine/detail/actorgrad_graph.h"
-#include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/detail/input_buffer.h"
+#include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/ops.h"
 #include "tests/support/message_has.h"
 
@@ -43,7 +43,8 @@ BOOST_AUTO_TEST_CASE(slots_add_up_and_undefined_gradients_are_ignored) {
   buf.add(2, Tensor());
   auto vars = InputBuffer::variables(std::move(buf));
   BOOST_REQUIRE(vars.size() == 3u);
-  BOOST_TEST(vars[0].to_vector() == (std::vector<double>{11, 22}), boost::test_tools::per_element());
+  BOOST_TEST(vars[0].to_vector() == (std::vector<double>{11, 22}),
+             boost::test_tools::per_element());
   BOOST_TEST(!vars[1].defined());
   BOOST_TEST(vars[2].to_vector() == (std::vector<double>{5}), boost::test_tools::per_element());
 }
@@ -149,7 +150,8 @@ BOOST_AUTO_TEST_CASE(each_thread_keeps_its_own_lists) {
   std::size_t kept_there = 0;
   std::thread([&] {
     InputBuffer::recycle(variable_list(3));
-    kept_there = detail::SpareInputLists::stack::size(); // freed at this thread's exit (LeakSanitizer checks)
+    kept_there =
+      detail::SpareInputLists::stack::size(); // freed at this thread's exit (LeakSanitizer checks)
   }).join();
   BOOST_TEST(kept_there == 1u);
   BOOST_TEST(detail::SpareInputLists::stack::size() == 0u);

@@ -8,8 +8,8 @@
 #define BOOST_TEST_MODULE node_table
 #include <boost/test/unit_test.hpp>
 
-#include <memory>
 #include <atomic>
+#include <memory>
 #include <set>
 #include <thread>
 #include <vector>

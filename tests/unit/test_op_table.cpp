@@ -21,9 +21,9 @@ namespace {
 Timeline known() {
   Timeline tl;
   tl.actors = {"caller", "sim:0 worker"};
-  tl.slices = {slice(0, "Outer", 0, 100, 9),  slice(0, "Inner", 10, 40, 8),
-               slice(0, "Inner", 50, 60, 7),  slice(0, "Mul", 100, 110, 6),
-               slice(1, "Mul", 0, 30, 5),     slice(1, "Mul", 40, 45, 4)};
+  tl.slices = {slice(0, "Outer", 0, 100, 9), slice(0, "Inner", 10, 40, 8),
+               slice(0, "Inner", 50, 60, 7), slice(0, "Mul", 100, 110, 6),
+               slice(1, "Mul", 0, 30, 5),    slice(1, "Mul", 40, 45, 4)};
   tl.normalize();
   return tl;
 }
@@ -65,7 +65,9 @@ BOOST_AUTO_TEST_CASE(calls_times_self_time_and_shares) {
 
 BOOST_AUTO_TEST_CASE(csv_has_a_header_and_a_line_per_op) {
   const std::string csv = op_table_csv(op_table(known()));
-  BOOST_TEST(csv.rfind("name,calls,total_ns,self_ns,mean_ns,min_ns,max_ns,share_percent,device_ns\n", 0) == 0u);
+  BOOST_TEST(
+    csv.rfind("name,calls,total_ns,self_ns,mean_ns,min_ns,max_ns,share_percent,device_ns\n", 0) ==
+    0u);
   BOOST_TEST(csv.find("\n\"Mul\",3,45,45,15,5,30,") != std::string::npos, csv);
   std::size_t lines = 0;
   for (char c : csv)

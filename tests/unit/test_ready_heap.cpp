@@ -170,9 +170,8 @@ BOOST_AUTO_TEST_CASE(heap_keeps_the_order_when_pushes_and_pops_interleave) {
   std::vector<ReadyTask> waiting;
   for (int step = 0; step < 2000; ++step) {
     if (waiting.empty() || coin(rng) == 0) { // a random walk: often one task, sometimes dozens
-      ReadyTask t = step % 7 == 0
-                     ? ReadyTask::make_wake_up(depth(rng))
-                     : task(nodes[static_cast<std::size_t>(pick(rng))], depth(rng));
+      ReadyTask t = step % 7 == 0 ? ReadyTask::make_wake_up(depth(rng))
+                                  : task(nodes[static_cast<std::size_t>(pick(rng))], depth(rng));
       waiting.push_back(t);
       heap.push(std::move(t));
     } else {

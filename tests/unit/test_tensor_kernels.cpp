@@ -79,10 +79,8 @@ BOOST_AUTO_TEST_SUITE(elementwise)
 BOOST_AUTO_TEST_CASE(binary_ops_broadcast) {
   auto a = Tensor::from_vector({1, 2, 3}, {3, 1});
   auto b = Tensor::from_vector({10, 20, 30, 40}, {1, 4});
-  check_values(kernels::add(a, b), {3, 4},
-               {11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43});
-  check_values(kernels::mul(a, b), {3, 4},
-               {10, 20, 30, 40, 20, 40, 60, 80, 30, 60, 90, 120});
+  check_values(kernels::add(a, b), {3, 4}, {11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43});
+  check_values(kernels::mul(a, b), {3, 4}, {10, 20, 30, 40, 20, 40, 60, 80, 30, 60, 90, 120});
   check_values(kernels::add(a, b, -1.0), {3, 4},
                {-9, -19, -29, -39, -8, -18, -28, -38, -7, -17, -27, -37});
   auto v = Tensor::from_vector({1, 2, 3, 4}, {4});
@@ -210,7 +208,8 @@ BOOST_AUTO_TEST_CASE(rows_sum_to_one_and_log_softmax_agrees) {
   for (double c : cols)
     BOOST_TEST(std::abs(c - 1.0) < 1e-12);
   check_values(kernels::softmax(big, 1), {1, 3},
-               {1 / (1 + std::exp(1.0) + std::exp(2.0)), std::exp(1.0) / (1 + std::exp(1.0) + std::exp(2.0)),
+               {1 / (1 + std::exp(1.0) + std::exp(2.0)),
+                std::exp(1.0) / (1 + std::exp(1.0) + std::exp(2.0)),
                 std::exp(2.0) / (1 + std::exp(1.0) + std::exp(2.0))});
 }
 
@@ -235,10 +234,8 @@ BOOST_AUTO_TEST_CASE(transpose_expand_index_narrow) {
 
 BOOST_AUTO_TEST_CASE(index_out_of_range_names_the_index) {
   auto x = seq({3, 2});
-  BOOST_CHECK_EXCEPTION(kernels::index_select(x, 0, {0, 7}), std::logic_error,
-                        message_has({"7"}));
-  BOOST_CHECK_EXCEPTION(kernels::index_select(x, 1, {-5}), std::logic_error,
-                        message_has({"-5"}));
+  BOOST_CHECK_EXCEPTION(kernels::index_select(x, 0, {0, 7}), std::logic_error, message_has({"7"}));
+  BOOST_CHECK_EXCEPTION(kernels::index_select(x, 1, {-5}), std::logic_error, message_has({"-5"}));
   BOOST_CHECK_THROW(kernels::narrow(x, 0, 2, 2), std::exception);
 }
 
@@ -341,8 +338,7 @@ BOOST_AUTO_TEST_CASE(cat_and_stack_errors_name_the_tensor) {
                         message_has({"cat", "0-dim"}));
   BOOST_CHECK_EXCEPTION(kernels::stack({a, seq({3, 2})}, 0), std::invalid_argument,
                         message_has({"stack", "tensors[1]", "[3, 2]", "[2, 3]"}));
-  BOOST_CHECK_EXCEPTION(kernels::stack({a, a}, 3), std::out_of_range,
-                        message_has({"stack", "3"}));
+  BOOST_CHECK_EXCEPTION(kernels::stack({a, a}, 3), std::out_of_range, message_has({"stack", "3"}));
   check_values(kernels::stack({a, a}, -3), {2, 2, 3}, kernels::cat({a, a}, 0).to_vector());
 }
 

@@ -52,8 +52,8 @@ BOOST_AUTO_TEST_CASE(a_recording_against_itself_changes_nothing) {
 
 BOOST_AUTO_TEST_CASE(an_added_and_a_removed_node_are_named) {
   // Another run: its caller has another id; Extra is gone, Late is new.
-  const TraceDiff d =
-    diff_summaries(summarize(recording("caller 7", "Extra")), summarize(recording("caller 9", "Late")));
+  const TraceDiff d = diff_summaries(summarize(recording("caller 7", "Extra")),
+                                     summarize(recording("caller 9", "Late")));
   const DiffRow& extra = row_named(d.ops, "Extra");
   BOOST_TEST(extra.removed());
   BOOST_TEST(extra.count_before == 1u);

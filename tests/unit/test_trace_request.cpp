@@ -43,8 +43,9 @@ BOOST_AUTO_TEST_CASE(bad_values_are_refused_naming_the_problem) {
     BOOST_TEST(refusal(bad).find("the number after ':' must be a positive count of passes") !=
                  std::string::npos,
                bad);
-  BOOST_TEST(refusal("t_%q.json") ==
-             "ACTORGRAD_TRACE='t_%q.json': '%q' is not one of %p (process id), %r (rank), %% (a '%')");
+  BOOST_TEST(
+    refusal("t_%q.json") ==
+    "ACTORGRAD_TRACE='t_%q.json': '%q' is not one of %p (process id), %r (rank), %% (a '%')");
   BOOST_TEST(refusal("t_%.json").find("'%.' is not one of") != std::string::npos);
 }
 

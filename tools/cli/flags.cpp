@@ -33,7 +33,9 @@ std::optional<std::int64_t> to_int(const std::string& s) {
 std::string join(const std::vector<std::string>& words, const char* conjunction) {
   std::string out;
   for (std::size_t i = 0; i < words.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == words.size() ? std::string(" ") + conjunction + " " : ", ") +
+    out += (i == 0                  ? ""
+            : i + 1 == words.size() ? std::string(" ") + conjunction + " "
+                                    : ", ") +
            words[i];
   return out;
 }
@@ -226,8 +228,8 @@ CLI::Validator input_file() {
         return {};
       std::error_code ec;
       if (!fs::is_regular_file(s, ec))
-        return "cannot read '" + s + "': " +
-               (fs::exists(s, ec) ? "not a regular file" : "no such file");
+        return "cannot read '" + s +
+               "': " + (fs::exists(s, ec) ? "not a regular file" : "no such file");
       if (!std::ifstream(s))
         return "cannot read '" + s + "': " + std::strerror(errno);
       return {};

@@ -18,7 +18,7 @@ Activation parse_activation(const std::string& text) {
 
 Mlp::Mlp(const std::vector<std::int64_t>& sizes, Activation act, DType dtype,
          const std::vector<Device>& devices, std::uint64_t seed)
-    : act_(act) {
+  : act_(act) {
   if (sizes.size() < 2)
     throw std::invalid_argument("an MLP needs at least an input and an output size");
   if (devices.empty())
@@ -74,7 +74,7 @@ void Optimizer::zero_grad() {
 }
 
 SgdMomentum::SgdMomentum(std::vector<Tensor> params, double lr, double momentum)
-    : Optimizer(std::move(params)), lr_(lr), momentum_(momentum) {
+  : Optimizer(std::move(params)), lr_(lr), momentum_(momentum) {
   for (const auto& p : params_)
     buf_.push_back(Tensor::zeros(p.shape(), p.dtype(), p.device()));
 }
@@ -91,7 +91,7 @@ void SgdMomentum::step() {
 }
 
 Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, double eps)
-    : Optimizer(std::move(params)), lr_(lr), beta1_(beta1), beta2_(beta2), eps_(eps) {
+  : Optimizer(std::move(params)), lr_(lr), beta1_(beta1), beta2_(beta2), eps_(eps) {
   for (const auto& p : params_) {
     m_.push_back(Tensor::zeros(p.shape(), p.dtype(), p.device()));
     v_.push_back(Tensor::zeros(p.shape(), p.dtype(), p.device()));

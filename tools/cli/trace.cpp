@@ -16,13 +16,13 @@
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/ops.h"
+#include "actorgrad/tools/trace/chrome_json.h"
+#include "actorgrad/tools/trace/merge.h"
+#include "actorgrad/tools/trace/report_files.h"
 #include "tools/cli/engine_flags.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/mlp.h"
 #include "tools/cli/spirals.h"
-#include "actorgrad/tools/trace/chrome_json.h"
-#include "actorgrad/tools/trace/merge.h"
-#include "actorgrad/tools/trace/report_files.h"
 
 namespace actorgrad::cli {
 namespace {
@@ -128,18 +128,20 @@ trace::Timeline record(const TraceOptions& o) {
 } // namespace
 
 CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
-  CLI::App* cmd = app.add_subcommand(
-    "trace", "record one backward pass: Chrome trace, HTML report, summary");
+  CLI::App* cmd =
+    app.add_subcommand("trace", "record one backward pass: Chrome trace, HTML report, summary");
   cmd->footer(kAbout);
-  cmd->add_option("--model", o.model,
-                  "the MLP of `actorgrad train` (2 -> hidden -> hidden -> 2 on two spirals), "
-                  "16 such MLPs with their losses summed (ensemble: independent branches "
-                  "that CPU workers can run at once), or a chain of --nodes multiplications "
-                  "of a [1] tensor")
+  cmd
+    ->add_option("--model", o.model,
+                 "the MLP of `actorgrad train` (2 -> hidden -> hidden -> 2 on two spirals), "
+                 "16 such MLPs with their losses summed (ensemble: independent branches "
+                 "that CPU workers can run at once), or a chain of --nodes multiplications "
+                 "of a [1] tensor")
     ->check(one_of({"mlp", "ensemble", "chain"}));
-  cmd->add_option("--devices", o.devices,
-                  "MLP layers round-robin on sim:0..sim:N-1 (or cuda:0..cuda:N-1), chain in N "
-                  "contiguous stages")
+  cmd
+    ->add_option("--devices", o.devices,
+                 "MLP layers round-robin on sim:0..sim:N-1 (or cuda:0..cuda:N-1), chain in N "
+                 "contiguous stages")
     ->check(device_set());
   add_cpu_workers(*cmd, o.cpu_workers);
   cmd->add_option("--hidden", o.hidden, "MLP hidden width")->check(integer_in(1));
@@ -148,15 +150,18 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
   cmd->add_option("--seed", o.seed, "seed of the data and weights")->check(integer_in(0));
   cmd->add_option("--in", o.in, "read this trace (written by --out) instead of running")
     ->check(input_file());
-  cmd->add_option("--diff", o.diff,
-                  "compare two recordings: per operation and per actor, counts and times "
-                  "before and after (the summary is the comparison; --html adds it to AFTER's report)")
+  cmd
+    ->add_option(
+      "--diff", o.diff,
+      "compare two recordings: per operation and per actor, counts and times "
+      "before and after (the summary is the comparison; --html adds it to AFTER's report)")
     ->expected(2)
     ->check(input_file())
     ->excludes("--in");
-  cmd->add_option("--merge", o.merge,
-                  "join the recordings of several processes into one (a process per file; "
-                  "clocks lined up and corrected from the messages between them)")
+  cmd
+    ->add_option("--merge", o.merge,
+                 "join the recordings of several processes into one (a process per file; "
+                 "clocks lined up and corrected from the messages between them)")
     ->expected(1, -1)
     ->check(input_file())
     ->excludes("--in")
@@ -195,7 +200,7 @@ int run_trace(const TraceOptions& o) {
   std::optional<trace::Timeline> before;
   if (!o.diff.empty())
     before = trace::read_chrome_json(o.diff[0]);
-  const trace::Timeline tl = !o.diff.empty()  ? trace::read_chrome_json(o.diff[1])
+  const trace::Timeline tl = !o.diff.empty()    ? trace::read_chrome_json(o.diff[1])
                              : !o.merge.empty() ? merged(o.merge)
                              : o.in.empty()     ? record(o)
                                                 : trace::read_chrome_json(o.in);

@@ -15,16 +15,16 @@
 
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
-#include "actorgrad/libengine/engine/reference_executor.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
+#include "actorgrad/libengine/engine/reference_executor.h"
 #include "actorgrad/libengine/ops.h"
+#include "actorgrad/tools/trace/report_files.h"
 #include "tools/cli/engine_flags.h"
 #include "tools/cli/flags.h"
-#include "tools/cli/mlp.h"
 #include "tools/cli/format.h"
+#include "tools/cli/mlp.h"
 #include "tools/cli/progress.h"
 #include "tools/cli/spirals.h"
-#include "actorgrad/tools/trace/report_files.h"
 
 namespace actorgrad::cli {
 namespace {
@@ -142,9 +142,10 @@ CLI::App* add_train(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--log-every", o.log_every, "log every K steps")->check(integer_in(1));
   cmd->add_option("--executor", o.executor, "which executor runs backward")
     ->check(one_of({"actor", "reference"}));
-  cmd->add_option("--devices", o.devices,
-                  "with sim:N or cuda:N, layer i lives on sim:(i mod N) or cuda:(i mod N), "
-                  "so the backward crosses device workers")
+  cmd
+    ->add_option("--devices", o.devices,
+                 "with sim:N or cuda:N, layer i lives on sim:(i mod N) or cuda:(i mod N), "
+                 "so the backward crosses device workers")
     ->check(device_set());
   add_cpu_workers(*cmd, o.cpu_workers);
   cmd->add_option("--optimizer", o.optimizer, "adam, or sgd with momentum")
@@ -157,10 +158,11 @@ CLI::App* add_train(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--points", o.points, "points per spiral")->check(integer_in(2));
   cmd->add_option("--batch", o.batch, "mini-batch size; 0 for the full batch")
     ->check(integer_in(0));
-  CLI::Option* trace =
-    cmd->add_option("--trace", o.trace, "record the backward pass of one step (actor executor) "
-                                        "and write it as a Chrome trace")
-      ->check(output_file());
+  CLI::Option* trace = cmd
+                         ->add_option("--trace", o.trace,
+                                      "record the backward pass of one step (actor executor) "
+                                      "and write it as a Chrome trace")
+                         ->check(output_file());
   cmd->add_option("--trace-step", o.trace_step, "the step --trace records; 0 for the last")
     ->check(integer_in(0))
     ->needs(trace);
@@ -250,17 +252,18 @@ int run_train(const TrainOptions& o) {
       last = evaluate(model, x_all, data.y);
       progress.print(format("step %6lld/%lld  loss %.4f  accuracy %5.1f%%  backward %.3f ms  "
                             "%.1f steps/s  ETA %s",
-                            (long long)step, (long long)o.steps, last.loss,
-                            100.0 * last.accuracy, window_backward_ms / double(window_steps),
-                            progress.rate(), progress.eta().c_str()));
+                            (long long)step, (long long)o.steps, last.loss, 100.0 * last.accuracy,
+                            window_backward_ms / double(window_steps), progress.rate(),
+                            progress.eta().c_str()));
       window_backward_ms = 0;
       window_steps = 0;
     }
   }
   progress.finish();
 
-  std::fprintf(log, "final accuracy %.1f%% (loss %.4f, from %.4f at step 0) after %lld steps in "
-                    "%.1f s; %s\n",
+  std::fprintf(log,
+               "final accuracy %.1f%% (loss %.4f, from %.4f at step 0) after %lld steps in "
+               "%.1f s; %s\n",
                100.0 * last.accuracy, last.loss, initial.loss, (long long)o.steps,
                progress.elapsed_s(), where_traced(o, trace_step).c_str());
   if (!(last.loss < initial.loss)) {

@@ -66,8 +66,8 @@ void log_line(const std::string& text) {
 /// Writes what the worker recorded (nothing when it ran no backward pass).
 void write_trace(remote::Runtime& runtime, const trace::TraceRequest& request) {
   try {
-    const std::string path = trace::write_recording(
-      runtime.engine().stop_recording(), request, trace::TraceProcess::current(runtime.name()));
+    const std::string path = trace::write_recording(runtime.engine().stop_recording(), request,
+                                                    trace::TraceProcess::current(runtime.name()));
     log_line(path.empty() ? "no backward pass ran here: no trace written" : "wrote trace " + path);
   } catch (const std::exception& e) {
     log_line(std::string("writing the trace failed: ") + e.what());
@@ -84,16 +84,18 @@ CLI::App* add_worker(CLI::App& app, WorkerOptions& o) {
     ->check(integer_in(0, 65535))
     ->required();
   cmd->add_option("--host", o.host, "address to listen on");
-  cmd->add_option("--timeout-ms", o.timeout_ms,
-                  "how long a request this worker sends may wait for its reply")
+  cmd
+    ->add_option("--timeout-ms", o.timeout_ms,
+                 "how long a request this worker sends may wait for its reply")
     ->check(integer_in(1, 3600 * 1000));
   cmd->add_flag("--enable-test-ops", o.test_ops,
                 "serve the test ops test.slow_backward, test.nan_backward");
   CLI::Option* quiet = cmd->add_flag("--quiet", o.quiet, "log only failures");
   cmd->add_flag("--verbose", o.verbose, "also log each request")->excludes(quiet);
-  cmd->add_option("--trace", o.trace,
-                  "record the backward parts run here; write FILE.json or FILE.html[:N] "
-                  "(%p pid, %r rank) when stopping")
+  cmd
+    ->add_option("--trace", o.trace,
+                 "record the backward parts run here; write FILE.json or FILE.html[:N] "
+                 "(%p pid, %r rank) when stopping")
     ->check(CLI::Validator(
       [](std::string& s) {
         try {
@@ -133,9 +135,9 @@ int run_worker(const WorkerOptions& o) {
     runtime.engine().start_recording(trace::RecordingOptions::last(trace_request->keep_passes));
   }
   const std::uint16_t port = runtime.publish(static_cast<std::uint16_t>(o.port), o.host);
-  log_line(format("actorgrad worker %s (protocol %u, pid %d) listening on %s:%u",
-                  ACTORGRAD_VERSION, static_cast<unsigned>(remote::kProtocolVersion),
-                  static_cast<int>(::getpid()), o.host.c_str(), static_cast<unsigned>(port)));
+  log_line(format("actorgrad worker %s (protocol %u, pid %d) listening on %s:%u", ACTORGRAD_VERSION,
+                  static_cast<unsigned>(remote::kProtocolVersion), static_cast<int>(::getpid()),
+                  o.host.c_str(), static_cast<unsigned>(port)));
   int sig = 0;
   sigwait(&stop, &sig);
   log_line(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));

@@ -110,8 +110,7 @@ void run_step(ModelActor* self) {
 
 /// The application's model actor (event-based): runs kSteps SGD steps and
 /// reports the losses through `done`.
-caf::behavior model(ModelActor* self, caf::actor engine,
-                    std::promise<Trained>* done) {
+caf::behavior model(ModelActor* self, caf::actor engine, std::promise<Trained>* done) {
   auto& s = self->state;
   s.engine = std::move(engine);
   s.done = done;

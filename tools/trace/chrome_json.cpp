@@ -62,17 +62,16 @@ std::string at(const Timeline& tl, std::size_t track) {
 
 /// The args describing a message (on its `s` event or unreceived send marker).
 std::string message_args(const Timeline& tl, const Message& m) {
-  std::string a = "\"graph_task\":" + std::to_string(m.graph_task) +
-                  ",\"node\":" + quoted(m.node) + ",\"sequence_nr\":" +
-                  std::to_string(m.sequence_nr) + ",\"input_nr\":" + std::to_string(m.input_nr) +
-                  ",\"depth\":" + std::to_string(m.depth) + ",\"device\":" +
-                  quoted(m.device.str()) + ",\"actor\":" +
-                  quoted(tl.actors[m.from_actor]);
+  std::string a =
+    "\"graph_task\":" + std::to_string(m.graph_task) + ",\"node\":" + quoted(m.node) +
+    ",\"sequence_nr\":" + std::to_string(m.sequence_nr) +
+    ",\"input_nr\":" + std::to_string(m.input_nr) + ",\"depth\":" + std::to_string(m.depth) +
+    ",\"device\":" + quoted(m.device.str()) + ",\"actor\":" + quoted(tl.actors[m.from_actor]);
   if (m.producer)
     a += ",\"producer_sequence_nr\":" + std::to_string(*m.producer);
   if (m.flow != 0) // a 64-bit id: a string, which JSON numbers cannot hold exactly
-    a += ",\"flow\":\"" + std::to_string(m.flow) + "\",\"to_graph_task\":" +
-         std::to_string(m.to_graph_task);
+    a += ",\"flow\":\"" + std::to_string(m.flow) +
+         "\",\"to_graph_task\":" + std::to_string(m.to_graph_task);
   return a;
 }
 
@@ -108,8 +107,8 @@ void add_markers(const Timeline& tl, std::size_t actor, std::vector<std::int64_t
     const std::int64_t dur = next == boundaries.end() ? kMarkerNs : std::min(kMarkerNs, *next - ts);
     lines.push_back({actor, ts, 0,
                      "{\"ph\":\"X\",\"cat\":\"message\",\"name\":\"message\"," + at(tl, actor) +
-                       ",\"ts\":" + micros(ts) + ",\"dur\":" +
-                       micros(dur) + ",\"args\":{\"actor\":" + quoted(tl.actors[actor]) + "}}"});
+                       ",\"ts\":" + micros(ts) + ",\"dur\":" + micros(dur) +
+                       ",\"args\":{\"actor\":" + quoted(tl.actors[actor]) + "}}"});
   }
 }
 
@@ -117,14 +116,13 @@ void add_markers(const Timeline& tl, std::size_t actor, std::vector<std::int64_t
 /// is not in this timeline (cat "remote": flow, side, peer, graph_task).
 void add_remote_ends(const Timeline& tl, std::vector<Line>& lines) {
   for (const RemoteEnd& r : tl.remote_ends)
-    lines.push_back({r.actor, r.ts_ns, 0,
-                     "{\"ph\":\"X\",\"cat\":\"remote\",\"name\":" +
-                       quoted(message_name(r.kind)) + "," + at(tl, r.actor) + ",\"ts\":" +
-                       micros(r.ts_ns) + ",\"dur\":0.001,\"args\":{\"flow\":\"" +
-                       std::to_string(r.flow) + "\",\"side\":\"" +
-                       (r.sent ? "send" : "receive") + "\",\"peer\":" + quoted(r.peer) +
-                       ",\"graph_task\":" + std::to_string(r.graph_task) + ",\"actor\":" +
-                       quoted(tl.actors[r.actor]) + "}}"});
+    lines.push_back(
+      {r.actor, r.ts_ns, 0,
+       "{\"ph\":\"X\",\"cat\":\"remote\",\"name\":" + quoted(message_name(r.kind)) + "," +
+         at(tl, r.actor) + ",\"ts\":" + micros(r.ts_ns) + ",\"dur\":0.001,\"args\":{\"flow\":\"" +
+         std::to_string(r.flow) + "\",\"side\":\"" + (r.sent ? "send" : "receive") +
+         "\",\"peer\":" + quoted(r.peer) + ",\"graph_task\":" + std::to_string(r.graph_task) +
+         ",\"actor\":" + quoted(tl.actors[r.actor]) + "}}"});
 }
 
 /// The track (tid - 1) of stream `i`: after the actors'.
@@ -135,31 +133,30 @@ std::size_t stream_track(const Timeline& tl, std::size_t i) { return tl.actors.s
 void add_device_spans(const Timeline& tl, std::vector<Line>& lines) {
   for (const DeviceSpan& d : tl.device_spans) {
     const std::size_t track = stream_track(tl, d.stream);
-    std::string args = "\"kind\":" + quoted(device_work_name(d.kind)) +
-                       ",\"point\":" + std::to_string(d.point) + ",\"launch_us\":" +
-                       micros(d.launch_ns) + ",\"launched_by\":" + quoted(tl.actors[d.launcher]) +
-                       ",\"graph_task\":" + std::to_string(d.graph_task) + ",\"node\":" +
-                       quoted(d.node) + ",\"sequence_nr\":" + std::to_string(d.sequence_nr) +
-                       ",\"id\":" + std::to_string(d.id) + ",\"stream\":" +
-                       quoted(tl.streams[d.stream]);
+    std::string args =
+      "\"kind\":" + quoted(device_work_name(d.kind)) + ",\"point\":" + std::to_string(d.point) +
+      ",\"launch_us\":" + micros(d.launch_ns) +
+      ",\"launched_by\":" + quoted(tl.actors[d.launcher]) +
+      ",\"graph_task\":" + std::to_string(d.graph_task) + ",\"node\":" + quoted(d.node) +
+      ",\"sequence_nr\":" + std::to_string(d.sequence_nr) + ",\"id\":" + std::to_string(d.id) +
+      ",\"stream\":" + quoted(tl.streams[d.stream]);
     if (d.waits_for)
       args += ",\"waits_for\":" + quoted(tl.streams[*d.waits_for]) +
               ",\"waits_for_point\":" + std::to_string(d.waits_for_point);
     lines.push_back({track, d.start_ns, 0,
-                     "{\"ph\":\"X\",\"cat\":\"device\",\"name\":" + quoted(d.op) +
-                       "," + at(tl, track) + ",\"ts\":" +
-                       micros(d.start_ns) + ",\"dur\":" + micros(d.duration_ns()) +
-                       ",\"args\":{" + args + "}}"});
+                     "{\"ph\":\"X\",\"cat\":\"device\",\"name\":" + quoted(d.op) + "," +
+                       at(tl, track) + ",\"ts\":" + micros(d.start_ns) +
+                       ",\"dur\":" + micros(d.duration_ns()) + ",\"args\":{" + args + "}}"});
     if (d.kind == DeviceWork::record)
       continue; // an instant: nothing for an arrow to bind to
-    const std::string common = ",\"cat\":\"launch\",\"name\":" + quoted(d.op) + ",\"id\":" +
-                               std::to_string(d.id) + ",\"bp\":\"e\",";
-    lines.push_back({d.launcher, d.launch_ns, 1,
-                     "{\"ph\":\"s\"" + common + at(tl, d.launcher) + ",\"ts\":" +
-                       micros(d.launch_ns) + "}"});
-    lines.push_back({track, d.start_ns, 1,
-                     "{\"ph\":\"f\"" + common + at(tl, track) + ",\"ts\":" +
-                       micros(d.start_ns) + "}"});
+    const std::string common = ",\"cat\":\"launch\",\"name\":" + quoted(d.op) +
+                               ",\"id\":" + std::to_string(d.id) + ",\"bp\":\"e\",";
+    lines.push_back(
+      {d.launcher, d.launch_ns, 1,
+       "{\"ph\":\"s\"" + common + at(tl, d.launcher) + ",\"ts\":" + micros(d.launch_ns) + "}"});
+    lines.push_back(
+      {track, d.start_ns, 1,
+       "{\"ph\":\"f\"" + common + at(tl, track) + ",\"ts\":" + micros(d.start_ns) + "}"});
   }
 }
 
@@ -209,46 +206,43 @@ void write_chrome_json(const Timeline& tl, std::ostream& out) {
   std::vector<Line> lines;
   std::vector<std::vector<std::int64_t>> ends(tl.actors.size());
   for (const Slice& s : tl.slices) {
-    std::string args = "\"graph_task\":" + std::to_string(s.graph_task) +
-                       ",\"sequence_nr\":" + std::to_string(s.sequence_nr) +
-                       ",\"depth\":" + std::to_string(s.depth) + ",\"device\":" +
-                       quoted(s.device.str()) + ",\"stream\":" +
-                       quoted(s.stream == 0 ? "default" : "stream " + std::to_string(s.stream)) +
-                       ",\"stream_id\":" +
-                       std::to_string(s.stream) + ",\"actor\":" + quoted(tl.actors[s.actor]);
+    std::string args =
+      "\"graph_task\":" + std::to_string(s.graph_task) +
+      ",\"sequence_nr\":" + std::to_string(s.sequence_nr) +
+      ",\"depth\":" + std::to_string(s.depth) + ",\"device\":" + quoted(s.device.str()) +
+      ",\"stream\":" + quoted(s.stream == 0 ? "default" : "stream " + std::to_string(s.stream)) +
+      ",\"stream_id\":" + std::to_string(s.stream) + ",\"actor\":" + quoted(tl.actors[s.actor]);
     if (s.ready_ns)
-      args += ",\"ready_us\":" + micros(*s.ready_ns) +
-              ",\"queue_wait_us\":" + micros(*s.queue_wait_ns());
+      args +=
+        ",\"ready_us\":" + micros(*s.ready_ns) + ",\"queue_wait_us\":" + micros(*s.queue_wait_ns());
     args += ",\"local_inputs\":[";
     for (std::size_t i = 0; i < s.local_inputs.size(); ++i)
       args += (i ? "," : "") + std::to_string(s.local_inputs[i]);
     args += "]";
     lines.push_back({s.actor, s.start_ns, 0,
-                     "{\"ph\":\"X\",\"cat\":\"node\",\"name\":" + quoted(s.node) +
-                       "," + at(tl, s.actor) + ",\"ts\":" +
-                       micros(s.start_ns) + ",\"dur\":" + micros(s.duration_ns()) +
-                       ",\"args\":{" + args + "}}"});
+                     "{\"ph\":\"X\",\"cat\":\"node\",\"name\":" + quoted(s.node) + "," +
+                       at(tl, s.actor) + ",\"ts\":" + micros(s.start_ns) +
+                       ",\"dur\":" + micros(s.duration_ns()) + ",\"args\":{" + args + "}}"});
   }
   for (const Message& m : tl.messages) {
     const std::string name = quoted(message_name(m.kind));
     if (!m.received()) {
       lines.push_back({m.from_actor, m.send_ns, 0,
-                       "{\"ph\":\"X\",\"cat\":\"message\",\"name\":" + name +
-                         "," + at(tl, m.from_actor) +
-                         ",\"ts\":" + micros(m.send_ns) + ",\"dur\":0.001,\"args\":{" +
-                         message_args(tl, m) + ",\"message_id\":" + std::to_string(m.id) +
-                         ",\"unreceived\":true}}"});
+                       "{\"ph\":\"X\",\"cat\":\"message\",\"name\":" + name + "," +
+                         at(tl, m.from_actor) + ",\"ts\":" + micros(m.send_ns) +
+                         ",\"dur\":0.001,\"args\":{" + message_args(tl, m) +
+                         ",\"message_id\":" + std::to_string(m.id) + ",\"unreceived\":true}}"});
       continue;
     }
-    const std::string common = ",\"cat\":\"message\",\"name\":" + name + ",\"id\":" +
-                               std::to_string(m.id) + ",\"bp\":\"e\",";
+    const std::string common = ",\"cat\":\"message\",\"name\":" + name +
+                               ",\"id\":" + std::to_string(m.id) + ",\"bp\":\"e\",";
     lines.push_back({m.from_actor, m.send_ns, 1,
                      "{\"ph\":\"s\"" + common + at(tl, m.from_actor) + ",\"ts\":" +
                        micros(m.send_ns) + ",\"args\":{" + message_args(tl, m) + "}}"});
     lines.push_back({*m.to_actor, *m.recv_ns, 1,
-                     "{\"ph\":\"f\"" + common + at(tl, *m.to_actor) + ",\"ts\":" +
-                       micros(*m.recv_ns) + ",\"args\":{\"actor\":" +
-                       quoted(tl.actors[*m.to_actor]) + "}}"});
+                     "{\"ph\":\"f\"" + common + at(tl, *m.to_actor) +
+                       ",\"ts\":" + micros(*m.recv_ns) +
+                       ",\"args\":{\"actor\":" + quoted(tl.actors[*m.to_actor]) + "}}"});
     ends[m.from_actor].push_back(m.send_ns);
     ends[*m.to_actor].push_back(*m.recv_ns);
   }
@@ -261,9 +255,9 @@ void write_chrome_json(const Timeline& tl, std::ostream& out) {
   for (const QueueDepth& q : queue_depths(tl))
     for (const DepthSample& d : q.samples)
       lines.push_back({q.actor, d.t_ns, 2,
-                       "{\"ph\":\"C\",\"name\":" + quoted(tl.actors[q.actor] + " queues") +
-                         "," + at(tl, q.actor) + ",\"ts\":" +
-                         micros(d.t_ns) + ",\"args\":{\"mailbox\":" + std::to_string(d.mailbox) +
+                       "{\"ph\":\"C\",\"name\":" + quoted(tl.actors[q.actor] + " queues") + "," +
+                         at(tl, q.actor) + ",\"ts\":" + micros(d.t_ns) +
+                         ",\"args\":{\"mailbox\":" + std::to_string(d.mailbox) +
                          ",\"ready\":" + std::to_string(d.ready) + "}}"});
   std::stable_sort(lines.begin(), lines.end(), [](const Line& x, const Line& y) {
     if (x.actor != y.actor)
@@ -400,11 +394,10 @@ Timeline read_chrome_json(const std::string& path) {
         tl.slices.push_back(std::move(s));
       } else if (ph == "X" && cat == "remote") {
         const pt::ptree& a = e.get_child("args");
-        tl.remote_ends.push_back({parse_message_name(e.get<std::string>("name")),
-                                  a.get<std::string>("side") == "send",
-                                  a.get<std::uint64_t>("flow"),
-                                  a.get<std::uint64_t>("graph_task"), a.get<std::string>("peer"),
-                                  actor(e), to_ns(e.get<double>("ts"))});
+        tl.remote_ends.push_back(
+          {parse_message_name(e.get<std::string>("name")), a.get<std::string>("side") == "send",
+           a.get<std::uint64_t>("flow"), a.get<std::uint64_t>("graph_task"),
+           a.get<std::string>("peer"), actor(e), to_ns(e.get<double>("ts"))});
       } else if (ph == "X" && cat == "message" && e.get<bool>("args.unreceived", false)) {
         Message& m = messages[e.get<std::uint64_t>("args.message_id")];
         m.id = e.get<std::uint64_t>("args.message_id");

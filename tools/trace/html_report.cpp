@@ -10,7 +10,7 @@ namespace actorgrad::trace {
 
 namespace {
 
-constexpr double kWidth = 1360;    // of the SVG
+constexpr double kWidth = 1360;     // of the SVG
 constexpr double kLabelWidth = 190; // lane names on the left
 constexpr double kRightMargin = 20;
 constexpr double kAxisHeight = 34;
@@ -113,11 +113,10 @@ polyline.ready, span.ready { stroke: #9ab; color: #79a; }
 /// background and its label; its spans follow, then kCloseLane.
 void open_lane(std::ostream& out, double top, const std::string& attributes,
                const std::string& label) {
-  out << "<g " << attributes << ">\n<rect class=\"lane-bg\" x=\"" << num(kLabelWidth)
-      << "\" y=\"" << num(top) << "\" width=\"" << num(TimeAxis::plot) << "\" height=\""
-      << num(kLaneHeight) << "\"/>\n<text class=\"lane-label\" x=\"6\" y=\""
-      << num(top + kLaneHeight / 2 + 4) << "\">" << escape(label)
-      << "</text>\n<g clip-path=\"url(#plot-area)\"><g class=\"zoom\">\n";
+  out << "<g " << attributes << ">\n<rect class=\"lane-bg\" x=\"" << num(kLabelWidth) << "\" y=\""
+      << num(top) << "\" width=\"" << num(TimeAxis::plot) << "\" height=\"" << num(kLaneHeight)
+      << "\"/>\n<text class=\"lane-label\" x=\"6\" y=\"" << num(top + kLaneHeight / 2 + 4) << "\">"
+      << escape(label) << "</text>\n<g clip-path=\"url(#plot-area)\"><g class=\"zoom\">\n";
 }
 
 /// Writes `<rect class="..." x y width height` of a span from `start` to
@@ -150,13 +149,12 @@ void write_stream_lanes(const Timeline& tl, const TimeAxis& axis,
                 std::string("device ") + device_work_name(d.kind) +
                   (critical.count({j, true}) ? " critical" : ""),
                 axis, d.start_ns, d.end_ns, top + 5, kLaneHeight - 10);
-      out << "><title>" << escape(d.op) << " ("
-          << device_work_name(d.kind) << " " << d.point << " of " << escape(tl.streams[i])
-          << ", launched by " << escape(d.node) << " seq " << d.sequence_nr << " on "
-          << escape(tl.actors[d.launcher]) << ", GraphTask " << d.graph_task;
+      out << "><title>" << escape(d.op) << " (" << device_work_name(d.kind) << " " << d.point
+          << " of " << escape(tl.streams[i]) << ", launched by " << escape(d.node) << " seq "
+          << d.sequence_nr << " on " << escape(tl.actors[d.launcher]) << ", GraphTask "
+          << d.graph_task;
       if (d.waits_for)
-        out << ", waits for " << escape(tl.streams[*d.waits_for]) << " point "
-            << d.waits_for_point;
+        out << ", waits for " << escape(tl.streams[*d.waits_for]) << " point " << d.waits_for_point;
       out << "): " << escape(format_duration(d.duration_ns())) << "</title></rect>\n";
     }
     out << kCloseLane;
@@ -179,8 +177,8 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
          "<span id=\"search-count\"></span> Wheel: zoom, drag: pan, double click: whole "
          "recording.</p>\n"
       << "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(kWidth)
-      << "\" height=\"" << num(height) << "\" viewBox=\"0 0 " << num(kWidth) << ' '
-      << num(height) << "\" data-left=\"" << num(kLabelWidth) << "\" data-plot=\"" << num(plot)
+      << "\" height=\"" << num(height) << "\" viewBox=\"0 0 " << num(kWidth) << ' ' << num(height)
+      << "\" data-left=\"" << num(kLabelWidth) << "\" data-plot=\"" << num(plot)
       << "\" data-span-ns=\"" << (tl.end_ns - tl.begin_ns) << "\">\n"
       << "<defs><marker id=\"arrow\" viewBox=\"0 0 6 6\" refX=\"6\" refY=\"3\" markerWidth=\"6\" "
          "markerHeight=\"6\" orient=\"auto\"><path d=\"M0,0 L6,3 L0,6 z\" fill=\"#333\"/>"
@@ -193,8 +191,10 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
     out << "<line x1=\"" << num(axis.x(ts)) << "\" y1=\"" << num(kAxisHeight - 8) << "\" x2=\""
         << num(axis.x(ts)) << "\" y2=\"" << num(height) << "\"/><text x=\"" << num(axis.x(ts))
         << "\" y=\"" << num(kAxisHeight - 12) << "\" text-anchor=\""
-        << (i == 0 ? "start" : i == 5 ? "end" : "middle") << "\">"
-        << escape(format_duration(ts - tl.begin_ns)) << "</text>\n";
+        << (i == 0   ? "start"
+            : i == 5 ? "end"
+                     : "middle")
+        << "\">" << escape(format_duration(ts - tl.begin_ns)) << "</text>\n";
   }
   out << "</g>\n";
 
@@ -209,8 +209,9 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
       const double inset = 3.0 * std::min(sl.depth, 3);
       span_rect(out, critical.count({i, false}) ? "node critical" : "node", axis, sl.start_ns,
                 sl.end_ns, top + 2 + inset, kLaneHeight - 4 - 2 * inset);
-      out << " fill=\"" << device_colour(sl.device) << "\"><title>" << escape(sl.node) << " (seq " << sl.sequence_nr << ", GraphTask "
-          << sl.graph_task << ", depth " << sl.depth << ", " << escape(sl.device.str())
+      out << " fill=\"" << device_colour(sl.device) << "\"><title>" << escape(sl.node) << " (seq "
+          << sl.sequence_nr << ", GraphTask " << sl.graph_task << ", depth " << sl.depth << ", "
+          << escape(sl.device.str())
           << ", stream default): " << escape(format_duration(sl.duration_ns()));
       if (auto w = sl.queue_wait_ns())
         out << ", queue wait " << escape(format_duration(*w));
@@ -239,9 +240,8 @@ void write_timeline(const Timeline& tl, const Summary& s, std::ostream& out) {
     out << "<line class=\"msg msg-" << kind << "\" x1=\"" << num(axis.x(m.send_ns)) << "\" y1=\""
         << num(lane_top(m.from_actor) + kLaneHeight / 2) << "\" x2=\"" << num(axis.x(*m.recv_ns))
         << "\" y2=\"" << num(lane_top(*m.to_actor) + kLaneHeight / 2)
-        << "\" marker-end=\"url(#arrow)\"><title>" << message_name(m.kind) << ' ' << m.id
-        << ": " << escape(tl.actor_label(m.from_actor)) << " -&gt; "
-        << escape(tl.actor_label(*m.to_actor))
+        << "\" marker-end=\"url(#arrow)\"><title>" << message_name(m.kind) << ' ' << m.id << ": "
+        << escape(tl.actor_label(m.from_actor)) << " -&gt; " << escape(tl.actor_label(*m.to_actor))
         << (m.node.empty() ? "" : ", for " + escape(m.node)) << ", "
         << escape(format_duration(m.latency_ns())) << "</title></line>\n";
   }
@@ -370,8 +370,9 @@ void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
            "<th>count</th><th>mean latency</th></tr>\n";
     for (const EdgeStats& e : s.edges)
       out << "<tr><td>" << escape(tl.actor_label(e.from_actor)) << "</td><td>"
-          << escape(tl.actor_label(e.to_actor)) << "</td><td>" << message_name(e.kind) << "</td><td>"
-          << e.count << "</td><td>" << format_duration(e.mean_latency_ns) << "</td></tr>\n";
+          << escape(tl.actor_label(e.to_actor)) << "</td><td>" << message_name(e.kind)
+          << "</td><td>" << e.count << "</td><td>" << format_duration(e.mean_latency_ns)
+          << "</td></tr>\n";
     out << "</table>\n";
   }
   for (const ProcessPath& p : s.process_paths) {
@@ -404,8 +405,9 @@ void write_tables(const Timeline& tl, const Summary& s, std::ostream& out) {
         continue;
       }
       const Slice& sl = tl.slices[step.slice];
-      out << escape(sl.node) << " seq " << sl.sequence_nr << " on " << escape(tl.actor_label(sl.actor))
-          << ": " << format_duration(sl.duration_ns()) << "</li>\n";
+      out << escape(sl.node) << " seq " << sl.sequence_nr << " on "
+          << escape(tl.actor_label(sl.actor)) << ": " << format_duration(sl.duration_ns())
+          << "</li>\n";
     }
     out << "</ol>\n";
   }
@@ -481,7 +483,10 @@ void write_diff(const TraceDiff& d, std::ostream& out) {
         << " before</th><th>after</th><th>change</th><th>" << time
         << " before</th><th>after</th><th>change</th></tr>\n";
     for (const DiffRow& r : rows) {
-      out << "<tr" << (r.added() ? " class=\"added\"" : r.removed() ? " class=\"removed\"" : "")
+      out << "<tr"
+          << (r.added()     ? " class=\"added\""
+              : r.removed() ? " class=\"removed\""
+                            : "")
           << "><td>" << escape(r.name) << "</td>";
       sorted_cell(out, r.count_before, std::to_string(r.count_before));
       sorted_cell(out, r.count_after, std::to_string(r.count_after));
@@ -506,10 +511,9 @@ void write_html_report(const Timeline& tl, const Summary& s, std::ostream& out,
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          "<title>actorgrad trace</title>\n<style>"
       << kStyle << "</style>\n</head>\n<body>\n<h1>actorgrad trace</h1>\n<p class=\"meta\">"
-      << format_duration(s.span_ns) << ", " << tl.actors.size() << " actors, "
-      << tl.slices.size() << " node executions, " << tl.messages.size()
-      << " messages; queue wait p50 " << format_duration(s.queue_wait.p50_ns) << ", p99 "
-      << format_duration(s.queue_wait.p99_ns)
+      << format_duration(s.span_ns) << ", " << tl.actors.size() << " actors, " << tl.slices.size()
+      << " node executions, " << tl.messages.size() << " messages; queue wait p50 "
+      << format_duration(s.queue_wait.p50_ns) << ", p99 " << format_duration(s.queue_wait.p99_ns)
       << ". Critical-path nodes are outlined in red; hover for details.</p>\n";
   write_timeline(tl, s, out);
   if (diff)

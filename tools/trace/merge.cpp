@@ -50,8 +50,8 @@ Timeline merge_timelines(const std::vector<Timeline>& parts) {
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Timeline& tl = parts[i];
     const std::int64_t zero = zero_of(tl);
-    place.push_back({out.processes.size(), out.actors.size(), out.streams.size(),
-                     zero != 0 ? zero - base : 0});
+    place.push_back(
+      {out.processes.size(), out.actors.size(), out.streams.size(), zero != 0 ? zero - base : 0});
     if (tl.processes.empty())
       out.processes.push_back({"recording " + std::to_string(i + 1), 0, 0, 0});
     out.processes.insert(out.processes.end(), tl.processes.begin(), tl.processes.end());
@@ -91,8 +91,8 @@ Timeline merge_timelines(const std::vector<Timeline>& parts) {
   }
   std::vector<ClockSample> samples;
   for (const Pair& p : pairs)
-    samples.push_back({p.send.process, p.receive.process, p.send.ts_ns, p.receive.ts_ns,
-                       p.send.end->flow});
+    samples.push_back(
+      {p.send.process, p.receive.process, p.send.ts_ns, p.receive.ts_ns, p.send.end->flow});
   const std::vector<std::int64_t> offsets = estimate_clock_offsets(out.processes.size(), samples);
 
   // Every timestamp of process p moves by its part's wall shift less its offset.

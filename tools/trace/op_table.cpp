@@ -15,8 +15,8 @@ std::vector<OpStats> op_table(const Timeline& tl) {
   std::vector<std::int64_t> self(tl.slices.size());
   for (std::size_t i = 0; i < tl.slices.size(); ++i) {
     const Slice& s = tl.slices[i];
-    while (!open.empty() && (tl.slices[open.back()].actor != s.actor ||
-                             tl.slices[open.back()].end_ns <= s.start_ns))
+    while (!open.empty() &&
+           (tl.slices[open.back()].actor != s.actor || tl.slices[open.back()].end_ns <= s.start_ns))
       open.pop_back();
     self[i] = s.duration_ns();
     if (!open.empty())

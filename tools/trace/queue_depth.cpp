@@ -43,7 +43,8 @@ std::vector<QueueDepth> queue_depths(const Timeline& tl) {
     // At one time, arrivals first: a message taken out the instant it was
     // sent was still in the mailbox for that instant.
     std::sort(c.begin(), c.end(), [](const Change& x, const Change& y) {
-      return std::tuple(x.t_ns, -(x.mailbox + x.ready)) < std::tuple(y.t_ns, -(y.mailbox + y.ready));
+      return std::tuple(x.t_ns, -(x.mailbox + x.ready)) <
+             std::tuple(y.t_ns, -(y.mailbox + y.ready));
     });
     DepthSample now{tl.begin_ns, 0, 0};
     double mailbox_area = 0, ready_area = 0;

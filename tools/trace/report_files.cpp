@@ -39,11 +39,11 @@ void write_reports(const Timeline& tl, const ReportPaths& paths, const Timeline*
   if (before)
     diff = diff_summaries(summarize(*before), s);
   write_file(paths.json, [&](std::ostream& out) { write_chrome_json(tl, out); });
-  write_file(paths.html, [&](std::ostream& out) {
-    write_html_report(tl, s, out, diff ? &*diff : nullptr);
-  });
+  write_file(paths.html,
+             [&](std::ostream& out) { write_html_report(tl, s, out, diff ? &*diff : nullptr); });
   write_file(paths.summary, [&](std::ostream& out) {
-    out << (diff ? format_diff(*diff, paths.summary_top) : format_summary(tl, s, paths.summary_top));
+    out << (diff ? format_diff(*diff, paths.summary_top)
+                 : format_summary(tl, s, paths.summary_top));
   });
   write_file(paths.ops_csv, [&](std::ostream& out) { out << op_table_csv(s.ops); });
 }

@@ -120,8 +120,8 @@ CriticalPath critical_path(const Timeline& tl, std::size_t process, std::uint64_
     for (const In& e : (at.on_device ? device_in : in)[at.index])
       if (!gate || e.arrival_ns > gate->arrival_ns)
         gate = &e;
-    path.steps.push_back({at.index, at.on_device, gate ? gate->latency_ns : 0,
-                          gate && gate->message});
+    path.steps.push_back(
+      {at.index, at.on_device, gate ? gate->latency_ns : 0, gate && gate->message});
     if (!gate)
       break;
     at = gate->from;
@@ -228,7 +228,7 @@ std::vector<ProcessPath> process_paths(const Timeline& tl, const std::vector<Cri
     p.steps.assign(rev.rbegin(), rev.rend());
     auto root_pass = pass_of.find(root);
     p.start_ns = root_pass != pass_of.end() ? paths[root_pass->second].start_ns
-                                             : tl.messages[grads.front()].send_ns;
+                                            : tl.messages[grads.front()].send_ns;
     p.end_ns = *tl.messages[*last].recv_ns;
     out.push_back(std::move(p));
   }
@@ -301,8 +301,8 @@ Summary summarize(const Timeline& tl) {
   }
   for (const auto& [key, value] : edges) {
     const auto& [from, to, kind] = key;
-    s.edges.push_back({from, to, kind, value.first,
-                       value.second / static_cast<std::int64_t>(value.first)});
+    s.edges.push_back(
+      {from, to, kind, value.first, value.second / static_cast<std::int64_t>(value.first)});
   }
 
   std::map<TaskKey, std::vector<std::size_t>> task_spans;
@@ -476,8 +476,8 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
   for (std::size_t k = 0; k < s.critical_paths.size(); ++k) {
     const CriticalPath& p = s.critical_paths[k];
     out << "\n" << describe_parallelism(tl, p, s.parallelism[k]);
-    out << "critical path of " << task_name(tl, p) << ": " << p.steps.size()
-        << " steps, " << format_duration(p.length_ns) << " from its first start to its end ("
+    out << "critical path of " << task_name(tl, p) << ": " << p.steps.size() << " steps, "
+        << format_duration(p.length_ns) << " from its first start to its end ("
         << format_duration(p.wall_ns) << " wall)\n";
     for (std::size_t i = 0; i < rows_shown(p.steps.size(), top); ++i) {
       const PathStep& step = p.steps[i];

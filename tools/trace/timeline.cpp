@@ -180,8 +180,17 @@ Timeline build_timeline(const Trace& trace) {
     for (const Event& e : track.events) {
       switch (e.kind) {
       case EventKind::node_start: {
-        tl.slices.push_back({actor, e.graph_task, e.node, e.sequence_nr, e.depth, e.device,
-                             e.stream, e.ts_ns, e.ts_ns, std::nullopt, {}});
+        tl.slices.push_back({actor,
+                             e.graph_task,
+                             e.node,
+                             e.sequence_nr,
+                             e.depth,
+                             e.device,
+                             e.stream,
+                             e.ts_ns,
+                             e.ts_ns,
+                             std::nullopt,
+                             {}});
         open.push_back(tl.slices.size() - 1);
         break;
       }
@@ -192,9 +201,7 @@ Timeline build_timeline(const Trace& trace) {
         tl.slices[open.back()].end_ns = e.ts_ns;
         open.pop_back();
         break;
-      case EventKind::ready:
-        ready[{e.graph_task, e.sequence_nr}].push_back(e.ts_ns);
-        break;
+      case EventKind::ready: ready[{e.graph_task, e.sequence_nr}].push_back(e.ts_ns); break;
       case EventKind::input:
         if (auto producer = running_node(e.graph_task))
           feds.push_back({{e.graph_task, e.sequence_nr}, *producer, e.ts_ns});
@@ -203,10 +210,21 @@ Timeline build_timeline(const Trace& trace) {
         if (crosses_processes(e.message))
           tl.remote_ends.push_back(remote_end(e, actor));
         else
-          messages[e.message_id] = {e.message_id, e.message, e.graph_task, e.node,
-                                    e.sequence_nr, e.input_nr, e.depth, e.device,
-                                    actor, e.ts_ns, running_node(e.graph_task),
-                                    std::nullopt, std::nullopt, 0, 0};
+          messages[e.message_id] = {e.message_id,
+                                    e.message,
+                                    e.graph_task,
+                                    e.node,
+                                    e.sequence_nr,
+                                    e.input_nr,
+                                    e.depth,
+                                    e.device,
+                                    actor,
+                                    e.ts_ns,
+                                    running_node(e.graph_task),
+                                    std::nullopt,
+                                    std::nullopt,
+                                    0,
+                                    0};
         break;
       case EventKind::receive:
         if (crosses_processes(e.message))
@@ -214,9 +232,7 @@ Timeline build_timeline(const Trace& trace) {
         else
           receipts[e.message_id] = {actor, e.ts_ns};
         break;
-      case EventKind::launch:
-        launches.emplace(e.message_id, std::pair{actor, e});
-        break;
+      case EventKind::launch: launches.emplace(e.message_id, std::pair{actor, e}); break;
       case EventKind::device_run: // only on stream tracks
         break;
       }

@@ -127,8 +127,8 @@ std::string format_diff(const TraceDiff& d, std::size_t top) {
     out << line;
     for (std::size_t i = 0; i < rows_shown(rows.size(), limit); ++i) {
       const DiffRow& r = rows[i];
-      std::snprintf(line, sizeof line, "  %-32s %8zu %8zu %8s %11s %11s %11s %8s\n",
-                    r.name.c_str(), r.count_before, r.count_after, r.count_change_text().c_str(),
+      std::snprintf(line, sizeof line, "  %-32s %8zu %8zu %8s %11s %11s %11s %8s\n", r.name.c_str(),
+                    r.count_before, r.count_after, r.count_change_text().c_str(),
                     format_duration(r.time_before_ns).c_str(),
                     format_duration(r.time_after_ns).c_str(),
                     signed_duration(r.time_change_ns()).c_str(),

@@ -22,22 +22,22 @@ namespace actorgrad::remote::detail {
 /// protocol.h and local_messages.h.
 template <class M>
 inline constexpr bool is_remote_message =
-  std::is_same_v<M, Hello> || std::is_same_v<M, HelloReply> ||
-  std::is_same_v<M, ForwardRequest> || std::is_same_v<M, ForwardReply> ||
-  std::is_same_v<M, RemoteGrad> || std::is_same_v<M, Ack> || std::is_same_v<M, CreateParam> ||
-  std::is_same_v<M, FetchParam> || std::is_same_v<M, ParamReply> ||
-  std::is_same_v<M, GradientsRequest> || std::is_same_v<M, GradientsReply> ||
-  std::is_same_v<M, ReleaseContext> || std::is_same_v<M, StatsRequest> ||
-  std::is_same_v<M, StatsReply> || std::is_same_v<M, LocalRegisterSend> ||
-  std::is_same_v<M, LocalRoot> || std::is_same_v<M, LocalGradients> ||
-  std::is_same_v<M, LocalGradientsReply> || std::is_same_v<M, Watch> ||
-  std::is_same_v<M, SetName>;
+  std::is_same_v<M, Hello> || std::is_same_v<M, HelloReply> || std::is_same_v<M, ForwardRequest> ||
+  std::is_same_v<M, ForwardReply> || std::is_same_v<M, RemoteGrad> || std::is_same_v<M, Ack> ||
+  std::is_same_v<M, CreateParam> || std::is_same_v<M, FetchParam> ||
+  std::is_same_v<M, ParamReply> || std::is_same_v<M, GradientsRequest> ||
+  std::is_same_v<M, GradientsReply> || std::is_same_v<M, ReleaseContext> ||
+  std::is_same_v<M, StatsRequest> || std::is_same_v<M, StatsReply> ||
+  std::is_same_v<M, LocalRegisterSend> || std::is_same_v<M, LocalRoot> ||
+  std::is_same_v<M, LocalGradients> || std::is_same_v<M, LocalGradientsReply> ||
+  std::is_same_v<M, Watch> || std::is_same_v<M, SetName>;
 
 /// Sends `m` to `to` without a sender (no reply expected).
 template <class M>
 void tell(const caf::actor& to, M&& m) {
-  static_assert(is_remote_message<std::decay_t<M>>,
-                "a remote message must be declared in actors/remote/protocol.h or local_messages.h");
+  static_assert(
+    is_remote_message<std::decay_t<M>>,
+    "a remote message must be declared in actors/remote/protocol.h or local_messages.h");
   caf::anon_send(to, std::forward<M>(m));
 }
 
@@ -48,9 +48,9 @@ void tell(const caf::actor& to, M&& m) {
 /// worker's handle).
 template <class Self, class To, class Timeout, class M, class... Ts>
 auto request_from(Self&& self, const To& to, Timeout timeout, M&& m, Ts&&... xs) {
-  static_assert(is_remote_message<std::decay_t<M>> ||
-                  std::is_same_v<std::decay_t<M>, caf::connect_atom>,
-                "a remote message must be declared in actors/remote/protocol.h or local_messages.h");
+  static_assert(
+    is_remote_message<std::decay_t<M>> || std::is_same_v<std::decay_t<M>, caf::connect_atom>,
+    "a remote message must be declared in actors/remote/protocol.h or local_messages.h");
   return self->request(to, timeout, std::forward<M>(m), std::forward<Ts>(xs)...);
 }
 

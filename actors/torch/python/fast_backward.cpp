@@ -66,8 +66,8 @@ bool parse(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, BackwardA
     p.keywords = keywords;
     return p;
   }();
-  if (_PyArg_ParseStackAndKeywords(args, nargs, kwnames, &parser, &out.gradient,
-                                   &out.retain_graph, &out.create_graph, &out.inputs))
+  if (_PyArg_ParseStackAndKeywords(args, nargs, kwnames, &parser, &out.gradient, &out.retain_graph,
+                                   &out.create_graph, &out.inputs))
     return true;
   PyErr_Clear();
   return false;
@@ -170,9 +170,8 @@ PyObject* fast_backward(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
   BackwardArgs a;
   if (python_watched() || !parse(args, nargs, kwnames, a) ||
       (a.inputs != nullptr && a.inputs != Py_None) || !is_none_or_bool(a.retain_graph) ||
-      (a.create_graph != nullptr && !PyBool_Check(a.create_graph)) ||
-      !is_plain_tensor(self) || at::impl::VmapMode::current_vmap_level() != 0 ||
-      !torch_unchanged(s))
+      (a.create_graph != nullptr && !PyBool_Check(a.create_graph)) || !is_plain_tensor(self) ||
+      at::impl::VmapMode::current_vmap_level() != 0 || !torch_unchanged(s))
     return call_stock(self, args, nargs, kwnames);
   const at::Tensor& root = THPVariable_Unpack(self);
   at::Tensor grad = root_gradient(root, a.gradient);
@@ -232,8 +231,7 @@ PyObject* enable_fast_backward(PyObject* stock, PyObject* autograd_backward, PyO
       s.doc += PyUnicode_AsUTF8(doc);
     Py_XDECREF(doc);
     PyErr_Clear(); // a stock method without a docstring: the fast one shows none either
-    s.def = {"backward",
-             reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_backward)),
+    s.def = {"backward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fast_backward)),
              METH_FASTCALL | METH_KEYWORDS, s.doc.c_str()};
     Py_INCREF(stock);
     s.stock = stock;

@@ -74,7 +74,8 @@ private:
 
 PyMethodDef engine_methods[] = {
   {"run_backward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(run_backward)),
-   METH_FASTCALL | METH_KEYWORDS, "torch 1.13's Variable._execution_engine.run_backward, on actorgrad"},
+   METH_FASTCALL | METH_KEYWORDS,
+   "torch 1.13's Variable._execution_engine.run_backward, on actorgrad"},
   {"queue_callback", queue_callback, METH_O, "Runs a callable when the current backward ends"},
   {"is_checkpoint_valid", is_checkpoint_valid, METH_NOARGS, "torch's is_checkpoint_valid"},
   {nullptr, nullptr, 0, nullptr}};
@@ -87,7 +88,8 @@ PYBIND11_MODULE(_C, m) {
   using actorgrad::python::Recording;
   m.doc() = "actorgrad's torch bridge (see actorgrad.torch)";
   for (PyMethodDef* def = actorgrad::python::engine_methods; def->ml_name; ++def)
-    m.add_object(def->ml_name, py::reinterpret_steal<py::object>(PyCFunction_NewEx(def, nullptr, m.attr("__name__").ptr())));
+    m.add_object(def->ml_name, py::reinterpret_steal<py::object>(
+                                 PyCFunction_NewEx(def, nullptr, m.attr("__name__").ptr())));
   m.def(
     "install",
     [](const std::string& devices, int max_recursion_depth, std::size_t cpu_workers) {

@@ -5,12 +5,12 @@
 #include <c10/util/irange.h>
 #include <pybind11/pybind11.h>
 #include <torch/csrc/Exceptions.h>
+#include <torch/csrc/THP.h>
 #include <torch/csrc/autograd/edge.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
 #include <torch/csrc/autograd/graph_task.h>
 #include <torch/csrc/autograd/python_variable.h>
-#include <torch/csrc/THP.h>
 
 #include <memory>
 
@@ -31,8 +31,9 @@ namespace {
 void check_not_vmapped(const at::Tensor& t, const char* what, Py_ssize_t i) {
   TORCH_CHECK(!at::isBatchedTensor(t),
               "torch.autograd.grad(outputs, inputs, grad_outputs) called inside torch.vmap. We "
-              "do not support the case where any ", what, "s are vmapped tensors (", what, " ",
-              i, " is being vmapped over). Please call autograd.grad() outside torch.vmap or "
+              "do not support the case where any ",
+              what, "s are vmapped tensors (", what, " ", i,
+              " is being vmapped over). Please call autograd.grad() outside torch.vmap or "
               "file a bug report with your use case.")
 }
 
@@ -103,8 +104,8 @@ std::vector<Edge> unpack_inputs(PyObject* inputs, bool accumulate_grad) {
 /// without building them. CPython fills in the rest on the first call
 /// (under the GIL) and keeps the keyword names.
 _PyArg_Parser run_backward_parser() {
-  static const char* const keywords[] = {"tensors",      "grad_tensors", "keep_graph",
-                                         "create_graph", "inputs",       "allow_unreachable",
+  static const char* const keywords[] = {"tensors",         "grad_tensors", "keep_graph",
+                                         "create_graph",    "inputs",       "allow_unreachable",
                                          "accumulate_grad", nullptr};
   _PyArg_Parser parser{};
   parser.format = "OObb|Obb:run_backward";
@@ -153,7 +154,7 @@ PyObject* run_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
   {
     pybind11::gil_scoped_release no_gil;
     outputs = Engine::get_default_engine().execute(roots, grads, keep_graph, create_graph,
-                                                    accumulate_grad, output_edges);
+                                                   accumulate_grad, output_edges);
   }
   if (backward_api_called || inputs == nullptr || inputs == Py_None)
     Py_RETURN_NONE;
@@ -163,8 +164,8 @@ PyObject* run_backward(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObj
     return nullptr;
   for (const auto i : c10::irange(num_inputs)) {
     TORCH_CHECK(allow_unreachable || outputs[i].defined(),
-                    "One of the differentiated Tensors appears to not have been used in the graph. "
-                    "Set allow_unused=True if this is the desired behavior.");
+                "One of the differentiated Tensors appears to not have been used in the graph. "
+                "Set allow_unused=True if this is the desired behavior.");
     PyTuple_SET_ITEM(py_outputs.get(), i, THPVariable_Wrap(outputs[i]));
   }
   return py_outputs.release();

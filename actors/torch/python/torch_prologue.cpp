@@ -31,10 +31,9 @@ void add_prologue_frames(PyObject* frames) {
     PyObject* outer =
       frame == nullptr
         ? nullptr
-        : PyObject_CallFunctionObjArgs(reinterpret_cast<PyObject*>(&PyTraceBack_Type),
-                                       tb != nullptr ? tb : Py_None, frame,
-                                       PyTuple_GET_ITEM(entry, 2), PyTuple_GET_ITEM(entry, 3),
-                                       nullptr);
+        : PyObject_CallFunctionObjArgs(
+            reinterpret_cast<PyObject*>(&PyTraceBack_Type), tb != nullptr ? tb : Py_None, frame,
+            PyTuple_GET_ITEM(entry, 2), PyTuple_GET_ITEM(entry, 3), nullptr);
     Py_XDECREF(frame);
     if (outer == nullptr) {
       PyErr_Clear();

@@ -28,9 +28,9 @@ std::size_t round_size(std::size_t n) {
 struct Block {
   void* ptr = nullptr;
   std::size_t size = 0;
-  Stream stream;               ///< allocated for work on it
-  std::vector<Stream> uses;    ///< other streams, from record_stream
-  cudaEvent_t freed = nullptr; ///< recorded on `stream` when freed
+  Stream stream;                       ///< allocated for work on it
+  std::vector<Stream> uses;            ///< other streams, from record_stream
+  cudaEvent_t freed = nullptr;         ///< recorded on `stream` when freed
   std::vector<cudaEvent_t> use_events; ///< recorded on `uses` when freed
 };
 
@@ -212,7 +212,8 @@ public:
   /// when `d` is not a visible CUDA device.
   DeviceCache& of(Device d, const char* what) {
     if (d.type != DeviceType::cuda || d.index < 0 || d.index >= static_cast<int>(caches_.size()))
-      throw std::invalid_argument(std::string(what) + ": " + d.str() + " is not a visible CUDA device (" +
+      throw std::invalid_argument(std::string(what) + ": " + d.str() +
+                                  " is not a visible CUDA device (" +
                                   std::to_string(caches_.size()) + " found)");
     return *caches_[d.index];
   }

@@ -39,7 +39,9 @@ struct Pending {
 /// plugin's own work queue, not the engine's scheduling).
 class Timer {
 public:
-  Timer() { std::thread([this] { run(); }).detach(); }
+  Timer() {
+    std::thread([this] { run(); }).detach();
+  }
 
   void push(Pending p) {
     {
@@ -150,8 +152,7 @@ LaunchObserver* current_launch_observer() {
 TimedItem start_timing(Stream s, cudaStream_t native, DeviceRun done) {
   timer().anchor(s.device);
   TimedItem item{timing_event(s.device), s, timer().next_point(s), std::move(done)};
-  check(cudaEventRecord(static_cast<cudaEvent_t>(item.start), native), "cudaEventRecord",
-        s.device);
+  check(cudaEventRecord(static_cast<cudaEvent_t>(item.start), native), "cudaEventRecord", s.device);
   return item;
 }
 

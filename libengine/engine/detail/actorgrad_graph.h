@@ -19,10 +19,10 @@
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/node.h"
 #include "actorgrad/libengine/engine/detail/current_graph_task.h"
-#include "actorgrad/libengine/engine/detail/node_call.h"
-#include "actorgrad/libengine/engine/graph_task_base.h"
 #include "actorgrad/libengine/engine/detail/input_buffer.h"
+#include "actorgrad/libengine/engine/detail/node_call.h"
 #include "actorgrad/libengine/engine/detail/node_table.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad {
 

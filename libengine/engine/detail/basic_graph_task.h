@@ -26,7 +26,9 @@ namespace actorgrad {
 
 /// Whether G keeps a NodeHint in its nodes (Note [Node table hints]).
 template <GraphTraits G>
-inline constexpr bool has_hints_v = requires(const typename G::node& n) { G::table_hint(n); };
+inline constexpr bool has_hints_v = requires(const typename G::node& n) {
+  G::table_hint(n);
+};
 
 /// One backward()/grad() call (PyTorch's GraphTask) over graph type G.
 ///
@@ -111,9 +113,7 @@ public:
   /// libtorch's GraphTask, where needs_input_grad reads them). Only for a
   /// graph type whose table is keyed by the nodes themselves.
   template <class F>
-  void for_each_exec_info(F&& f) const
-    requires(!has_hints_v<G>)
-  {
+  void for_each_exec_info(F&& f) const requires(!has_hints_v<G>) {
     state_.for_each([&](const void* key, const NodeState& s) {
       if (s.exec.should_execute())
         f(*static_cast<const node*>(key), s.exec.needed(), captures_of(s));
@@ -154,8 +154,8 @@ private:
       return {};
     const ExecInfo::Capture* begin = captures_.data() + (s.exec.first_capture() - 1);
     const ExecInfo::Capture* end = captures_.data() + captures_.size();
-    return {begin, std::find_if(begin, end,
-                                [&s](const ExecInfo::Capture& c) { return c.owner != &s; })};
+    return {begin,
+            std::find_if(begin, end, [&s](const ExecInfo::Capture& c) { return c.owner != &s; })};
   }
 
   /// Numbers the nodes the call reaches and counts their dependencies; with

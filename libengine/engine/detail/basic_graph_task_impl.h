@@ -17,10 +17,10 @@
 #include <unordered_map>
 
 #include "actorgrad/libengine/engine/detail/basic_graph_task.h"
-#include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/detail/local_dispatch.h"
 #include "actorgrad/libengine/engine/detail/recycling_allocator.h"
 #include "actorgrad/libengine/engine/detail/scratch_vector.h"
+#include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad {
 
@@ -56,8 +56,8 @@ std::vector<const typename G::node*> find_cycle(const typename G::node* root) {
       stack.emplace_back(child, 0);
     } else if (it->second == Color::grey) {
       std::vector<const node*> cycle;
-      auto pos = std::find_if(stack.begin(), stack.end(),
-                              [&](const auto& f) { return f.first == child; });
+      auto pos =
+        std::find_if(stack.begin(), stack.end(), [&](const auto& f) { return f.first == child; });
       for (; pos != stack.end(); ++pos)
         cycle.push_back(pos->first);
       return cycle;
@@ -336,10 +336,10 @@ template <GraphTraits G>
 void BasicGraphTask<G>::accept_sent(SentGrad& g, Dispatch& to) {
   auto& flight = g.value.get<typename G::in_flight>();
   node& fn = *static_cast<node*>(g.node.get());
-  NodeState* s = spread_ ? add_input_in_order(fn, g.input_nr, std::move(G::sent_value(flight)),
-                                              G::sent_source(flight), g.order)
-                         : add_input(fn, g.input_nr, std::move(G::sent_value(flight)),
-                                     G::sent_source(flight));
+  NodeState* s =
+    spread_ ? add_input_in_order(fn, g.input_nr, std::move(G::sent_value(flight)),
+                                 G::sent_source(flight), g.order)
+            : add_input(fn, g.input_nr, std::move(G::sent_value(flight)), G::sent_source(flight));
   if (s)
     to.ready(make_ready(shared_from_this(), std::move(g.node), fn, s));
 }
@@ -414,7 +414,10 @@ void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const 
       to.ready(make_ready(self, G::target_handle(next), consumer, s));
     return;
   }
-  to.send(self, SentGrad{G::target_handle(next), input_nr, owner, {},
+  to.send(self, SentGrad{G::target_handle(next),
+                         input_nr,
+                         owner,
+                         {},
                          detail::SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
 }
 
@@ -438,7 +441,7 @@ void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self,
   if (to.wants_feeds()) [[unlikely]]
     to.fed(*this, &consumer, input_nr);
   const typename G::source source = G::local_source(from, grad);
-  NodeState* r = !s     ? add_input(consumer, input_nr, std::move(grad), source) // its error
+  NodeState* r = !s      ? add_input(consumer, input_nr, std::move(grad), source) // its error
                  : joins ? add_joining_input(consumer, *s, input_nr, std::move(grad), source, order)
                          : add_input_to(consumer, *s, input_nr, std::move(grad), source);
   if (r)
@@ -447,7 +450,8 @@ void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self,
 
 template <GraphTraits G>
 template <class D>
-inline void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self, D& to) {
+inline void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<GraphTaskBase>& self,
+                                        D& to) {
   node& fn = node_of(t);
   auto& state = *static_cast<NodeState*>(t.slot);
   value_list outputs = evaluate_node(fn, state);

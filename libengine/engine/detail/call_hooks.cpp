@@ -68,8 +68,8 @@ void check_count(const HookLabel& hook, const char* slot_kind, std::size_t got,
                  std::size_t expected) {
   if (got != expected)
     throw EngineError(hook.str() + " returned " + std::to_string(got) + " gradients for " +
-                      std::to_string(expected) + " " + slot_kind +
-                      "s (return one per " + slot_kind + ", or none to keep them)");
+                      std::to_string(expected) + " " + slot_kind + "s (return one per " +
+                      slot_kind + ", or none to keep them)");
 }
 
 void run_tensor_hooks(const char* kind, const Node& fn, const HookList<TensorHook>::Snapshot& hooks,

@@ -10,9 +10,9 @@
 #include <memory>
 
 #include "actorgrad/device/device.h"
-#include "actorgrad/libengine/engine/graph_task_base.h"
 #include "actorgrad/libengine/engine/detail/ready_task.h"
 #include "actorgrad/libengine/engine/detail/sent_value.h"
+#include "actorgrad/libengine/engine/graph_task_base.h"
 
 namespace actorgrad {
 

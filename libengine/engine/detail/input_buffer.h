@@ -34,8 +34,7 @@ AccumulationPlan plan_accumulation(Device var, const std::optional<Stream>& prod
 /// the calling thread's current stream of `grad`'s device, where a copy the
 /// node made landed; none on the CPU. Call it on the thread that ran the
 /// node (see Note [Producer streams] in input_buffer.cpp).
-std::optional<Stream> producer_stream(const std::optional<Stream>& node_stream,
-                                      const Tensor& grad);
+std::optional<Stream> producer_stream(const std::optional<Stream>& node_stream, const Tensor& grad);
 
 /// One slot per input of a node (PyTorch's InputBuffer). Gradients arriving
 /// on the same slot are added; the buffer becomes the node's input list when
@@ -109,7 +108,8 @@ inline void InputBuffer::make_slots(std::size_t size) {
 }
 
 inline void InputBuffer::recycle(variable_list&& inputs) {
-  detail::SpareInputLists::keep(std::move(inputs)); // its tensors go now, as they would with the list
+  detail::SpareInputLists::keep(
+    std::move(inputs)); // its tensors go now, as they would with the list
 }
 
 } // namespace actorgrad

@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "actorgrad/libengine/engine/detail/dispatch.h"
-#include "actorgrad/libengine/engine/errors.h"
 #include "actorgrad/libengine/engine/detail/ready_heap.h"
+#include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad::detail {
 

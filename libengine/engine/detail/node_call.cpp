@@ -72,7 +72,8 @@ bool outputs_match(const Node& fn, const variable_list& grads) {
                                                               variable_list& grads) {
   const std::span<const Edge> edges = fn.next_edges();
   if (grads.size() != edges.size())
-    throw EngineError("Function " + fn.name() + " returned an incorrect number of gradients (expected " +
+    throw EngineError("Function " + fn.name() +
+                      " returned an incorrect number of gradients (expected " +
                       std::to_string(edges.size()) + ", got " + std::to_string(grads.size()) + ")");
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const Edge& edge = edges[i];
@@ -85,8 +86,8 @@ bool outputs_match(const Node& fn, const variable_list& grads) {
                         ", which has " + std::to_string(edge.function->num_inputs()) + " inputs");
     const InputMetadata& meta = edge.function->input_metadata(edge.input_nr);
     if (g.device() != meta.device)
-      throw EngineError(at_index(fn, i) + " - expected device " + meta.device.str() +
-                        " but got " + g.device().str());
+      throw EngineError(at_index(fn, i) + " - expected device " + meta.device.str() + " but got " +
+                        g.device().str());
     if (!meta.has_shape(g.shape())) {
       const Shape expected = meta.sizes();
       if (!is_expandable_to(expected, g.shape()))

@@ -183,7 +183,9 @@ public:
   }
   std::size_t size() const { return values_.size(); }
   /// The number of the state at `v` (it stays valid while addresses move).
-  std::uint32_t number_of(const V* v) const { return static_cast<std::uint32_t>(v - values_.data()); }
+  std::uint32_t number_of(const V* v) const {
+    return static_cast<std::uint32_t>(v - values_.data());
+  }
   /// The state numbered `number`.
   V& at(std::uint32_t number) { return values_[number]; }
   /// Calls `f(key, state)` for every node, in the order they were numbered.

@@ -56,8 +56,7 @@ public:
   explicit ReadyHeap(Storage&& storage) noexcept
     : keys_(std::move(storage.keys)), slots_(std::move(storage.slots)),
       free_(std::move(storage.free)) {}
-  ReadyHeap(const ReadyHeap& other)
-    : keys_(other.keys_), slots_(other.slots_), free_(other.free_) {
+  ReadyHeap(const ReadyHeap& other) : keys_(other.keys_), slots_(other.slots_), free_(other.free_) {
     for (; num_few_ < other.num_few_; ++num_few_)
       ::new (few_[num_few_].place()) ReadyTask(other.few_[num_few_].task);
   }

@@ -58,7 +58,9 @@ struct ReadyTask {
   void* slot = nullptr;
   ReadyKey key;
 
-  static ReadyTask make_wake_up(int depth = 0) { return {nullptr, nullptr, nullptr, {0, depth, false, true}}; }
+  static ReadyTask make_wake_up(int depth = 0) {
+    return {nullptr, nullptr, nullptr, {0, depth, false, true}};
+  }
   static ReadyTask make_shutdown() { return {nullptr, nullptr, nullptr, {0, 0, true, false}}; }
   bool is_shutdown() const { return key.shutdown; }
   bool is_wake_up() const { return key.wake_up; }

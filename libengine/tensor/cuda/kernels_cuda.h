@@ -56,7 +56,8 @@ Tensor index_select(const Tensor& a, std::int64_t dim, const std::vector<std::in
 Tensor index_add_into_zeros(const Shape& shape, std::int64_t dim,
                             const std::vector<std::int64_t>& index, const Tensor& src);
 Tensor narrow(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t length);
-Tensor narrow_into_zeros(const Shape& shape, std::int64_t dim, std::int64_t start, const Tensor& src);
+Tensor narrow_into_zeros(const Shape& shape, std::int64_t dim, std::int64_t start,
+                         const Tensor& src);
 /// One cudaMemcpy2DAsync per input.
 Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim);
 /// Composed of view and cat, which dispatch: the host kernel serves every device.

@@ -19,8 +19,8 @@ Tensor binary_op(const char* op, BinaryOp f, const Tensor& a, const Tensor& b, d
   const Shape shape = broadcast_for(op, a, b);
   const OnDevice on(op, a.device());
   auto out = empty_like(a, shape);
-  const auto g = geometry(op, shape,
-                          {broadcast_strides(a.shape(), shape), broadcast_strides(b.shape(), shape)});
+  const auto g =
+    geometry(op, shape, {broadcast_strides(a.shape(), shape), broadcast_strides(b.shape(), shape)});
   on.kernels.binary(on.launch, f, a.dtype(), alpha, g, data_of(a), data_of(b),
                     mutable_data_of(out));
   return out;
@@ -42,8 +42,8 @@ void binary_inplace(const char* op, BinaryOp f, const Tensor& self, const Tensor
   check_compatible(op, self, other);
   check_broadcast_to(op, other, self);
   const OnDevice on(op, self.device());
-  const auto g = geometry(op, self.shape(),
-                          {self.strides(), broadcast_strides(other.shape(), self.shape())});
+  const auto g =
+    geometry(op, self.shape(), {self.strides(), broadcast_strides(other.shape(), self.shape())});
   on.kernels.binary(on.launch, f, self.dtype(), alpha, g, data_of(self), data_of(other),
                     mutable_data_of(self));
   bump_version(self);

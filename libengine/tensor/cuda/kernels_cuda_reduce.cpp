@@ -112,9 +112,7 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   return read_scalar(max);
 }
 
-Tensor softmax(const Tensor& a, std::int64_t dim) {
-  return softmax_impl("softmax", a, dim, false);
-}
+Tensor softmax(const Tensor& a, std::int64_t dim) { return softmax_impl("softmax", a, dim, false); }
 
 Tensor log_softmax(const Tensor& a, std::int64_t dim) {
   return softmax_impl("log_softmax", a, dim, true);

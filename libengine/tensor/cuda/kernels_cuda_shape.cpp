@@ -67,7 +67,7 @@ Tensor copy_between_devices(const Tensor& a, Device to) {
   const Stream dst = current_stream(to);
   Event::recorded_on(dst).block(src); // earlier work on `to` is done with the memory
   on.plugin.copy_peer_async(on.launch.stream, mutable_data_of(out), to, data_of(a), nbytes_of(a));
-  record_async_read(a, src); // Note [Pending reads]
+  record_async_read(a, src);          // Note [Pending reads]
   Event::recorded_on(src).block(dst); // later work on `to` sees the copy
   return out;
 }

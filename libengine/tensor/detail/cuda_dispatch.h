@@ -19,6 +19,6 @@ inline bool on_cuda(const Tensor& t) { return t.defined() && t.device().type == 
 /// (Note [CUDA only when used] in device/cuda/plugin.h). Without it no
 /// tensor lives on a CUDA device (Storage::allocate throws naming it), so a
 /// CPU or sim run never gets past `cond`.
-#define ACTORGRAD_CUDA_DISPATCH(cond, call) \
-  if (cond)                                 \
+#define ACTORGRAD_CUDA_DISPATCH(cond, call)                                                        \
+  if (cond)                                                                                        \
   return call

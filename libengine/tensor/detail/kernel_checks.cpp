@@ -46,8 +46,8 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b) {
   d.k = a.size(-1);
   d.n = b.dim() == 2 ? b.size(1) : 1;
   if (b.size(0) != d.k)
-    throw mismatch("cannot be multiplied (" + std::to_string(d.k) + " != " +
-                   std::to_string(b.size(0)) + ")");
+    throw mismatch("cannot be multiplied (" + std::to_string(d.k) +
+                   " != " + std::to_string(b.size(0)) + ")");
   if (a.dim() == 2)
     d.out.push_back(d.m);
   if (b.dim() == 2)
@@ -103,10 +103,9 @@ void check_indices(const char* op, const std::vector<std::int64_t>& index, std::
 void check_range(const char* op, std::int64_t dim, std::int64_t start, std::int64_t length,
                  std::int64_t size) {
   if (start < 0 || length < 0 || start + length > size)
-    throw std::out_of_range(std::string(op) + ": start " + std::to_string(start) +
-                            " and length " + std::to_string(length) +
-                            " are out of range for dimension " + std::to_string(dim) +
-                            " with size " + std::to_string(size));
+    throw std::out_of_range(std::string(op) + ": start " + std::to_string(start) + " and length " +
+                            std::to_string(length) + " are out of range for dimension " +
+                            std::to_string(dim) + " with size " + std::to_string(size));
 }
 
 std::int64_t check_scatter_source(const char* op, const Shape& shape, std::int64_t dim,
@@ -117,9 +116,9 @@ std::int64_t check_scatter_source(const char* op, const Shape& shape, std::int64
   for (std::int64_t i = 0; fits && i < src.dim(); ++i)
     fits = i == d ? !rows || src.size(i) == *rows : src.size(i) == shape[i];
   if (!fits)
-    throw std::invalid_argument(std::string(op) + ": source of shape " +
-                                shape_str(src.shape()) + " does not fit shape " +
-                                shape_str(shape) + " along dimension " + std::to_string(dim));
+    throw std::invalid_argument(std::string(op) + ": source of shape " + shape_str(src.shape()) +
+                                " does not fit shape " + shape_str(shape) + " along dimension " +
+                                std::to_string(dim));
   return d;
 }
 
@@ -155,10 +154,9 @@ CatDims cat_dims(const std::vector<Tensor>& tensors, std::int64_t dim) {
     for (std::int64_t d = 0; fits && d < rank; ++d)
       fits = d == c.dim || s[d] == first[d];
     if (!fits)
-      throw std::invalid_argument("cat: " + nth(i) + " has shape " + shape_str(s) + " but " +
-                                  nth(0) + " has shape " + shape_str(first) +
-                                  " (sizes must match except in dimension " +
-                                  std::to_string(dim) + ")");
+      throw std::invalid_argument(
+        "cat: " + nth(i) + " has shape " + shape_str(s) + " but " + nth(0) + " has shape " +
+        shape_str(first) + " (sizes must match except in dimension " + std::to_string(dim) + ")");
     c.out[c.dim] += s[c.dim];
   }
   return c;

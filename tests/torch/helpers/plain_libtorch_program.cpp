@@ -51,7 +51,8 @@ int main() {
   torch::Tensor w = torch::randn({6}, torch::kDouble).requires_grad_(true);
   const torch::Tensor v = torch::randn({6}, torch::kDouble);
   torch::Tensor f = (w.pow(3) * w.sin()).sum();
-  torch::Tensor g = torch::autograd::grad({f}, {w}, {}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+  torch::Tensor g =
+    torch::autograd::grad({f}, {w}, {}, /*retain_graph=*/true, /*create_graph=*/true)[0];
   torch::Tensor hv = torch::autograd::grad({(g * v).sum()}, {w})[0];
   backward_calls += 2;
   print("hvp", hv);

@@ -32,10 +32,11 @@ namespace {
 /// The model: encoder layer, mean over the sequence, linear head to 2 classes.
 struct ClassifierImpl : torch::nn::Module {
   ClassifierImpl()
-      : encoder(register_module(
-          "encoder", torch::nn::TransformerEncoderLayer(
-                       torch::nn::TransformerEncoderLayerOptions(32, 4).dim_feedforward(64).dropout(0.1)))),
-        head(register_module("head", torch::nn::Linear(32, 2))) {}
+    : encoder(register_module(
+        "encoder",
+        torch::nn::TransformerEncoderLayer(
+          torch::nn::TransformerEncoderLayerOptions(32, 4).dim_feedforward(64).dropout(0.1)))),
+      head(register_module("head", torch::nn::Linear(32, 2))) {}
   /// src: (sequence, batch, 32) -> logits (batch, 2).
   torch::Tensor forward(const torch::Tensor& src) { return head(encoder(src).mean(0)); }
   torch::nn::TransformerEncoderLayer encoder;
@@ -55,7 +56,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--trace" && i + 1 < argc) {
       trace_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--steps N] [--trace PATH.json|PATH.html] (unknown argument '%s')\n",
+      std::fprintf(stderr,
+                   "usage: %s [--steps N] [--trace PATH.json|PATH.html] (unknown argument '%s')\n",
                    argv[0], arg.c_str());
       return 2;
     }
@@ -71,7 +73,7 @@ int main(int argc, char** argv) {
   torch::manual_seed(0);
   Classifier model;
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(3e-3));
-  const torch::Tensor x = torch::randn({8, 64, 32});         // 64 sequences of 8 tokens
+  const torch::Tensor x = torch::randn({8, 64, 32});                    // 64 sequences of 8 tokens
   const torch::Tensor y = (x.select(2, 0).sum(0) > 0).to(torch::kLong); // (64,)
 
   double first = 0, last = 0;
@@ -86,10 +88,11 @@ int main(int argc, char** argv) {
 #ifndef ACTORGRAD_EXAMPLE_PLAIN
     if (step == steps - 1) { // ACTORGRAD: write the trace
       actorgrad::trace::ReportPaths paths;
-      (trace_path.size() > 5 && trace_path.substr(trace_path.size() - 5) == ".html" ? paths.html : paths.json) =
+      (trace_path.size() > 5 && trace_path.substr(trace_path.size() - 5) == ".html" ? paths.html
+                                                                                    : paths.json) =
         trace_path;
-      actorgrad::trace::write_reports(actorgrad::trace::build_timeline(actorgrad::torch::engine().stop_recording()),
-                                      paths);
+      actorgrad::trace::write_reports(
+        actorgrad::trace::build_timeline(actorgrad::torch::engine().stop_recording()), paths);
       std::printf("trace of the last backward: %s\n", trace_path.c_str());
     }
 #endif

@@ -10,8 +10,8 @@
 namespace actorgrad::kernels::cuda::detail {
 
 OnDevice::OnDevice(const char* op, Device d)
-  : plugin(actorgrad::cuda::plugin_for(d)), kernels(*plugin.kernels),
-    launch{op, current_stream(d), nullptr} {
+  : plugin(actorgrad::cuda::plugin_for(d)),
+    kernels(*plugin.kernels), launch{op, current_stream(d), nullptr} {
   launch.native = plugin.native_stream(launch.stream);
 }
 

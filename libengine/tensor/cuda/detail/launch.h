@@ -73,8 +73,8 @@ void unary(const Launch& l, UnaryOp op, DType t, double s, const Geometry& g, co
 
 /// out[i] = op(a[offset 0 of i], b[offset 1 of i]); `a` may be `out` when both
 /// are contiguous (the in-place ops).
-void binary(const Launch& l, BinaryOp op, DType t, double alpha, const Geometry& g,
-            const void* a, const void* b, void* out);
+void binary(const Launch& l, BinaryOp op, DType t, double alpha, const Geometry& g, const void* a,
+            const void* b, void* out);
 
 /// out[i] = in[i] converted from `from` to `to`, for `n` contiguous elements.
 void cast(const Launch& l, DType from, DType to, std::int64_t n, const void* in, void* out);

@@ -50,41 +50,95 @@ void map(const Launch& l, const Geometry& g, F f, const void* a, const void* b, 
 
 // -- unary functors (s: the op's scalar) ---------------------------------------
 
-template <class T> struct Copy { __device__ T operator()(T x) const { return x; } };
-template <class T> struct Fill { T s; __device__ T operator()(T) const { return s; } };
-template <class T> struct AddScalar { T s; __device__ T operator()(T x) const { return x + s; } };
-template <class T> struct MulScalar { T s; __device__ T operator()(T x) const { return x * s; } };
-template <class T> struct PowScalar { T s; __device__ T operator()(T x) const { return pow(x, s); } };
-template <class T> struct Neg { __device__ T operator()(T x) const { return -x; } };
-template <class T> struct Exp { __device__ T operator()(T x) const { return exp(x); } };
-template <class T> struct Log { __device__ T operator()(T x) const { return log(x); } };
-template <class T> struct Tanh { __device__ T operator()(T x) const { return tanh(x); } };
-template <class T> struct Sigmoid {
+template <class T>
+struct Copy {
+  __device__ T operator()(T x) const { return x; }
+};
+template <class T>
+struct Fill {
+  T s;
+  __device__ T operator()(T) const { return s; }
+};
+template <class T>
+struct AddScalar {
+  T s;
+  __device__ T operator()(T x) const { return x + s; }
+};
+template <class T>
+struct MulScalar {
+  T s;
+  __device__ T operator()(T x) const { return x * s; }
+};
+template <class T>
+struct PowScalar {
+  T s;
+  __device__ T operator()(T x) const { return pow(x, s); }
+};
+template <class T>
+struct Neg {
+  __device__ T operator()(T x) const { return -x; }
+};
+template <class T>
+struct Exp {
+  __device__ T operator()(T x) const { return exp(x); }
+};
+template <class T>
+struct Log {
+  __device__ T operator()(T x) const { return log(x); }
+};
+template <class T>
+struct Tanh {
+  __device__ T operator()(T x) const { return tanh(x); }
+};
+template <class T>
+struct Sigmoid {
   __device__ T operator()(T x) const { return T(1) / (T(1) + exp(-x)); }
 };
 /// NaN propagates, as in PyTorch.
-template <class T> struct Relu {
+template <class T>
+struct Relu {
   __device__ T operator()(T x) const { return x > T(0) || x != x ? x : T(0); }
 };
-template <class T> struct GtScalar {
+template <class T>
+struct GtScalar {
   T s;
   __device__ T operator()(T x) const { return x > s ? T(1) : T(0); }
 };
 
 // -- binary functors -----------------------------------------------------------
 
-template <class T> struct Add {
+template <class T>
+struct Add {
   T alpha;
   __device__ T operator()(T x, T y) const { return x + alpha * y; }
 };
-template <class T> struct Sub { __device__ T operator()(T x, T y) const { return x - y; } };
-template <class T> struct Mul { __device__ T operator()(T x, T y) const { return x * y; } };
-template <class T> struct Div { __device__ T operator()(T x, T y) const { return x / y; } };
-template <class T> struct Pow { __device__ T operator()(T x, T y) const { return pow(x, y); } };
-template <class T> struct Second { __device__ T operator()(T, T y) const { return y; } };
-template <class T> struct AbsDiff { __device__ T operator()(T x, T y) const { return fabs(x - y); } };
+template <class T>
+struct Sub {
+  __device__ T operator()(T x, T y) const { return x - y; }
+};
+template <class T>
+struct Mul {
+  __device__ T operator()(T x, T y) const { return x * y; }
+};
+template <class T>
+struct Div {
+  __device__ T operator()(T x, T y) const { return x / y; }
+};
+template <class T>
+struct Pow {
+  __device__ T operator()(T x, T y) const { return pow(x, y); }
+};
+template <class T>
+struct Second {
+  __device__ T operator()(T, T y) const { return y; }
+};
+template <class T>
+struct AbsDiff {
+  __device__ T operator()(T x, T y) const { return fabs(x - y); }
+};
 
-template <class From, class To> struct Cast {
+template <class From, class To>
+struct Cast {
   __device__ To operator()(From x) const { return static_cast<To>(x); }
 };
 
@@ -101,9 +155,8 @@ __global__ void gather_rows_kernel(const T* in, T* out, std::int64_t size, std::
 }
 
 template <class T>
-__global__ void scatter_add_rows_kernel(const T* src, T* out, std::int64_t size,
-                                        std::int64_t inner, const std::int64_t* index,
-                                        std::int64_t k, std::int64_t n) {
+__global__ void scatter_add_rows_kernel(const T* src, T* out, std::int64_t size, std::int64_t inner,
+                                        const std::int64_t* index, std::int64_t k, std::int64_t n) {
   for (std::int64_t i = grid_first(); i < n; i += grid_step()) {
     const std::int64_t col = i % inner;
     const std::int64_t row = i / inner;
@@ -120,35 +173,35 @@ void unary(const Launch& l, UnaryOp op, DType t, double s, const Geometry& g, co
     const T v = static_cast<T>(s);
     const auto run = [&](auto f) { map<1, T, T>(l, g, f, in, nullptr, out); };
     switch (op) {
-      case UnaryOp::copy: return run(Copy<T>{});
-      case UnaryOp::fill: return run(Fill<T>{v});
-      case UnaryOp::add_scalar: return run(AddScalar<T>{v});
-      case UnaryOp::mul_scalar: return run(MulScalar<T>{v});
-      case UnaryOp::pow_scalar: return run(PowScalar<T>{v});
-      case UnaryOp::neg: return run(Neg<T>{});
-      case UnaryOp::exp: return run(Exp<T>{});
-      case UnaryOp::log: return run(Log<T>{});
-      case UnaryOp::tanh: return run(Tanh<T>{});
-      case UnaryOp::sigmoid: return run(Sigmoid<T>{});
-      case UnaryOp::relu: return run(Relu<T>{});
-      case UnaryOp::gt_scalar: return run(GtScalar<T>{v});
+    case UnaryOp::copy: return run(Copy<T>{});
+    case UnaryOp::fill: return run(Fill<T>{v});
+    case UnaryOp::add_scalar: return run(AddScalar<T>{v});
+    case UnaryOp::mul_scalar: return run(MulScalar<T>{v});
+    case UnaryOp::pow_scalar: return run(PowScalar<T>{v});
+    case UnaryOp::neg: return run(Neg<T>{});
+    case UnaryOp::exp: return run(Exp<T>{});
+    case UnaryOp::log: return run(Log<T>{});
+    case UnaryOp::tanh: return run(Tanh<T>{});
+    case UnaryOp::sigmoid: return run(Sigmoid<T>{});
+    case UnaryOp::relu: return run(Relu<T>{});
+    case UnaryOp::gt_scalar: return run(GtScalar<T>{v});
     }
   });
 }
 
-void binary(const Launch& l, BinaryOp op, DType t, double alpha, const Geometry& g,
-            const void* a, const void* b, void* out) {
+void binary(const Launch& l, BinaryOp op, DType t, double alpha, const Geometry& g, const void* a,
+            const void* b, void* out) {
   dispatch_dtype(t, [&](auto zero) {
     using T = decltype(zero);
     const auto run = [&](auto f) { map<2, T, T>(l, g, f, a, b, out); };
     switch (op) {
-      case BinaryOp::add: return run(Add<T>{static_cast<T>(alpha)});
-      case BinaryOp::sub: return run(Sub<T>{});
-      case BinaryOp::mul: return run(Mul<T>{});
-      case BinaryOp::div: return run(Div<T>{});
-      case BinaryOp::pow: return run(Pow<T>{});
-      case BinaryOp::second: return run(Second<T>{});
-      case BinaryOp::abs_diff: return run(AbsDiff<T>{});
+    case BinaryOp::add: return run(Add<T>{static_cast<T>(alpha)});
+    case BinaryOp::sub: return run(Sub<T>{});
+    case BinaryOp::mul: return run(Mul<T>{});
+    case BinaryOp::div: return run(Div<T>{});
+    case BinaryOp::pow: return run(Pow<T>{});
+    case BinaryOp::second: return run(Second<T>{});
+    case BinaryOp::abs_diff: return run(AbsDiff<T>{});
     }
   });
 }

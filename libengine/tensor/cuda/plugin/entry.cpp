@@ -41,12 +41,12 @@ void copy_async(Stream s, void* dst, const void* src, std::size_t nbytes, CopyKi
             [&](cudaStream_t n) { return cudaMemcpyAsync(dst, src, nbytes, k, n); });
   };
   switch (kind) {
-    case CopyKind::host_to_device:
-      return copy("cudaMemcpyAsync (host to device)", cudaMemcpyHostToDevice);
-    case CopyKind::device_to_host:
-      return copy("cudaMemcpyAsync (device to host)", cudaMemcpyDeviceToHost);
-    case CopyKind::device_to_device:
-      return copy("cudaMemcpyAsync (device to device)", cudaMemcpyDeviceToDevice);
+  case CopyKind::host_to_device:
+    return copy("cudaMemcpyAsync (host to device)", cudaMemcpyHostToDevice);
+  case CopyKind::device_to_host:
+    return copy("cudaMemcpyAsync (device to host)", cudaMemcpyDeviceToHost);
+  case CopyKind::device_to_device:
+    return copy("cudaMemcpyAsync (device to device)", cudaMemcpyDeviceToDevice);
   }
 }
 
@@ -91,27 +91,14 @@ constexpr KernelTable kernel_table{
 };
 
 constexpr Plugin table{
-  plugin_abi_version,
-  &connect_launch_observer,
-  &device_count,
-  &no_device_reason,
-  &backend_ptr,
-  &native_stream,
-  &allocate,
-  &record_stream,
-  &empty_cache,
-  &allocator_stats,
-  &memset_async,
-  &copy_async,
-  &copy_2d_async,
-  &copy_peer_async,
-  &kernel_table,
+  plugin_abi_version, &connect_launch_observer, &device_count, &no_device_reason,
+  &backend_ptr,       &native_stream,           &allocate,     &record_stream,
+  &empty_cache,       &allocator_stats,         &memset_async, &copy_async,
+  &copy_2d_async,     &copy_peer_async,         &kernel_table,
 };
 
 } // namespace
 
 } // namespace actorgrad::cuda::plugin
 
-const actorgrad::cuda::Plugin* actorgrad_cuda_plugin() {
-  return &actorgrad::cuda::plugin::table;
-}
+const actorgrad::cuda::Plugin* actorgrad_cuda_plugin() { return &actorgrad::cuda::plugin::table; }

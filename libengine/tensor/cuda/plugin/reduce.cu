@@ -122,19 +122,19 @@ void reduce_as(const Launch& l, std::int64_t outer, std::int64_t size, std::int6
     return static_cast<unsigned>(std::min<std::int64_t>(blocks, 1 << 16));
   };
   if (chunks <= 1) {
-    reduce_rows_kernel<Op, T, T><<<grid(outer), block_threads, 0, l.native>>>(in, out, outer, size,
-                                                                             1, size);
+    reduce_rows_kernel<Op, T, T>
+      <<<grid(outer), block_threads, 0, l.native>>>(in, out, outer, size, 1, size);
     check_launch(l);
     return;
   }
   const std::int64_t chunk = (size + chunks - 1) / chunks;
   const auto partials = actorgrad::cuda::plugin::allocate(sizeof(Acc) * outer * chunks, l.stream);
   auto* p = static_cast<Acc*>(partials.get());
-  reduce_rows_kernel<Op, T, Acc><<<grid(outer * chunks), block_threads, 0, l.native>>>(
-    in, p, outer, size, chunks, chunk);
+  reduce_rows_kernel<Op, T, Acc>
+    <<<grid(outer * chunks), block_threads, 0, l.native>>>(in, p, outer, size, chunks, chunk);
   check_launch(l);
-  reduce_rows_kernel<Op, Acc, T><<<grid(outer), block_threads, 0, l.native>>>(p, out, outer,
-                                                                             chunks, 1, chunks);
+  reduce_rows_kernel<Op, Acc, T>
+    <<<grid(outer), block_threads, 0, l.native>>>(p, out, outer, chunks, 1, chunks);
   check_launch(l);
   // `partials` returns to the cache on this stream: later work on it runs after these kernels.
 }
@@ -224,11 +224,11 @@ void softmax(const Launch& l, bool log, DType t, std::int64_t outer, std::int64_
     const auto* x = static_cast<const T*>(in);
     auto* y = static_cast<T*>(out);
     if (inner == 1)
-      softmax_rows_kernel<T><<<blocks_for(outer * block_threads), block_threads, 0, l.native>>>(
-        x, y, outer, size, log);
+      softmax_rows_kernel<T>
+        <<<blocks_for(outer * block_threads), block_threads, 0, l.native>>>(x, y, outer, size, log);
     else
-      softmax_columns_kernel<T><<<blocks_for(outer * inner), block_threads, 0, l.native>>>(
-        x, y, outer, size, inner, log);
+      softmax_columns_kernel<T>
+        <<<blocks_for(outer * inner), block_threads, 0, l.native>>>(x, y, outer, size, inner, log);
   });
   check_launch(l);
 }
@@ -238,8 +238,8 @@ void find_nan(const Launch& l, DType t, std::int64_t n, const void* in, int* fla
     return;
   dispatch_dtype(t, [&](auto zero) {
     using T = decltype(zero);
-    find_nan_kernel<T><<<blocks_for(n), block_threads, 0, l.native>>>(static_cast<const T*>(in),
-                                                                      n, flag);
+    find_nan_kernel<T>
+      <<<blocks_for(n), block_threads, 0, l.native>>>(static_cast<const T*>(in), n, flag);
   });
   check_launch(l);
 }
