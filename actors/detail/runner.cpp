@@ -292,7 +292,7 @@ void Runner::post_message(const TaskContext& ctx, const GraphTaskBase& task, con
                           Message&& m) {
   if (ctx.observer) [[unlikely]]
     observe_sent(*ctx.observer, actor_, task, m);
-  post(to, std::move(m));
+  post(to, std::forward<Message>(m));
 }
 
 template <class Message>

@@ -43,8 +43,8 @@ class PlantedViolations(unittest.TestCase):
         self.assertEqual(rc, 0, out)
 
     def test_raw_anon_send(self):
-        self.plant('detail/runner.cpp', '  post(to, std::move(m));',
-                   '  caf::anon_send(to, std::move(m));')
+        self.plant('detail/runner.cpp', '  post(to, std::forward<Message>(m));',
+                   '  caf::anon_send(to, std::forward<Message>(m));')
         self.assert_fails('actors/detail/runner.cpp:', 'raw anon_send',
                           'row Grad: sender runner.cpp: Runner::send calls none of')
 
