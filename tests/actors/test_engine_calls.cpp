@@ -191,7 +191,7 @@ BOOST_AUTO_TEST_CASE(async_calls_start_no_thread_per_call) {
     check(f);
   }
   seen();
-  const std::size_t before = testing::process_threads();
+  const std::size_t before = testing::settled_threads();
   for (int i = 0; i < 1000; ++i) {
     auto f = engine.grad_async({loss}, {x}, {.retain_graph = true});
     check(f);

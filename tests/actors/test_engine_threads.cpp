@@ -98,7 +98,7 @@ BOOST_AUTO_TEST_CASE(the_pool_shrinks_to_its_warm_minimum_after_a_burst) {
   std::vector<std::future<variable_list>> warm_up;
   warm_up.push_back(open_gate.call(engine));
   check_all(warm_up);
-  const std::size_t warm = process_threads(); // the engine's threads and one coordinator
+  const std::size_t warm = settled_threads(); // the engine's threads and one coordinator
   BOOST_TEST(engine.stats().async_coordinators == 1u);
 
   GatedGraph g;
@@ -138,7 +138,7 @@ BOOST_AUTO_TEST_CASE(no_more_coordinators_than_the_cap) {
   Engine engine{EngineConfig{.max_async_coordinators = 4, .min_async_coordinators = 1}};
   GatedGraph g;
   g.open();
-  const std::size_t before = process_threads();
+  const std::size_t before = settled_threads();
   testing::PeakThreads sampled;
   std::vector<std::thread> callers;
   std::atomic<int> wrong{0};
@@ -278,8 +278,7 @@ BOOST_AUTO_TEST_CASE(engine_destruction_joins_every_thread_it_started) {
     Engine first{config}; // the sim streams' threads (the device backend's, for the process)
     BOOST_TEST(calls_from_8_threads(first) == 0);
   }
-  std::this_thread::sleep_for(milliseconds(100)); // the kernel unlists the joined threads
-  const std::size_t before = process_threads();   // every repetition ends with these
+  const std::size_t before = settled_threads(); // every repetition ends with these
   for (int rep = 0; rep < 50; ++rep) {
     BOOST_TEST_CONTEXT("repetition " << rep) {
       auto engine = std::make_unique<Engine>(config);
@@ -326,7 +325,7 @@ BOOST_AUTO_TEST_CASE(cpu_workers_are_started_with_the_engine_not_per_call) {
   WideGraph g;
   ReferenceExecutor reference;
   const std::vector<double> expected = g.gradient(reference);
-  const std::size_t before = process_threads();
+  const std::size_t before = settled_threads();
   std::size_t one_worker = 0; // threads an engine with cpu_workers = 1 starts
   for (std::size_t workers : {std::size_t{1}, std::size_t{2}, std::size_t{4}}) {
     BOOST_TEST_CONTEXT(workers << " cpu workers") {

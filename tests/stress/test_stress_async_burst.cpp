@@ -47,7 +47,7 @@ BOOST_AUTO_TEST_SUITE(stress)
 BOOST_AUTO_TEST_CASE(engine_destroyed_after_a_burst_of_async_calls) {
   const auto deadline = after(budget(8));
   testing::start_runtime_threads();
-  const std::size_t before = testing::process_threads(); // every round ends with these
+  const std::size_t before = testing::settled_threads(); // every round ends with these
   int rounds = 0;
   for (; (rounds < 3 || Clock::now() < deadline) && !hung(); ++rounds) {
     BOOST_TEST_CONTEXT("round " << rounds) {
@@ -100,7 +100,7 @@ BOOST_AUTO_TEST_CASE(bursts_never_run_on_more_coordinators_than_the_cap) {
   const auto deadline = after(budget(5));
   Engine engine{EngineConfig{.max_async_coordinators = 4}};
   SharedGraph g;
-  const std::size_t before = testing::process_threads();
+  const std::size_t before = testing::settled_threads();
   int rounds = 0;
   for (; rounds < 2 || Clock::now() < deadline; ++rounds) {
     testing::PeakThreads sampled;
@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(the_pool_shrinks_to_its_warm_minimum_after_each_burst) {
     auto first = g.call(engine);
     BOOST_TEST_REQUIRE(SharedGraph::wrong(first) == 0);
   }
-  const std::size_t warm = testing::process_threads(); // one coordinator kept
+  const std::size_t warm = testing::settled_threads(); // one coordinator kept
   int rounds = 0;
   for (; rounds < 2 || Clock::now() < deadline; ++rounds) {
     std::vector<std::future<variable_list>> burst;

@@ -53,6 +53,24 @@ inline bool threads_become(std::size_t n,
   return true;
 }
 
+/// process_threads() once the count has held still for `quiet` (polled
+/// every millisecond, for at most a second). A baseline taken right after
+/// an earlier test case joined its threads may still count them (see
+/// threads_become); this waits for them to leave the list.
+inline std::size_t settled_threads(std::chrono::milliseconds quiet = std::chrono::milliseconds(50)) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  std::size_t n = process_threads();
+  auto since = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - since < quiet && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (const std::size_t now = process_threads(); now != n) {
+      n = now;
+      since = std::chrono::steady_clock::now();
+    }
+  }
+  return n;
+}
+
 /// The most threads this process had while it lived: samples
 /// process_threads() every millisecond on a thread of its own (counted
 /// too) from construction until peak().
