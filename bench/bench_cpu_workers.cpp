@@ -25,6 +25,13 @@
 ///   nodes, ns_per_node  nodes the backward runs, best / nodes
 ///   vs_1w               2-worker rows: best / the same case's 1-worker best
 ///   vs_torch            torch_actor rows: best / the stock engine's best
+/// The `two_copies` rows of ensemble/16 and wide_dag/64x20 measure the
+/// machine rather than the engine: two copies of the graph, each run on 1
+/// worker by its own thread at the same time (PairedRun); their time is the
+/// pair's wall time / 2, so their vs_1w is the least that splitting one
+/// graph over two threads could reach here (when both cores are free and
+/// fast, 0.5). Each 2-worker row of those cases adds
+///   vs_two_copies       best / the two_copies row's best
 /// Keep the default order: a row's ratios need the rows registered before it.
 
 #include <benchmark/benchmark.h>
@@ -39,6 +46,7 @@
 
 #include "actorgrad/actors/engine.h"
 #include "bench/common/benchmark_main.h"
+#include "bench/common/paired_run.h"
 #include "bench/common/single_case.h"
 #include "bench/common/timed_loop.h"
 #include "bench/common/workloads.h"
@@ -70,10 +78,14 @@ std::string case_name(const std::string& kind, int intra_op) {
 
 /// Times `once` over the state's iterations and sets the counters of row
 /// `eng` of case `key`.
+/// `copies`: graphs `once` runs (each iteration's time is divided by it).
 void time_row(benchmark::State& state, const std::string& key, const std::string& eng,
-              std::size_t nodes, const std::function<void()>& once) {
+              std::size_t nodes, const std::function<void()>& once, int copies = 1) {
   once(); // warm-up: first-use allocations, lazily started threads
-  const LoopTimes t = timed_loop(state, once);
+  LoopTimes t = timed_loop(state, once);
+  t.best /= copies;
+  t.median /= copies;
+  state.counters["median_ns_per_iter"] = t.median;
   auto& row = g_best[key];
   row[eng] = t.best;
   state.counters["best_us"] = t.best / 1e3;
@@ -83,8 +95,12 @@ void time_row(benchmark::State& state, const std::string& key, const std::string
     if (other != eng && row.count(other))
       state.counters[counter] = t.best / row[other];
   };
-  if (const auto w = eng.rfind("_2w"); w != std::string::npos)
+  if (const auto w = eng.rfind("_2w"); w != std::string::npos) {
     ratio_to("vs_1w", eng.substr(0, w) + "_1w");
+    ratio_to("vs_two_copies", "two_copies");
+  }
+  if (eng == "two_copies")
+    ratio_to("vs_1w", row.count("actor_1w") ? "actor_1w" : "torch_actor_1w");
   if (eng.rfind("torch_actor", 0) == 0)
     ratio_to("vs_torch", "torch");
 }
@@ -98,13 +114,27 @@ Engine& engine_with(std::size_t workers) {
   return *e;
 }
 
-/// actorgrad's own graph `kind` (wide_dag, or a case of build_case) on
-/// `workers` CPU workers.
+/// actorgrad's graph `kind` (wide_dag, or a case of build_case).
+Graph actorgrad_graph(const std::string& kind, int n) {
+  return kind == "wide_dag" ? wide_dag(64, n, kWideSize) : build_case(kind, n);
+}
+
+/// actorgrad's own graph `kind` on `workers` CPU workers.
 void actorgrad_case(benchmark::State& state, const std::string& kind, int n, std::size_t workers) {
   Engine& engine = engine_with(workers);
-  const Graph g = kind == "wide_dag" ? wide_dag(64, n, kWideSize) : build_case(kind, n);
+  const Graph g = actorgrad_graph(kind, n);
   time_row(state, kind + "/" + std::to_string(n), engine_name("actor", workers), g.nodes,
            [&] { run_backward(engine, g); });
+}
+
+/// Two copies of actorgrad's graph `kind` at once, each on 1 worker.
+void actorgrad_two_copies(benchmark::State& state, const std::string& kind, int n) {
+  Engine& engine = engine_with(1);
+  const Graph mine = actorgrad_graph(kind, n);
+  const Graph partner = actorgrad_graph(kind, n);
+  PairedRun pair([&] { run_backward(engine, mine); }, [&] { run_backward(engine, partner); });
+  time_row(
+    state, kind + "/" + std::to_string(n), "two_copies", mine.nodes, [&] { pair.run(); }, 2);
 }
 
 #if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
@@ -125,6 +155,19 @@ void torch_case(benchmark::State& state, const std::string& kind, int n, std::si
       actorgrad::torch::stats().calls - calls != static_cast<std::uint64_t>(state.iterations()) + 1)
     state.SkipWithError("a backward call did not run on actorgrad");
 }
+
+/// Two copies of libtorch's graph `kind` at once, through the bridge on 1
+/// worker.
+void torch_two_copies(benchmark::State& state, const std::string& kind, int n) {
+  torchb::intra_op_threads(1);
+  const auto mine = torchb::make(kind, n);
+  const auto partner = torchb::make(kind, n);
+  const actorgrad::torch::Scope scope(EngineConfig{.cpu_workers = 1});
+  PairedRun pair([&] { torchb::backward(*mine); }, [&] { torchb::backward(*partner); });
+  time_row(
+    state, kind + "/" + std::to_string(n), "two_copies", torchb::nodes(*mine), [&] { pair.run(); },
+    2);
+}
 #endif
 
 void register_all() {
@@ -141,16 +184,23 @@ void register_all() {
 #if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
   for (const Case& c : {Case{"ensemble", 16}, Case{"ensemble", 16, 2}, Case{"transformer", 1},
                         Case{"mlp", 4}, Case{"chain_passthrough", 1000}})
-    for (std::size_t workers : {0, 1, 2})
-      add(case_name(c.kind, c.intra_op) + "/" + std::to_string(c.n) + "/" +
-            (workers > 0 ? engine_name("torch_actor", workers) : "torch"),
+    for (std::size_t workers : {0, 1, 2}) {
+      const std::string key = case_name(c.kind, c.intra_op) + "/" + std::to_string(c.n) + "/";
+      if (workers == 2 && key == "ensemble/16/")
+        add(key + "two_copies", [c](benchmark::State& s) { torch_two_copies(s, c.kind, c.n); });
+      add(key + (workers > 0 ? engine_name("torch_actor", workers) : "torch"),
           [c, workers](benchmark::State& s) { torch_case(s, c.kind, c.n, workers, c.intra_op); });
+    }
 #endif
   for (const Case& c : {Case{"wide_dag", 20}, Case{"chain_mul", 1000}, Case{"mlp", 4}})
-    for (std::size_t workers : {1, 2})
-      add(c.kind + "/" + (c.kind == "wide_dag" ? "64x" : "") + std::to_string(c.n) + "/" +
-            engine_name("actor", workers),
+    for (std::size_t workers : {1, 2}) {
+      const std::string key =
+        c.kind + "/" + (c.kind == "wide_dag" ? "64x" : "") + std::to_string(c.n) + "/";
+      if (workers == 2 && c.kind == "wide_dag")
+        add(key + "two_copies", [c](benchmark::State& s) { actorgrad_two_copies(s, c.kind, c.n); });
+      add(key + engine_name("actor", workers),
           [c, workers](benchmark::State& s) { actorgrad_case(s, c.kind, c.n, workers); });
+    }
 }
 
 } // namespace

@@ -34,6 +34,22 @@ namespace actorgrad::detail {
 // message]), unless it serves the coordinator's queue, whose loop checks
 // the count after every message and task.
 //
+// Note [A node passes its hold on]
+// Counting each ready task on its own costs two read-modify-writes of the
+// count (a hold when the task is pushed, a release when it ran), and in a
+// call spread over CPU lanes (Note [Parallel CPU nodes] in cpu_lanes.h)
+// the count's cache line moves between the lanes' cores at each: a chain of
+// nodes on one lane paid that per node. So the tasks that a finished node's
+// routing makes ready on its own actor are counted once, when its routing
+// ends (Dispatch::routing/routed): the finished node's own hold passes to
+// one of them and the others are held together; a node that made none
+// releases its hold as before. This keeps the rule above: until routed(),
+// the finished node still holds the count, and the tasks pushed meanwhile
+// sit in this actor's heap, which nothing else pops and which this actor
+// does not pop while it routes (routing runs no node, so no nested call
+// runs a loop in between). A gradient sent to another actor is held before
+// it is sent, as before: its receiver may handle it at once.
+//
 // Note [Wake-up without a message]
 // A coordinator whose task's last work ran on another actor sleeps until
 // that actor's release takes the count to zero. A msg::WakeUp told it, and
@@ -267,17 +283,33 @@ void Runner::run(ReadyTask&& t) {
       }
     }
   }
-  t.node.reset(); // the node goes before the count drops
-  finish_one(t.graph_task);
+  t.node.reset();                          // the node goes before the count drops
+  if (!std::exchange(hold_passed_, false)) // Note [A node passes its hold on]
+    finish_one(t.graph_task);
 }
 
 void Runner::ready(ReadyTask&& t) {
-  t.graph_task->hold();
+  if (t.graph_task.get() == routing_)
+    ++routed_ready_; // counted in routed(): Note [A node passes its hold on]
+  else
+    t.graph_task->hold();
   push_ready(std::move(t));
   if (hungry_) [[unlikely]] { // fed by its own node: Note [Parallel CPU nodes] in cpu_lanes.h
     self_->set_idle(false);
     hungry_ = false;
   }
+}
+
+void Runner::routing(const ReadyTask& t) {
+  routing_ = t.graph_task.get();
+  routed_ready_ = 0;
+}
+
+void Runner::routed() {
+  if (routed_ready_ > 1)
+    routing_->hold(routed_ready_ - 1);
+  hold_passed_ = routed_ready_ > 0;
+  routing_ = nullptr;
 }
 
 void Runner::send(const std::shared_ptr<GraphTaskBase>& task, SentGrad&& g) {

@@ -82,6 +82,8 @@ public:
   void ready(ReadyTask&& t) override;
   void send(const std::shared_ptr<GraphTaskBase>& task, SentGrad&& g) override;
   void fed(const GraphTaskBase& task, const void* node, std::uint32_t input_nr) override;
+  void routing(const ReadyTask& t) override;
+  void routed() override;
 
 private:
   /// A GraphTask coordinated here (several when calls nest).
@@ -158,6 +160,13 @@ private:
   /// it still runs one: the next one handed over waits in its mailbox when
   /// it is done (Note [Parallel CPU nodes] in cpu_lanes.h).
   bool hungry_ = false;
+  /// The task whose finished node's outputs route now, the tasks of it that
+  /// the routing made ready here so far (counted at its end), and whether
+  /// the finished node's hold passed on to one of them (Note [A node passes
+  /// its hold on] in runner.cpp).
+  GraphTaskBase* routing_ = nullptr;
+  std::int64_t routed_ready_ = 0;
+  bool hold_passed_ = false;
   /// Reentrant coordinate calls nested on the stack this thread runs on.
   int reentrant_frames_ = 0;
   bool stop_ = false;

@@ -455,6 +455,11 @@ inline void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<Grap
   node& fn = node_of(t);
   auto& state = *static_cast<NodeState*>(t.slot);
   value_list outputs = evaluate_node(fn, state);
+  to.routing(t);
+  struct Routed {
+    D& to;
+    ~Routed() { to.routed(); }
+  } routed{to};
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const edge& next = G::next_edge(fn, i);
     if (G::target(next))

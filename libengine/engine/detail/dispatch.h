@@ -69,6 +69,13 @@ public:
   virtual void ready(ReadyTask&& t) = 0;
   /// A gradient of `task` for a node owned by another actor.
   virtual void send(const std::shared_ptr<GraphTaskBase>& task, SentGrad&& g) = 0;
+  /// A node of `t` returned and its outputs route now: the ready() and
+  /// send() calls until routed() are its routing's (no node runs in
+  /// between). Lets an executor count them at once (Note [A node passes its
+  /// hold on] in actors/detail/runner.cpp).
+  virtual void routing(const ReadyTask& t) {}
+  /// The routing that routing() began ended (also when it threw).
+  virtual void routed() {}
   /// Whether fed() wants to hear about local deliveries (observers).
   bool wants_feeds() const { return wants_feeds_; }
   /// The running node delivered input `input_nr` of `node` here, without a message.
