@@ -30,7 +30,8 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
   const std::size_t most = heap.size() - 1;
   boost::container::small_vector<caf::actor, 8> idle;
   const auto claim = [&](const caf::actor& lane) {
-    if (idle.size() < most && engine_actor(lane) != self && engine_actor(lane)->claim_idle())
+    EngineActor* a = engine_actor(lane);
+    if (idle.size() < most && a != self && a->claim_idle())
       idle.push_back(lane);
   };
   claim(ctx.coordinator);

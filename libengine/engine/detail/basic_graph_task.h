@@ -198,6 +198,11 @@ private:
   /// ready. Inlined: it runs once per gradient (errors stay out of line).
   [[gnu::always_inline]] NodeState* add_input(node& fn, std::uint32_t input_nr, value&& grad,
                                               const typename G::source& source);
+  /// One more input of `fn` (state `s`) arrived: whether the node is
+  /// skipped by selective execution, waits for more, or is complete.
+  /// Throws for an input the node lacks.
+  enum class Arrival { skipped, waiting, complete };
+  [[gnu::always_inline]] Arrival arrive(node& fn, NodeState& s, std::uint32_t input_nr);
   /// add_input for the state `s` of `fn`, already found.
   [[gnu::always_inline]] NodeState* add_input_to(node& fn, NodeState& s, std::uint32_t input_nr,
                                                  value&& grad, const typename G::source& source);

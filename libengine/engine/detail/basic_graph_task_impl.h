@@ -309,16 +309,25 @@ BasicGraphTask<G>::add_input(node& fn, std::uint32_t input_nr, value&& grad,
 }
 
 template <GraphTraits G>
+inline typename BasicGraphTask<G>::Arrival BasicGraphTask<G>::arrive(node& fn, NodeState& s,
+                                                                     std::uint32_t input_nr) {
+  const bool ready = --s.dependencies == 0;
+  if (selective() && !s.exec.should_execute())
+    return Arrival::skipped;
+  if (input_nr >= G::num_inputs(fn)) [[unlikely]]
+    detail::throw_no_such_input<G>(fn, input_nr);
+  return ready ? Arrival::complete : Arrival::waiting;
+}
+
+template <GraphTraits G>
 inline typename BasicGraphTask<G>::NodeState*
 BasicGraphTask<G>::add_input_to(node& fn, NodeState& s, std::uint32_t input_nr, value&& grad,
                                 const typename G::source& source) {
-  const bool ready = --s.dependencies == 0;
-  if (selective() && !s.exec.should_execute())
+  const Arrival arrival = arrive(fn, s, input_nr);
+  if (arrival == Arrival::skipped)
     return nullptr;
-  if (input_nr >= G::num_inputs(fn)) [[unlikely]]
-    detail::throw_no_such_input<G>(fn, input_nr);
   G::accumulate(s.buffer, fn, input_nr, std::move(grad), source, options.create_graph);
-  return ready ? &s : nullptr;
+  return arrival == Arrival::complete ? &s : nullptr;
 }
 
 template <GraphTraits G>
@@ -372,16 +381,14 @@ template <GraphTraits G>
 typename BasicGraphTask<G>::NodeState*
 BasicGraphTask<G>::add_joining_input(node& fn, NodeState& s, std::uint32_t input_nr, value&& grad,
                                      const typename G::source& source, InputOrder order) {
-  const bool ready = --s.dependencies == 0;
-  if (selective() && !s.exec.should_execute())
+  const Arrival arrival = arrive(fn, s, input_nr);
+  if (arrival == Arrival::skipped)
     return nullptr;
-  if (input_nr >= G::num_inputs(fn)) [[unlikely]]
-    detail::throw_no_such_input<G>(fn, input_nr);
   // A spread task is CPU-only: its sources name no stream and no event, so
   // keeping them past the message that brought them is safe.
   std::vector<WaitingInput>& waiting = waiting_[&s];
   waiting.push_back({order, input_nr, std::move(grad), source});
-  if (!ready)
+  if (arrival == Arrival::waiting)
     return nullptr;
   std::sort(waiting.begin(), waiting.end(),
             [](const WaitingInput& a, const WaitingInput& b) { return a.order.before(b.order); });
