@@ -226,8 +226,13 @@ const TaskContext& Runner::start(const std::shared_ptr<GraphTaskBase>& task,
 void Runner::await_frame(const std::shared_ptr<GraphTaskBase>& task) {
   frames_.push_back({task.get()});
   const std::size_t frame = frames_.size() - 1;
-  dispatch_until([&] { return !task->outstanding() || frames_[frame].aborted; });
-  frames_.pop_back();
+  {
+    struct CloseFrame { // also when the loop throws: no stale frame stays open
+      decltype(frames_)& frames;
+      ~CloseFrame() { frames.pop_back(); }
+    } close{frames_};
+    dispatch_until([&] { return !task->outstanding() || frames_[frame].aborted; });
+  }
   if (const TaskContext& ctx = context_of(*task); ctx.observer) [[unlikely]]
     ctx.observer->task_finished(actor_, *task);
 }
