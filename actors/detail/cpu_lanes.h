@@ -87,8 +87,24 @@ namespace actorgrad::detail {
 // coordinator's heap, spread_cpu_nodes runs, and the dispatch loop shares them from there. The
 // point where it stops depends on the graph alone (one thread ran the nodes before it, in the ready
 // order), so the bits stay the same on every run: gradients that reached a node's buffer before it
-// were added in the one-thread order, the rest wait and sort (rule Order above). A nested call, a
-// worker's, or an observed call spreads from its start, as before.
+// were added in the one-thread order, the rest wait and sort (rule Order above). A worker's call
+// or an observed call spreads from its start, as before; a nested call does not spread (Note
+// [Nested calls stay on one lane]).
+
+// Note [Nested calls stay on one lane]
+// A call made inside a node (reentrant backward: checkpointing) runs all its
+// nodes on the lane that coordinates it, as with one worker: it never
+// spreads (Runner::coordinate_here checks GraphTaskBase::reentrant_depth).
+// When nested calls spread like top-level ones, checkpointed libtorch
+// calls 10 to 70 levels deep gave wrong gradients in 3 to 16 of 30 calls
+// with ctest's .cpu_workers_2 settings (tests/torch/test_bridge_reentrant.cpp,
+// repeated_checkpointed_calls_all_match_stock), with and without the
+// handoff past the depth limit; top-level spread calls (the equivalence
+// suite, 20 bitwise runs each) never did. Which interleaving of the nested
+// frames loses or adds a gradient was not found, so nested calls keep the
+// one-thread order until it is. The top-level call still spreads, so the
+// checkpointed segments of different branches still run at once, each on
+// the lane that ran its checkpoint node.
 
 /// Hands a share of `heap`'s ready tasks of the spread call on its top to
 /// that call's lanes that wait with nothing to run, in msg::Tasks (Note

@@ -185,7 +185,7 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   // (Note [Spreading a call where it branches] in cpu_lanes.h); then it
   // spreads, from the ready tasks it has.
   if (serves_nothing_else() && task->devices().empty() && !observer) {
-    if (!lanes_) {
+    if (!lanes_ || task->reentrant_depth > 0) { // Note [Nested calls stay on one lane]
       task->run_all_here(std::move(first));
       return;
     }
@@ -202,7 +202,8 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
     await_frame(task);
     return;
   }
-  if (lanes_ && task->devices().empty()) // Note [Parallel CPU nodes] in cpu_lanes.h
+  // Note [Parallel CPU nodes], Note [Nested calls stay on one lane] (cpu_lanes.h)
+  if (lanes_ && task->devices().empty() && task->reentrant_depth == 0)
     task->spread_cpu_nodes();
   const TaskContext& ctx = start(task, std::move(observer));
   task->hold(); // the first task
