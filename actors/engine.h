@@ -25,8 +25,8 @@ namespace actorgrad {
 
 namespace detail {
 struct EngineCore;
-}
 struct ReadyTask; // internal (libengine/engine/detail/ready_task.h)
+} // namespace detail
 namespace trace {
 class Recorder;
 }
@@ -77,7 +77,7 @@ public:
   /// coordinates it and runs its CPU nodes; inside a node of this engine
   /// (a reentrant call) the actor running that node does. The caller then
   /// reads the results (BasicGraphTask<G>::finish).
-  void run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first);
+  void run(const std::shared_ptr<GraphTaskBase>& task, detail::ReadyTask&& first);
 
   /// Like execute, on a pooled coordinator actor.
   std::future<variable_list> execute_async(edge_list roots, variable_list root_grads,

@@ -128,9 +128,9 @@ void dist_backward(DistContext& ctx, const variable_list& roots,
   check_open(ctx, "dist_backward");
   Runtime& rt = ctx.runtime();
   const std::string what = "dist_backward (" + ctx_str(ctx) + ")";
-  BackwardCall call;
+  actorgrad::detail::BackwardCall call;
   try {
-    call = make_backward_call(roots, grad_tensors, true, false, {});
+    call = actorgrad::detail::make_backward_call(roots, grad_tensors, true, false, {});
   } catch (const std::exception& e) {
     throw DistError(what + ": " + e.what());
   }
