@@ -158,7 +158,7 @@ public:
   const trace::Recorder* recording() const;
   /// The observer the calls starting now get (null for none, the only one,
   /// or all of them as one): for code outside the engine's actors that
-  /// reports to it (the distributed agent, actors/remote/agent.cpp). Any
+  /// reports to it (the distributed agent, actors/remote/detail/agent.cpp). Any
   /// thread.
   std::shared_ptr<EngineObserver> observer() const;
   /// Stops recording and returns what the calls

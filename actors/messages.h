@@ -45,8 +45,8 @@
 /// middleman; remote/runtime.cpp: Runtime::open_connection).
 ///
 /// The distributed runtime (actors/remote/) has its own messages, serialized
-/// across processes: they are declared in actors/remote/protocol.h (between
-/// processes) and actors/remote/local_messages.h (inside one process), each
+/// across processes: they are declared in actors/remote/detail/protocol.h (between
+/// processes) and actors/remote/detail/local_messages.h (inside one process), each
 /// with a table like the ones above, sent through actors/remote/detail/send.h
 /// (which lists them in `is_remote_message`); the same check covers them.
 ///

@@ -58,7 +58,7 @@ struct Event {
   /// Pairs a send with its receive (unique within a recording; 0 otherwise).
   /// For a message that crosses processes: the flow id that both processes
   /// record (unique across them; Note [Flows between processes] in
-  /// actors/remote/agent.cpp).
+  /// actors/remote/detail/agent.cpp).
   std::uint64_t message_id = 0;
   /// Node::name(), empty when there is no node.
   std::string node;

@@ -141,7 +141,7 @@ CriticalPath critical_path(const Timeline& tl, std::size_t process, std::uint64_
 
 // Note [Cross-process critical path]
 // A distributed backward (Note [Distributed backward] in
-// actors/remote/agent.cpp) is a tree of local passes joined by messages: a
+// actors/remote/detail/agent.cpp) is a tree of local passes joined by messages: a
 // pass's gradients for other processes leave as RemoteGrads when it ends,
 // each starts a pass on its receiver, and each receiver replies (RemoteAck)
 // once its pass and every request that pass sent are answered; the

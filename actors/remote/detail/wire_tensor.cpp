@@ -1,4 +1,4 @@
-#include "actorgrad/actors/remote/wire_tensor.h"
+#include "actorgrad/actors/remote/detail/wire_tensor.h"
 
 #include <limits>
 
@@ -6,7 +6,7 @@
 
 #include "actorgrad/libengine/autograd/grad_mode.h"
 
-namespace actorgrad::remote {
+namespace actorgrad::remote::detail {
 
 namespace {
 
@@ -114,4 +114,4 @@ caf::error load_wire_tensor(caf::deserializer& source, WireTensor& x) {
   return caf::none;
 }
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail

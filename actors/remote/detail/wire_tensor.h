@@ -14,7 +14,7 @@
 
 #include "actorgrad/libengine/tensor/tensor.h"
 
-namespace actorgrad::remote {
+namespace actorgrad::remote::detail {
 
 /// A tensor carried by a remote message. An undefined tensor travels as a
 /// flag only.
@@ -63,4 +63,4 @@ inspect(Inspector& f, WireTensor& x) {
   return f(caf::meta::type_name("tensor"), text);
 }
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail

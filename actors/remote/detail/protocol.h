@@ -5,7 +5,7 @@
 /// Who sends what (a "caller" is the process that runs remote_call and
 /// dist_backward; a "worker" runs `actorgrad worker`; both run an Agent).
 /// Every message is sent through actors/remote/detail/send.h (tell,
-/// request_from; Runtime::ask waits for the reply on a caller's thread);
+/// request_from; ask.h's ask waits for the reply on a caller's thread);
 /// the reply is the value the Agent's clause returns.
 ///
 /// | message          | sent by (file: function)                        | received by           | handled in (file: function) | reply |
@@ -14,7 +14,7 @@
 /// | CreateParam      | runtime.cpp: RemoteWorker::create_param         | Agent (a worker's)    | agent.cpp: agent            | Ack |
 /// | FetchParam       | runtime.cpp: RemoteWorker::fetch_param          | Agent (a worker's)    | agent.cpp: agent            | ParamReply |
 /// | ForwardRequest   | dist_context.cpp: remote_call                   | Agent (a worker's)    | agent.cpp: agent            | ForwardReply |
-/// | RemoteGrad       | agent.cpp: detail::launch (agent to agent)      | Agent (the send node's) | agent.cpp: agent          | Ack |
+/// | RemoteGrad       | agent.cpp: launch (agent to agent)      | Agent (the send node's) | agent.cpp: agent          | Ack |
 /// | GradientsRequest | dist_context.cpp: get_gradients                 | Agent (a worker's)    | agent.cpp: agent            | GradientsReply |
 /// | ReleaseContext   | dist_context.cpp: DistContext::release          | Agent (any)           | agent.cpp: agent            | Ack |
 /// | StatsRequest     | runtime.cpp: Runtime::stats, RemoteWorker::stats | Agent (any)          | agent.cpp: agent            | StatsReply |
@@ -44,16 +44,15 @@
 #include <caf/actor.hpp>
 #include <caf/meta/type_name.hpp>
 
-#include "actorgrad/actors/remote/wire_tensor.h"
+#include "actorgrad/actors/remote/agent_stats.h"
+#include "actorgrad/actors/remote/detail/wire_tensor.h"
+#include "actorgrad/actors/remote/protocol_version.h"
 
 namespace caf {
 class actor_system_config;
 }
 
-namespace actorgrad::remote {
-
-/// The version of the messages below (Note [Protocol version]).
-inline constexpr std::uint32_t kProtocolVersion = 2;
+namespace actorgrad::remote::detail {
 
 /// The first message of a caller to a worker it connects to. Frozen.
 struct Hello {
@@ -180,12 +179,7 @@ struct StatsRequest {
 
 /// What an agent holds.
 struct StatsReply {
-  /// Contexts with any state on this agent.
-  std::uint64_t contexts = 0;
-  /// Gradient requests being handled or waited on.
-  std::uint64_t pending = 0;
-  /// Worker-held parameters.
-  std::uint64_t params = 0;
+  AgentStats stats;
 };
 
 /// @relates Hello
@@ -273,7 +267,8 @@ typename Inspector::result_type inspect(Inspector& f, StatsRequest& x) {
 /// @relates StatsReply
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StatsReply& x) {
-  return f(caf::meta::type_name("actorgrad.stats_reply"), x.contexts, x.pending, x.params);
+  return f(caf::meta::type_name("actorgrad.stats_reply"), x.stats.contexts, x.stats.pending,
+           x.stats.params);
 }
 
 /// Registers every type above (and WireTensor) with `cfg` under the names
@@ -282,4 +277,4 @@ typename Inspector::result_type inspect(Inspector& f, StatsReply& x) {
 /// Call before creating the actor system.
 void register_remote_types(caf::actor_system_config& cfg);
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail

@@ -1,9 +1,9 @@
-#include "actorgrad/actors/remote/protocol.h"
+#include "actorgrad/actors/remote/detail/protocol.h"
 
 #include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>
 
-namespace actorgrad::remote {
+namespace actorgrad::remote::detail {
 
 void register_remote_types(caf::actor_system_config& cfg) {
   cfg.load<caf::io::middleman>();
@@ -26,4 +26,4 @@ void register_remote_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<StatsReply>("actorgrad.stats_reply");
 }
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail

@@ -1,11 +1,11 @@
-#include "actorgrad/actors/remote/dist_nodes.h"
+#include "actorgrad/actors/remote/detail/dist_nodes.h"
 
 #include <utility>
 
 #include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/engine/errors.h"
 
-namespace actorgrad::remote {
+namespace actorgrad::remote::detail {
 
 SendBackward::SendBackward(std::uint64_t context_id, std::uint64_t send_id, const Tensor& tensor)
   : Node({gradient_edge(tensor)}), context_id_(context_id), send_id_(send_id) {
@@ -26,4 +26,4 @@ variable_list RecvBackward::apply(variable_list&&) {
                     "backward");
 }
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail

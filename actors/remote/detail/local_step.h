@@ -7,10 +7,10 @@
 #include <memory>
 #include <vector>
 
-#include "actorgrad/actors/remote/dist_nodes.h"
+#include "actorgrad/actors/remote/detail/dist_nodes.h"
 #include "actorgrad/libengine/engine/executor.h"
 
-namespace actorgrad::remote {
+namespace actorgrad::remote::detail {
 
 /// What a local pass produced.
 struct LocalStep {
@@ -42,4 +42,4 @@ struct LocalStep {
 LocalStep run_local_step(Executor& executor, const edge_list& roots, variable_list root_grads,
                          bool anomaly);
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail

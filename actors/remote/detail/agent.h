@@ -19,7 +19,7 @@ class Engine;
 class Executor;
 } // namespace actorgrad
 
-namespace actorgrad::remote {
+namespace actorgrad::remote::detail {
 
 /// How an Agent is set up.
 struct AgentConfig {
@@ -45,4 +45,4 @@ struct AgentConfig {
 /// local_messages.h; see Note [Distributed backward] in agent.cpp.
 caf::actor spawn_agent(caf::actor_system& system, AgentConfig config);
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail

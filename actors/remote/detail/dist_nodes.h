@@ -11,7 +11,7 @@
 
 #include "actorgrad/libengine/autograd/node.h"
 
-namespace actorgrad::remote {
+namespace actorgrad::remote::detail {
 
 /// Recorded on the process that *sends* a tensor requiring grad: its next
 /// edge is the tensor's gradient edge, and it is the root of the local
@@ -64,4 +64,4 @@ private:
   std::uint64_t peer_send_id_;
 };
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail

@@ -12,7 +12,7 @@ namespace caf {
 class error;
 }
 
-namespace actorgrad::remote {
+namespace actorgrad::remote::detail {
 
 /// A CAF error of a remote request or connection in words, without CAF's
 /// enum names: `no reply within 1500 ms`, `the peer does not speak CAF's
@@ -35,4 +35,4 @@ std::string listen_problem(const std::string& host, std::uint16_t port);
 std::string connect_problem(const std::string& host, std::uint16_t port,
                             std::chrono::milliseconds wait);
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail

@@ -22,10 +22,10 @@
 #include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
 
-#include "actorgrad/actors/remote/dist_nodes.h"
-#include "actorgrad/actors/remote/local_step.h"
+#include "actorgrad/actors/remote/detail/dist_nodes.h"
+#include "actorgrad/actors/remote/detail/local_step.h"
 
-namespace actorgrad::remote {
+namespace actorgrad::remote::detail {
 
 /// remote_call recorded a send node on the caller: the agent keeps it (the
 /// root of the local pass that runs when its gradient comes back).
@@ -66,11 +66,11 @@ struct SetName {
   std::string name;
 };
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::LocalRegisterSend)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::LocalRoot)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::LocalGradients)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::LocalGradientsReply)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::SetName)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::Watch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::detail::LocalRegisterSend)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::detail::LocalRoot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::detail::LocalGradients)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::detail::LocalGradientsReply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::detail::SetName)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorgrad::remote::detail::Watch)

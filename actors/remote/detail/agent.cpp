@@ -1,4 +1,4 @@
-#include "actorgrad/actors/remote/agent.h"
+#include "actorgrad/actors/remote/detail/agent.h"
 
 #include <random>
 #include <utility>
@@ -10,9 +10,9 @@
 
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/actors/remote/detail/agent_state.h"
+#include "actorgrad/actors/remote/detail/errors.h"
+#include "actorgrad/actors/remote/detail/local_messages.h"
 #include "actorgrad/actors/remote/detail/send.h"
-#include "actorgrad/actors/remote/errors.h"
-#include "actorgrad/actors/remote/local_messages.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/version.h"
@@ -75,9 +75,7 @@
 // recorded: an error reply, a timeout or a lost peer leaves the request's
 // send unpaired, which the trace shows as a message never received.
 
-namespace actorgrad::remote {
-
-namespace detail {
+namespace actorgrad::remote::detail {
 
 std::string ctx_str(std::uint64_t id) { return "distributed context " + std::to_string(id); }
 
@@ -112,11 +110,7 @@ void report(Self self, bool sent, trace::MessageKind kind, std::uint64_t flow,
     observer->remote_message(self->state.observed, {sent, kind, flow, graph_task, peer, at});
 }
 
-} // namespace detail
-
 namespace {
-
-using namespace detail;
 
 /// A nested request finished (reply, error, timeout or peer down).
 void finish_nested(Self self, std::uint64_t nested_id, std::string error) {
@@ -149,8 +143,8 @@ void accumulate(ContextState& ctx, std::vector<LocalStep::Leaf>& leaves) {
 
 } // namespace
 
-void detail::launch(Self self, std::uint64_t context_id, LocalStep step,
-                    caf::response_promise promise, bool anomaly, Answering answering) {
+void launch(Self self, std::uint64_t context_id, LocalStep step, caf::response_promise promise,
+            bool anomaly, Answering answering) {
   auto& st = self->state;
   accumulate(st.contexts[context_id], step.leaves);
   const std::uint64_t parent_id = st.next_id++;
@@ -174,9 +168,9 @@ void detail::launch(Self self, std::uint64_t context_id, LocalStep step,
     monitor_once(self, peer);
     report(self, true, trace::MessageKind::remote_grad, flow, step.graph_task, peer_name);
     auto timeout = st.config.timeout;
-    detail::request_from(self, peer, timeout,
-                         RemoteGrad{context_id, out.recv->peer_send_id(), WireTensor(out.grad),
-                                    anomaly, flow, st.config.name})
+    request_from(self, peer, timeout,
+                 RemoteGrad{context_id, out.recv->peer_send_id(), WireTensor(out.grad), anomaly,
+                            flow, st.config.name})
       .then([=](Ack& ack) { finish_nested(self, nested_id, std::move(ack.error)); },
             [=](caf::error& e) {
               finish_nested(self, nested_id, peer_name + ": " + describe(e, timeout));
@@ -295,7 +289,7 @@ caf::behavior agent(Self self, AgentConfig config) {
     },
     [self](StatsRequest&) -> StatsReply {
       auto& st = self->state;
-      return {st.contexts.size(), st.parents.size() + st.nested.size(), st.params.size()};
+      return {{st.contexts.size(), st.parents.size() + st.nested.size(), st.params.size()}};
     },
     [self](LocalRegisterSend& msg) {
       self->state.contexts[msg.context_id].sends.emplace(msg.node->send_id(), std::move(msg.node));
@@ -329,4 +323,4 @@ caf::actor spawn_agent(caf::actor_system& system, AgentConfig config) {
   return system.spawn<caf::detached>(agent, std::move(config));
 }
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail

@@ -1,4 +1,4 @@
-#include "actorgrad/actors/remote/errors.h"
+#include "actorgrad/actors/remote/detail/errors.h"
 
 #include <cerrno>
 #include <cstring>
@@ -15,7 +15,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
 
-namespace actorgrad::remote {
+namespace actorgrad::remote::detail {
 
 namespace {
 
@@ -150,4 +150,4 @@ std::string connect_problem(const std::string& host, std::uint16_t port,
   return error;
 }
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail

@@ -1,4 +1,4 @@
-#include "actorgrad/actors/remote/local_step.h"
+#include "actorgrad/actors/remote/detail/local_step.h"
 
 #include <unordered_set>
 #include <utility>
@@ -7,7 +7,7 @@
 #include "actorgrad/libengine/autograd/accumulate_grad.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 
-namespace actorgrad::remote {
+namespace actorgrad::remote::detail {
 
 namespace {
 
@@ -102,4 +102,4 @@ LocalStep run_local_step(Executor& executor, const edge_list& roots, variable_li
   return out;
 }
 
-} // namespace actorgrad::remote
+} // namespace actorgrad::remote::detail
