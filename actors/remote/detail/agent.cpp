@@ -64,7 +64,7 @@
 // it sends or receives to the recording (EngineObserver::remote_message):
 // one event on its track ("distributed agent"), naming the peer and the
 // local pass the gradient came from or started. For a trace merge
-// (tools/trace/merge.h) to pair a send in one file with its receipt in
+// (tools/trace/detail/merge.h) to pair a send in one file with its receipt in
 // another, both must record the same number: the sender draws a flow id
 // for each RemoteGrad and sends it along (RemoteGrad::flow), the
 // receiver records it, and the Ack is recorded under the same id by the

@@ -2,6 +2,7 @@
 /// @file agent.h
 /// The actor every process of a distributed backward runs: it owns the
 /// process's part of each distributed context.
+/// Internal (actors/remote/detail/, not installed).
 
 #include <chrono>
 #include <string>

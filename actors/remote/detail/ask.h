@@ -1,6 +1,7 @@
 #pragma once
 /// @file ask.h
 /// ask: one request from a non-actor thread of a Runtime, with a timeout.
+/// Internal (actors/remote/detail/, not installed).
 
 #include <chrono>
 #include <optional>

@@ -2,6 +2,7 @@
 /// @file dist_nodes.h
 /// The two nodes a remote call records (PyTorch's SendRpcBackward and
 /// RecvRpcBackward).
+/// Internal (actors/remote/detail/, not installed).
 
 #include <cstdint>
 #include <memory>

@@ -3,6 +3,7 @@
 /// Failures of CAF's network layer in words: what went wrong, with the
 /// operating system's own text where CAF keeps only a code
 /// (`cannot_open_port`, `cannot_connect_to_node`).
+/// Internal (actors/remote/detail/, not installed).
 
 #include <chrono>
 #include <cstdint>

@@ -4,6 +4,7 @@
 /// leave the process and hold engine objects, so they are declared with
 /// CAF_ALLOW_UNSAFE_MESSAGE_TYPE (as actors/messages.h does). Sent through
 /// actors/remote/detail/send.h; the Agent is in protocol.h's actor table.
+/// Internal (actors/remote/detail/, not installed).
 ///
 /// | message           | sent by (file: function)         | received by          | handled in (file: function) | reply |
 /// |-------------------|----------------------------------|----------------------|-----------------------------|-------|

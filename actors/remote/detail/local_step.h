@@ -3,6 +3,7 @@
 /// One process's part of a distributed backward: a local pass from some
 /// roots that captures the gradients of the leaves and of the receive
 /// nodes it reaches.
+/// Internal (actors/remote/detail/, not installed).
 
 #include <memory>
 #include <vector>

@@ -1,6 +1,7 @@
 #pragma once
 /// @file protocol.h
 /// The messages that cross processes, with their CAF `inspect` overloads.
+/// Internal (actors/remote/detail/, not installed).
 ///
 /// Who sends what (a "caller" is the process that runs remote_call and
 /// dist_backward; a "worker" runs `actorgrad worker`; both run an Agent).

@@ -2,6 +2,7 @@
 /// @file wire_tensor.h
 /// A tensor as it crosses processes: dtype, shape and device, then the
 /// elements as one contiguous block of raw bytes.
+/// Internal (actors/remote/detail/, not installed).
 
 #include <cstdint>
 #include <string>

@@ -4,13 +4,14 @@
 /// busy share of the pass, the parallelism achieved, and the longest chain
 /// of dependent nodes, which bounds what more CPU workers could give (Note
 /// [Parallelism of a pass] in parallelism.cpp).
+/// Internal (tools/trace/detail/, not installed).
 
 #include <cstdint>
 #include <vector>
 
 #include "actorgrad/tools/trace/timeline.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 /// One actor's share of a pass.
 struct PassTrack {
@@ -53,4 +54,4 @@ PassParallelism pass_parallelism(const Timeline& tl, std::size_t process, std::u
 /// start): a slice nested in another counts once.
 std::int64_t busy_time(const std::vector<const Slice*>& slices);
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -3,14 +3,15 @@
 /// A timeline as one self-contained HTML file: an inline SVG timeline and
 /// the summary tables. One inline script (it sorts the tables); no fonts or
 /// network access.
+/// Internal (tools/trace/detail/, not installed).
 
 #include <iosfwd>
 
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/summary.h"
+#include "actorgrad/tools/trace/detail/trace_diff.h"
 #include "actorgrad/tools/trace/timeline.h"
-#include "actorgrad/tools/trace/trace_diff.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 /// Writes the report: one SVG lane (`<g class="lane">`) per actor holding a
 /// `<rect class="node">` per node slice (critical-path nodes also have
@@ -21,4 +22,4 @@ namespace actorgrad::trace {
 void write_html_report(const Timeline& tl, const Summary& s, std::ostream& out,
                        const TraceDiff* diff = nullptr);
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -1,4 +1,4 @@
-#include "actorgrad/tools/trace/chrome_json.h"
+#include "actorgrad/tools/trace/detail/chrome_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,9 @@
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
-#include "actorgrad/tools/trace/queue_depth.h"
+#include "actorgrad/tools/trace/detail/queue_depth.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 namespace {
 
@@ -421,4 +421,4 @@ Timeline read_chrome_json(const std::string& path) {
   return tl;
 }
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

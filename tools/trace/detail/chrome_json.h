@@ -2,6 +2,7 @@
 /// @file chrome_json.h
 /// A timeline as a Chrome Trace Event JSON file (loads in Perfetto and
 /// chrome://tracing), and back.
+/// Internal (tools/trace/detail/, not installed).
 ///
 /// Layout: one process (pid 1; a merge, merge.h, has one per recording,
 /// pid = its index + 1), named by a `process_name` metadata event whose
@@ -33,7 +34,7 @@
 
 #include "actorgrad/tools/trace/timeline.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 /// Writes `tl` as Chrome trace JSON (timestamps in microseconds, to the ns).
 void write_chrome_json(const Timeline& tl, std::ostream& out);
@@ -43,4 +44,4 @@ void write_chrome_json(const Timeline& tl, std::ostream& out);
 /// such a trace.
 Timeline read_chrome_json(const std::string& path);
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -1,11 +1,11 @@
-#include "actorgrad/tools/trace/parallelism.h"
+#include "actorgrad/tools/trace/detail/parallelism.h"
 
 #include <algorithm>
 #include <map>
 
-#include "actorgrad/tools/trace/slice_inputs.h"
+#include "actorgrad/tools/trace/detail/slice_inputs.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 // Note [Parallelism of a pass]
 // A pass's wall time runs from its first node's start to its last node's
@@ -107,4 +107,4 @@ PassParallelism pass_parallelism(const Timeline& tl, std::size_t process, std::u
   return p;
 }
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

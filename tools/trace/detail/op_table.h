@@ -3,6 +3,7 @@
 /// The per-operation table of a timeline (what PyTorch users read first in
 /// the profiler's `key_averages()`): for each node name, its calls and
 /// times, sorted by total time.
+/// Internal (tools/trace/detail/, not installed).
 
 #include <cstdint>
 #include <string>
@@ -10,7 +11,7 @@
 
 #include "actorgrad/tools/trace/timeline.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 /// The executions of the nodes of one name.
 struct OpStats {
@@ -40,4 +41,4 @@ std::vector<OpStats> op_table(const Timeline& tl);
 /// (name,calls,total_ns,self_ns,mean_ns,min_ns,max_ns,share_percent,device_ns).
 std::string op_table_csv(const std::vector<OpStats>& ops);
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -1,4 +1,4 @@
-#include "actorgrad/tools/trace/clock_offsets.h"
+#include "actorgrad/tools/trace/detail/clock_offsets.h"
 
 #include <algorithm>
 #include <deque>
@@ -6,7 +6,7 @@
 #include <optional>
 #include <utility>
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 namespace {
 
@@ -90,4 +90,4 @@ std::vector<std::int64_t> estimate_clock_offsets(std::size_t processes,
   return offsets;
 }
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -1,4 +1,4 @@
-#include "actorgrad/tools/trace/html_report.h"
+#include "actorgrad/tools/trace/detail/html_report.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 namespace {
 
@@ -523,4 +523,4 @@ void write_html_report(const Timeline& tl, const Summary& s, std::ostream& out,
   out << kScript << "</body>\n</html>\n";
 }
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -1,4 +1,4 @@
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,9 +8,9 @@
 #include <sstream>
 #include <tuple>
 
-#include "actorgrad/tools/trace/slice_inputs.h"
+#include "actorgrad/tools/trace/detail/slice_inputs.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 namespace {
 
@@ -501,4 +501,4 @@ std::string format_summary(const Timeline& tl, const Summary& s, std::size_t top
   return out.str();
 }
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

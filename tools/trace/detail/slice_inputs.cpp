@@ -1,6 +1,6 @@
-#include "actorgrad/tools/trace/slice_inputs.h"
+#include "actorgrad/tools/trace/detail/slice_inputs.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 std::map<std::size_t, std::vector<SliceInput>>
 slice_inputs(const Timeline& tl, std::size_t process, std::uint64_t task,
@@ -25,4 +25,4 @@ slice_inputs(const Timeline& tl, std::size_t process, std::uint64_t task,
   return in;
 }
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -2,6 +2,7 @@
 /// @file clock_offsets.h
 /// The clock offsets between processes, estimated from the messages they
 /// sent each other (for merge.h).
+/// Internal (tools/trace/detail/, not installed).
 ///
 /// Note [Clock offsets from message pairs]
 /// Each process stamps its events with its own clock. A merge first lines
@@ -29,7 +30,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 /// One message between two processes, its times each on its own process's
 /// clock (after the wall-clock alignment).
@@ -49,4 +50,4 @@ struct ClockSample {
 std::vector<std::int64_t> estimate_clock_offsets(std::size_t processes,
                                                  const std::vector<ClockSample>& samples);
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -3,6 +3,7 @@
 /// Which node slices of one backward pass fed which: the dependencies the
 /// critical path (summary.h) and the parallelism of a pass
 /// (parallelism.h) walk.
+/// Internal (tools/trace/detail/, not installed).
 
 #include <cstdint>
 #include <map>
@@ -10,7 +11,7 @@
 
 #include "actorgrad/tools/trace/timeline.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 /// An input of a node slice from another slice of the same pass.
 struct SliceInput {
@@ -34,4 +35,4 @@ std::map<std::size_t, std::vector<SliceInput>>
 slice_inputs(const Timeline& tl, std::size_t process, std::uint64_t task,
              const std::vector<std::size_t>& task_slices);
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

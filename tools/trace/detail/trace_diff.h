@@ -3,14 +3,15 @@
 /// Two recordings compared: per operation and per actor, counts and times
 /// before and after (`actorgrad trace --diff BEFORE AFTER`; the HTML
 /// report shows it with html_report.h).
+/// Internal (tools/trace/detail/, not installed).
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 /// One operation (node name) or actor in both recordings.
 struct DiffRow {
@@ -60,4 +61,4 @@ std::string percent_change(std::int64_t before, std::int64_t after);
 /// `+1.234 ms`, `-56.7 us`, `0 ns`.
 std::string signed_duration(std::int64_t ns);
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -1,10 +1,10 @@
-#include "actorgrad/tools/trace/op_table.h"
+#include "actorgrad/tools/trace/detail/op_table.h"
 
 #include <algorithm>
 #include <map>
 #include <sstream>
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 std::vector<OpStats> op_table(const Timeline& tl) {
   std::map<std::string, OpStats> by_name;
@@ -68,4 +68,4 @@ std::string op_table_csv(const std::vector<OpStats>& ops) {
   return out.str();
 }
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

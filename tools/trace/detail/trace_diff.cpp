@@ -1,4 +1,4 @@
-#include "actorgrad/tools/trace/trace_diff.h"
+#include "actorgrad/tools/trace/detail/trace_diff.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,9 +6,9 @@
 #include <map>
 #include <sstream>
 
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 std::string percent_change(std::int64_t before, std::int64_t after) {
   if (before == 0)
@@ -142,4 +142,4 @@ std::string format_diff(const TraceDiff& d, std::size_t top) {
   return out.str();
 }
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

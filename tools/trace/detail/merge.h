@@ -2,12 +2,13 @@
 /// @file merge.h
 /// The recordings of several processes as one timeline (`actorgrad trace
 /// --merge`).
+/// Internal (tools/trace/detail/, not installed).
 
 #include <vector>
 
 #include "actorgrad/tools/trace/timeline.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 /// Merges `parts` (the timelines of recordings of different processes, or
 /// merges of them) into one: their processes in order, each actor and
@@ -22,4 +23,4 @@ namespace actorgrad::trace {
 /// they are unique in the merge.
 Timeline merge_timelines(const std::vector<Timeline>& parts);
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -2,18 +2,19 @@
 /// @file summary.h
 /// Figures of a timeline: per-actor load, queue waits, message traffic and,
 /// per backward call, its critical path and parallelism.
+/// Internal (tools/trace/detail/, not installed).
 
 #include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
-#include "actorgrad/tools/trace/op_table.h"
-#include "actorgrad/tools/trace/parallelism.h"
-#include "actorgrad/tools/trace/queue_depth.h"
+#include "actorgrad/tools/trace/detail/op_table.h"
+#include "actorgrad/tools/trace/detail/parallelism.h"
+#include "actorgrad/tools/trace/detail/queue_depth.h"
 #include "actorgrad/tools/trace/timeline.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 /// Nearest-rank percentiles of a set of durations (0 when empty).
 struct Percentiles {
@@ -165,4 +166,4 @@ std::size_t rows_shown(std::size_t n, std::size_t top);
 /// The line that says how many rows such a list left out (nothing when none).
 void note_rows_left_out(std::ostream& out, std::size_t n, std::size_t top, const char* what);
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -1,13 +1,13 @@
-#include "actorgrad/tools/trace/merge.h"
+#include "actorgrad/tools/trace/detail/merge.h"
 
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <tuple>
 
-#include "actorgrad/tools/trace/clock_offsets.h"
+#include "actorgrad/tools/trace/detail/clock_offsets.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 namespace {
 
@@ -163,4 +163,4 @@ Timeline merge_timelines(const std::vector<Timeline>& parts) {
   return out;
 }
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

@@ -2,13 +2,14 @@
 /// @file queue_depth.h
 /// How full each actor's mailbox and ready heap were over a recording,
 /// derived from its messages and node slices.
+/// Internal (tools/trace/detail/, not installed).
 
 #include <cstdint>
 #include <vector>
 
 #include "actorgrad/tools/trace/timeline.h"
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 /// The lengths of one actor's queues from `t_ns` until the next sample.
 struct DepthSample {
@@ -51,4 +52,4 @@ struct QueueDepth {
 /// One entry per actor, in Timeline::actors order.
 std::vector<QueueDepth> queue_depths(const Timeline& tl);
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail

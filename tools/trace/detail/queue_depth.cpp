@@ -1,9 +1,9 @@
-#include "actorgrad/tools/trace/queue_depth.h"
+#include "actorgrad/tools/trace/detail/queue_depth.h"
 
 #include <algorithm>
 #include <tuple>
 
-namespace actorgrad::trace {
+namespace actorgrad::trace::detail {
 
 namespace {
 
@@ -67,4 +67,4 @@ std::vector<QueueDepth> queue_depths(const Timeline& tl) {
   return depths;
 }
 
-} // namespace actorgrad::trace
+} // namespace actorgrad::trace::detail
