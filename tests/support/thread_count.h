@@ -57,11 +57,13 @@ inline bool threads_become(std::size_t n,
 /// every millisecond, for at most a second). A baseline taken right after
 /// an earlier test case joined its threads may still count them (see
 /// threads_become); this waits for them to leave the list.
-inline std::size_t settled_threads(std::chrono::milliseconds quiet = std::chrono::milliseconds(50)) {
+inline std::size_t
+settled_threads(std::chrono::milliseconds quiet = std::chrono::milliseconds(50)) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   std::size_t n = process_threads();
   auto since = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - since < quiet && std::chrono::steady_clock::now() < end) {
+  while (std::chrono::steady_clock::now() - since < quiet &&
+         std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (const std::size_t now = process_threads(); now != n) {
       n = now;
