@@ -33,7 +33,7 @@ std::unique_ptr<caf::actor_system_config> make_system_config(const EngineConfig&
 }
 
 int reentrant_depth_here() {
-  GraphTaskBase* parent = current_graph_task();
+  GraphTaskBase* parent = detail::current_graph_task();
   return parent ? parent->reentrant_depth + 1 : 0;
 }
 
@@ -68,13 +68,13 @@ public:
     if (!runner_)
       runner_.emplace(core_, nullptr, ObservedActor::Role::caller,
                       detail::ReadyQueue{detail::ReadyHeap(std::move(spare_caller_heap)),
-                                         new_queue_id(), Device::cpu()});
+                                         detail::new_queue_id(), Device::cpu()});
     return *runner_;
   }
 
   /// Runs `task` straight through on this thread; a call that one of its
   /// nodes makes gets the Runner from get().
-  void run_without_runner(GraphTaskBase& task, ReadyTask&& first) {
+  void run_without_runner(GraphTaskBase& task, detail::ReadyTask&& first) {
     runner_less_call = this;
     task.run_all_here(std::move(first));
   }
@@ -176,7 +176,7 @@ Engine::~Engine() {
   own_system_.reset(); // waits for every actor it still runs
 }
 
-void Engine::run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
+void Engine::run(const std::shared_ptr<GraphTaskBase>& task, detail::ReadyTask&& first) {
   task->executor = this;
   // A call made inside a node (reentrant backward) is coordinated by the
   // actor running that node, which keeps serving its own queue meanwhile.
@@ -190,7 +190,7 @@ void Engine::run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) 
     return;
   }
   CallerRunner caller(*core_);
-  if (!current_graph_task() && task->devices().empty() && core_->cpu_workers.empty() &&
+  if (!detail::current_graph_task() && task->devices().empty() && core_->cpu_workers.empty() &&
       !core_->observers.current()) {
     // Note [A top-level CPU call needs no Runner]
     caller.run_without_runner(*task, std::move(first));
@@ -201,15 +201,15 @@ void Engine::run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) 
 
 variable_list Engine::execute(const edge_list& roots, variable_list root_grads,
                               const ExecuteOptions& options, const edge_list& outputs) {
-  auto [task, first] =
-    GraphTask::create(roots, std::move(root_grads), options, outputs, reentrant_depth_here());
+  auto [task, first] = detail::GraphTask::create(roots, std::move(root_grads), options, outputs,
+                                                 reentrant_depth_here());
   run(task, std::move(first));
   return task->finish();
 }
 
 std::future<variable_list> Engine::execute_async(edge_list roots, variable_list root_grads,
                                                  ExecuteOptions options, edge_list outputs) {
-  BackwardCall call{std::move(roots), std::move(root_grads), options, std::move(outputs)};
+  detail::BackwardCall call{std::move(roots), std::move(root_grads), options, std::move(outputs)};
   return detail::run_async<variable_list>(this, core_, std::move(call),
                                           [](variable_list v) { return v; });
 }
@@ -225,19 +225,19 @@ variable_list Engine::grad(const variable_list& outputs, const variable_list& in
 
 std::future<void> Engine::backward_async(const variable_list& tensors,
                                          const BackwardOptions& options) {
-  auto call = make_backward_call(tensors, options.grad_tensors, options.retain_graph,
-                                 options.create_graph, options.inputs);
+  auto call = detail::make_backward_call(tensors, options.grad_tensors, options.retain_graph,
+                                         options.create_graph, options.inputs);
   return detail::run_async<void>(this, core_, std::move(call), [](const variable_list&) {});
 }
 
 std::future<variable_list> Engine::grad_async(const variable_list& outputs,
                                               const variable_list& inputs,
                                               const GradOptions& options) {
-  auto call = make_grad_call(outputs, inputs, options.grad_outputs, options.retain_graph,
-                             options.create_graph);
+  auto call = detail::make_grad_call(outputs, inputs, options.grad_outputs, options.retain_graph,
+                                     options.create_graph);
   return detail::run_async<variable_list>(
     this, core_, std::move(call), [inputs, allow_unused = options.allow_unused](variable_list v) {
-      return check_grad_results(std::move(v), inputs, allow_unused);
+      return detail::check_grad_results(std::move(v), inputs, allow_unused);
     });
 }
 

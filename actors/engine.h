@@ -25,8 +25,8 @@ namespace actorgrad {
 
 namespace detail {
 struct EngineCore;
-}
 struct ReadyTask; // internal (libengine/engine/detail/ready_task.h)
+} // namespace detail
 namespace trace {
 class Recorder;
 }
@@ -77,7 +77,7 @@ public:
   /// coordinates it and runs its CPU nodes; inside a node of this engine
   /// (a reentrant call) the actor running that node does. The caller then
   /// reads the results (BasicGraphTask<G>::finish).
-  void run(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first);
+  void run(const std::shared_ptr<GraphTaskBase>& task, detail::ReadyTask&& first);
 
   /// Like execute, on a pooled coordinator actor.
   std::future<variable_list> execute_async(edge_list roots, variable_list root_grads,
@@ -158,7 +158,7 @@ public:
   const trace::Recorder* recording() const;
   /// The observer the calls starting now get (null for none, the only one,
   /// or all of them as one): for code outside the engine's actors that
-  /// reports to it (the distributed agent, actors/remote/agent.cpp). Any
+  /// reports to it (the distributed agent, actors/remote/detail/agent.cpp). Any
   /// thread.
   std::shared_ptr<EngineObserver> observer() const;
   /// Stops recording and returns what the calls

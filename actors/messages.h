@@ -45,8 +45,8 @@
 /// middleman; remote/runtime.cpp: Runtime::open_connection).
 ///
 /// The distributed runtime (actors/remote/) has its own messages, serialized
-/// across processes: they are declared in actors/remote/protocol.h (between
-/// processes) and actors/remote/local_messages.h (inside one process), each
+/// across processes: they are declared in actors/remote/detail/protocol.h (between
+/// processes) and actors/remote/detail/local_messages.h (inside one process), each
 /// with a table like the ones above, sent through actors/remote/detail/send.h
 /// (which lists them in `is_remote_message`); the same check covers them.
 ///
@@ -82,7 +82,7 @@ namespace actorgrad::msg {
 /// task's outstanding work from send to handling.
 struct Grad {
   std::shared_ptr<GraphTaskBase> task;
-  SentGrad grad;
+  detail::SentGrad grad;
   /// Pairs the send and receive of this message for an observer (0: none).
   std::uint64_t trace = 0;
 };
@@ -92,10 +92,10 @@ static_assert(sizeof(Grad) == detail::per_node_message_size,
 /// A ready task handed to its owner (the first task of a GraphTask whose
 /// root node lives on a device). Counted like a ready task.
 struct Task {
-  ReadyTask task;
+  detail::ReadyTask task;
   /// Pairs the send and receive of this message for an observer (0: none).
   std::uint64_t trace = 0;
-  detail::SizeFill<sizeof(ReadyTask) + sizeof(std::uint64_t)> fill{};
+  detail::SizeFill<sizeof(detail::ReadyTask) + sizeof(std::uint64_t)> fill{};
 };
 static_assert(sizeof(Task) == detail::per_node_message_size,
               "Note [Per-node messages share a heap size class]");
@@ -133,7 +133,7 @@ struct Shutdown {};
 /// async coordinator, else to the CoordinatorPool, which forwards it to an
 /// idle (or new) one: no thread is started per call.
 struct AsyncCall {
-  BackwardCall call;
+  detail::BackwardCall call;
   detail::CallerState caller;
   Executor* engine = nullptr;
   std::shared_ptr<detail::CallDone> done;

@@ -46,14 +46,14 @@ private:
 };
 
 /// A message between the distributed agents of two processes
-/// (actors/remote/agent.h), as one of them saw it.
+/// (actors/remote/detail/agent.h), as one of them saw it.
 struct RemoteMessage {
   /// Sent by this process; false: received.
   bool sent = false;
   /// remote_grad (a gradient) or remote_ack (the reply to one).
   trace::MessageKind kind = trace::MessageKind::remote_grad;
   /// The same number on both processes (Note [Flows between processes] in
-  /// actors/remote/agent.cpp).
+  /// actors/remote/detail/agent.cpp).
   std::uint64_t flow = 0;
   /// The local pass it belongs to, as trace::Event says (0: none).
   std::uint64_t graph_task = 0;
@@ -117,7 +117,7 @@ public:
   /// are reported too).
   virtual void error(const ObservedActor& actor, const GraphTaskBase& task, std::exception_ptr e) {}
   /// `actor`, a process's distributed agent, sent a message to another
-  /// process or received one (actors/remote/agent.cpp).
+  /// process or received one (actors/remote/detail/agent.cpp).
   virtual void remote_message(const ObservedActor& actor, const RemoteMessage& m) {}
 };
 

@@ -45,7 +45,7 @@
 #include "actorgrad/device/stream.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/libengine/tensor/cuda/kernels_cuda.h"
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 #include "actorgrad/tools/trace/timeline.h"
 #include "bench/baseline/baseline_engine.h"
 #include "bench/common/timed_loop.h"
@@ -179,7 +179,7 @@ void print_summaries() {
     synchronize(gpu_default);
     const trace::Timeline tl = trace::build_timeline(engine.stop_recording());
     std::printf("\n== %s: 20 recorded backward passes of the actor engine\n%s", key.c_str(),
-                trace::format_summary(tl, trace::summarize(tl), 12).c_str());
+                trace::detail::format_summary(tl, trace::detail::summarize(tl), 12).c_str());
   }
 }
 

@@ -88,6 +88,8 @@ void check_input(const Tensor& t, std::size_t i, const char* api) {
 
 } // namespace
 
+namespace detail {
+
 void BackwardCall::keep_edge_lists() {
   SpareEdgeLists::keep(std::move(roots));
   SpareEdgeLists::keep(std::move(outputs));
@@ -142,21 +144,23 @@ variable_list check_grad_results(variable_list result, const variable_list& inpu
   return result;
 }
 
+} // namespace detail
+
 void backward(const variable_list& tensors, const BackwardOptions& options, Executor& executor) {
-  auto call = make_backward_call(tensors, options.grad_tensors, options.retain_graph,
-                                 options.create_graph, options.inputs);
+  auto call = detail::make_backward_call(tensors, options.grad_tensors, options.retain_graph,
+                                         options.create_graph, options.inputs);
   executor.execute(call.roots, std::move(call.root_grads), call.options, call.outputs);
   call.keep_edge_lists();
 }
 
 variable_list grad(const variable_list& outputs, const variable_list& inputs,
                    const GradOptions& options, Executor& executor) {
-  auto call = make_grad_call(outputs, inputs, options.grad_outputs, options.retain_graph,
-                             options.create_graph);
+  auto call = detail::make_grad_call(outputs, inputs, options.grad_outputs, options.retain_graph,
+                                     options.create_graph);
   auto result =
     executor.execute(call.roots, std::move(call.root_grads), call.options, call.outputs);
   call.keep_edge_lists();
-  return check_grad_results(std::move(result), inputs, options.allow_unused);
+  return detail::check_grad_results(std::move(result), inputs, options.allow_unused);
 }
 
 } // namespace actorgrad

@@ -6,9 +6,9 @@
 Two areas, each with its own message tables and its one sending helper:
   engine  actors/messages.h and requests.h; helper actors/detail/post.h (post, forward,
           respond; trait msg::is_engine_message)
-  remote  actors/remote/protocol.h and local_messages.h; helper
+  remote  actors/remote/detail/protocol.h and local_messages.h; helper
           actors/remote/detail/send.h (tell, request_from, tell_exit, and
-          Runtime::ask built on request_from; trait is_remote_message)
+          ask built on request_from; trait is_remote_message)
 
 A table is a run of `/// |` comment lines. In a message table
 (| message | sent by | received by | handled in | [reply] |) a "sent by" or
@@ -49,7 +49,7 @@ KEYWORDS = {'if', 'for', 'while', 'switch', 'catch', 'return', 'sizeof', 'aligno
 AREAS = {
     'engine': dict(tables=['messages.h', 'requests.h'], helper='detail/post.h', trait_file='messages.h',
                    calls={'post', 'forward', 'respond'}, trait='is_engine_message'),
-    'remote': dict(tables=['remote/protocol.h', 'remote/local_messages.h'],
+    'remote': dict(tables=['remote/detail/protocol.h', 'remote/detail/local_messages.h'],
                    helper='remote/detail/send.h', trait_file='remote/detail/send.h',
                    calls={'tell', 'request_from', 'tell_exit', 'ask'}, trait='is_remote_message'),
 }

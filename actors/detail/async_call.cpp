@@ -4,9 +4,9 @@
 
 #include "actorgrad/actors/detail/coordinator_pool.h"
 #include "actorgrad/actors/detail/post.h"
+#include "actorgrad/libengine/engine/detail/current_exception_or_unwind.h"
 #include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/detail/graph_task.h"
-#include "actorgrad/libengine/engine/errors.h"
 
 namespace actorgrad::detail {
 
@@ -32,7 +32,7 @@ void run_here(Executor* engine, BackwardCall&& call, CallDone& done) {
   try {
     grads = engine->execute(call.roots, std::move(call.root_grads), call.options, call.outputs);
   } catch (...) {
-    error = current_exception_or_unwind(); // Note [A thread that exits inside a node] (errors.h)
+    error = current_exception_or_unwind(); // Note [A thread that exits inside a node]
   }
   call = {};
   done(error, std::move(grads));
@@ -54,7 +54,7 @@ void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
     runner.coordinate(task, std::move(first));
     grads = task->finish();
   } catch (...) {
-    error = current_exception_or_unwind(); // Note [A thread that exits inside a node] (errors.h)
+    error = current_exception_or_unwind(); // Note [A thread that exits inside a node]
   }
   call.call = {}; // its roots and inputs, released before `done` as the task is
   EngineCore& core = runner.core();

@@ -154,8 +154,9 @@ struct Switch {
     s->error = std::current_exception();
     if (!s->error) {
       // glibc's thread-exit unwind (Note [A thread that exits inside a node]
-      // in errors.h): it cannot go on below this frame, whose caller is on
-      // another stack, and keeping it aborts the process; say why first.
+      // in current_exception_or_unwind.h): it cannot go on below this frame,
+      // whose caller is on another stack, and keeping it aborts the process;
+      // say why first.
       static constexpr char why[] =
         "actorgrad: a thread ended (pthread_exit or cancellation) inside a nested backward call "
         "past EngineConfig::max_recursion_depth, which runs on a stack of its own that the "

@@ -18,6 +18,7 @@
 #include "actorgrad/actors/detail/observation.h"
 #include "actorgrad/actors/detail/post.h"
 #include "actorgrad/actors/detail/stack_guard.h"
+#include "actorgrad/libengine/engine/detail/current_exception_or_unwind.h"
 #include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
 
@@ -284,8 +285,7 @@ void Runner::run(ReadyTask&& t) {
       try {
         task.run(t, *this);
       } catch (...) {
-        task.set_error(
-          current_exception_or_unwind()); // Note [A thread that exits inside a node] (errors.h)
+        task.set_error(current_exception_or_unwind()); // Note [A thread that exits inside a node]
       }
     }
   }

@@ -5,7 +5,7 @@
 
 #include "actorgrad/actors/detail/observation.h"
 #include "actorgrad/actors/detail/runner.h"
-#include "actorgrad/libengine/engine/errors.h"
+#include "actorgrad/libengine/engine/detail/current_exception_or_unwind.h"
 
 namespace actorgrad::detail {
 

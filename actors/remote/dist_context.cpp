@@ -3,10 +3,11 @@
 #include <algorithm>
 
 #include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/remote/detail/ask.h"
+#include "actorgrad/actors/remote/detail/dist_nodes.h"
+#include "actorgrad/actors/remote/detail/local_messages.h"
+#include "actorgrad/actors/remote/detail/local_step.h"
 #include "actorgrad/actors/remote/detail/send.h"
-#include "actorgrad/actors/remote/dist_nodes.h"
-#include "actorgrad/actors/remote/local_messages.h"
-#include "actorgrad/actors/remote/local_step.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/graph_builder.h"
 #include "actorgrad/libengine/engine/detail/call_args.h"
@@ -59,14 +60,15 @@ void DistContext::release() {
     if (!w.alive())
       continue; // a worker that is gone holds nothing of this context
     try {
-      runtime_->ask<Ack>(w.handle(), ReleaseContext{id_}, wait, "release on " + w.name());
+      detail::ask<detail::Ack>(*runtime_, w.handle(), detail::ReleaseContext{id_}, wait,
+                               "release on " + w.name());
     } catch (const DistError&) {
       // A worker that is gone holds nothing of this context.
     }
   }
   try {
-    runtime_->ask<Ack>(runtime_->agent(), ReleaseContext{id_}, local_wait(*runtime_),
-                       "release on " + runtime_->name());
+    detail::ask<detail::Ack>(*runtime_, runtime_->agent(), detail::ReleaseContext{id_},
+                             local_wait(*runtime_), "release on " + runtime_->name());
   } catch (const DistError&) {
   }
 }
@@ -80,7 +82,7 @@ variable_list remote_call(DistContext& ctx, const RemoteWorker& worker, const st
   if (!worker.handle())
     throw DistError(what + ": not connected");
   worker.ensure_alive(what);
-  ForwardRequest req;
+  detail::ForwardRequest req;
   req.context_id = ctx.id();
   req.op = op;
   req.params = attrs.params;
@@ -97,16 +99,17 @@ variable_list remote_call(DistContext& ctx, const RemoteWorker& worker, const st
     std::uint64_t send_id = 0;
     if (recording && a.requires_grad()) {
       send_id = ctx.next_send_id();
-      auto node = make_node<SendBackward>(ctx.id(), send_id, a);
+      auto node = make_node<detail::SendBackward>(ctx.id(), send_id, a);
       // Registered before the request leaves, so it is known to the agent
       // before any gradient for it can come back.
-      detail::tell(rt.agent(), LocalRegisterSend{ctx.id(), std::move(node)});
+      detail::tell(rt.agent(), detail::LocalRegisterSend{ctx.id(), std::move(node)});
     }
     req.args.emplace_back(a.detach());
     req.arg_send_ids.push_back(send_id);
   }
   ctx.touch(worker);
-  auto reply = rt.ask<ForwardReply>(worker.handle(), std::move(req), rt.config().timeout, what);
+  auto reply = detail::ask<detail::ForwardReply>(rt, worker.handle(), std::move(req),
+                                                 rt.config().timeout, what);
   if (!reply.error.empty())
     throw DistError("remote_call failed: " + reply.error);
   if (reply.output_send_ids.size() != reply.outputs.size())
@@ -116,8 +119,8 @@ variable_list remote_call(DistContext& ctx, const RemoteWorker& worker, const st
   for (std::size_t i = 0; i < reply.outputs.size(); ++i) {
     Tensor t = reply.outputs[i].tensor.defined() ? reply.outputs[i].tensor.detach() : Tensor();
     if (t.defined() && reply.output_send_ids[i] != 0 && recording)
-      set_history(t, make_node<RecvBackward>(ctx.id(), worker.handle(), worker.name(),
-                                             reply.output_send_ids[i]));
+      set_history(t, make_node<detail::RecvBackward>(ctx.id(), worker.handle(), worker.name(),
+                                                     reply.output_send_ids[i]));
     outs.push_back(std::move(t));
   }
   return outs;
@@ -128,21 +131,21 @@ void dist_backward(DistContext& ctx, const variable_list& roots,
   check_open(ctx, "dist_backward");
   Runtime& rt = ctx.runtime();
   const std::string what = "dist_backward (" + ctx_str(ctx) + ")";
-  BackwardCall call;
+  actorgrad::detail::BackwardCall call;
   try {
-    call = make_backward_call(roots, grad_tensors, true, false, {});
+    call = actorgrad::detail::make_backward_call(roots, grad_tensors, true, false, {});
   } catch (const std::exception& e) {
     throw DistError(what + ": " + e.what());
   }
   const bool anomaly = AnomalyMode::is_enabled();
-  LocalStep step;
+  detail::LocalStep step;
   try {
-    step = run_local_step(rt.engine(), call.roots, std::move(call.root_grads), anomaly);
+    step = detail::run_local_step(rt.engine(), call.roots, std::move(call.root_grads), anomaly);
   } catch (const std::exception& e) {
     throw DistError(what + " failed on " + rt.name() + ": " + e.what());
   }
-  auto ack =
-    rt.ask<Ack>(rt.agent(), LocalRoot{ctx.id(), std::move(step), anomaly}, local_wait(rt), what);
+  auto ack = detail::ask<detail::Ack>(
+    rt, rt.agent(), detail::LocalRoot{ctx.id(), std::move(step), anomaly}, local_wait(rt), what);
   if (!ack.error.empty())
     throw DistError(what + " failed: " + ack.error);
 }
@@ -166,15 +169,16 @@ ContextGradients get_gradients(DistContext& ctx) {
   check_open(ctx, "get_gradients");
   Runtime& rt = ctx.runtime();
   ContextGradients out;
-  auto local = rt.ask<LocalGradientsReply>(rt.agent(), LocalGradients{ctx.id()}, local_wait(rt),
-                                           "get_gradients on " + rt.name());
+  auto local =
+    detail::ask<detail::LocalGradientsReply>(rt, rt.agent(), detail::LocalGradients{ctx.id()},
+                                             local_wait(rt), "get_gradients on " + rt.name());
   for (auto& leaf : local.leaves)
     out.local.emplace_back(leaf.leaf, leaf.grad);
   for (const auto& w : ctx.workers()) {
     const std::string what = "get_gradients (" + ctx_str(ctx) + ") on worker " + w.name();
     w.ensure_alive(what);
-    auto reply =
-      rt.ask<GradientsReply>(w.handle(), GradientsRequest{ctx.id()}, rt.config().timeout, what);
+    auto reply = detail::ask<detail::GradientsReply>(
+      rt, w.handle(), detail::GradientsRequest{ctx.id()}, rt.config().timeout, what);
     if (!reply.error.empty())
       throw DistError(what + ": " + reply.error);
     auto& m = out.remote[w.name()];

@@ -17,10 +17,11 @@
 #include <caf/scoped_actor.hpp>
 
 #include "actorgrad/actors/engine.h"
-#include "actorgrad/actors/remote/agent.h"
+#include "actorgrad/actors/remote/detail/agent.h"
+#include "actorgrad/actors/remote/detail/ask.h"
+#include "actorgrad/actors/remote/detail/errors.h"
+#include "actorgrad/actors/remote/detail/local_messages.h"
 #include "actorgrad/actors/remote/detail/send.h"
-#include "actorgrad/actors/remote/errors.h"
-#include "actorgrad/actors/remote/local_messages.h"
 #include "actorgrad/version.h"
 
 namespace actorgrad::remote {
@@ -32,7 +33,7 @@ std::unique_ptr<caf::actor_system_config> make_config(const RuntimeConfig& confi
   cfg->set("scheduler.max-threads", config.engine.scheduler_threads);
   // CAF's network layer runs on its own multiplexer thread; messages from
   // the network are enqueued to the (detached) agent from there.
-  register_remote_types(*cfg);
+  detail::register_remote_types(*cfg);
   // Deserialize incoming messages on the middleman's own thread rather than
   // on BASP workers run by the scheduler: one thread hop less per message.
   // On loopback (bench/bench_remote.cpp, 2-core shared VM, one run each)
@@ -57,7 +58,7 @@ Runtime::Runtime(RuntimeConfig config)
   : config_(std::move(config)), system_config_(make_config(config_)),
     system_(std::make_unique<caf::actor_system>(*system_config_)),
     engine_(std::make_unique<Engine>(*system_, config_.engine)), process_tag_(random_tag()) {
-  AgentConfig agent_config;
+  detail::AgentConfig agent_config;
   agent_config.executor = engine_.get();
   agent_config.engine = engine_.get();
   agent_config.timeout = config_.timeout;
@@ -66,7 +67,7 @@ Runtime::Runtime(RuntimeConfig config)
   agent_config.name =
     config_.name.empty() ? "caller pid " + std::to_string(::getpid()) : config_.name;
   published_name_ = agent_config.name;
-  agent_ = spawn_agent(*system_, std::move(agent_config));
+  agent_ = detail::spawn_agent(*system_, std::move(agent_config));
 }
 
 Runtime::~Runtime() {
@@ -114,14 +115,15 @@ bool Runtime::shutdown(std::chrono::milliseconds grace) {
 std::uint16_t Runtime::publish(std::uint16_t port, const std::string& host) {
   auto res = system_->middleman().publish(agent_, port, host.c_str(), true);
   if (!res) {
-    std::string why = res.error() == caf::sec::cannot_open_port ? listen_problem(host, port) : "";
+    std::string why =
+      res.error() == caf::sec::cannot_open_port ? detail::listen_problem(host, port) : "";
     throw DistError("cannot listen on " + host + ":" + std::to_string(port) + ": " +
-                    (why.empty() ? describe(res.error(), config_.timeout) : why));
+                    (why.empty() ? detail::describe(res.error(), config_.timeout) : why));
   }
   published_port_ = *res;
   if (config_.name.empty()) {
     published_name_ = host + ":" + std::to_string(*res);
-    detail::tell(agent_, SetName{published_name_});
+    detail::tell(agent_, detail::SetName{published_name_});
   }
   return *res;
 }
@@ -163,28 +165,29 @@ caf::actor Runtime::open_connection(const std::string& host, std::uint16_t port)
   if (!error)
     return worker;
   if (error == caf::sec::cannot_connect_to_node) {
-    const std::string why = connect_problem(host, port, config_.timeout);
-    throw DistError(what + ": " + (why.empty() ? describe(error, config_.timeout) : why) +
+    const std::string why = detail::connect_problem(host, port, config_.timeout);
+    throw DistError(what + ": " + (why.empty() ? detail::describe(error, config_.timeout) : why) +
                     " (after " + ms_since(start) + ")");
   }
   if (error == caf::sec::request_timeout) {
-    const std::string why = connect_problem(host, port, std::chrono::milliseconds(200));
+    const std::string why = detail::connect_problem(host, port, std::chrono::milliseconds(200));
     const std::string waited = " within " + std::to_string(config_.timeout.count()) + " ms";
     throw DistError(what + ": " +
                     (why.empty() ? "it accepted the TCP connection but sent no handshake" + waited +
                                      " (not an actorgrad worker, or hung)"
                                  : "no answer" + waited + " (TCP connection: " + why + ")"));
   }
-  throw DistError(what + ": " + describe(error, config_.timeout) + " (after " + ms_since(start) +
-                  ")");
+  throw DistError(what + ": " + detail::describe(error, config_.timeout) + " (after " +
+                  ms_since(start) + ")");
 }
 
 RemoteWorker Runtime::connect(const std::string& host, std::uint16_t port) {
   const std::string name = host + ":" + std::to_string(port);
   caf::actor worker = open_connection(host, port);
   const std::string what = "cannot connect to worker " + name;
-  auto hello = ask<HelloReply>(
-    worker, Hello{kProtocolVersion, ACTORGRAD_VERSION, published_name_, host_name(), agent_},
+  auto hello = detail::ask<detail::HelloReply>(
+    *this, worker,
+    detail::Hello{kProtocolVersion, ACTORGRAD_VERSION, published_name_, host_name(), agent_},
     config_.timeout, what + ": handshake");
   if (hello.protocol_version != kProtocolVersion)
     throw DistError(
@@ -202,7 +205,7 @@ RemoteWorker Runtime::connect(const std::string& host, std::uint16_t port) {
   // not bounced, and would otherwise wait for the whole timeout. The flag is
   // written once, by the agent, and only read elsewhere.
   auto alive = std::make_shared<std::atomic<bool>>(true);
-  detail::tell(agent_, Watch{worker, alive});
+  detail::tell(agent_, detail::Watch{worker, alive});
   return RemoteWorker(this, std::move(worker), name, std::move(alive));
 }
 
@@ -214,8 +217,10 @@ void RemoteWorker::ensure_alive(const std::string& what) const {
 
 std::string Runtime::name() const { return published_name_; }
 
-StatsReply Runtime::stats() {
-  return ask<StatsReply>(agent_, StatsRequest{}, config_.timeout, published_name_ + ": stats");
+AgentStats Runtime::stats() {
+  return detail::ask<detail::StatsReply>(*this, agent_, detail::StatsRequest{}, config_.timeout,
+                                         published_name_ + ": stats")
+    .stats;
 }
 
 std::uint64_t Runtime::next_context_id() {
@@ -227,8 +232,9 @@ void RemoteWorker::create_param(const std::string& param, const Tensor& value) c
   if (!value.defined())
     throw DistError(what + ": the value is undefined");
   ensure_alive(what);
-  auto ack = runtime_->ask<Ack>(handle_, CreateParam{param, WireTensor(value.detach())},
-                                runtime_->config().timeout, what);
+  auto ack = detail::ask<detail::Ack>(
+    *runtime_, handle_, detail::CreateParam{param, detail::WireTensor(value.detach())},
+    runtime_->config().timeout, what);
   if (!ack.error.empty())
     throw DistError(what + ": " + ack.error);
 }
@@ -236,17 +242,18 @@ void RemoteWorker::create_param(const std::string& param, const Tensor& value) c
 Tensor RemoteWorker::fetch_param(const std::string& param) const {
   const std::string what = "fetch_param '" + param + "' on worker " + name_;
   ensure_alive(what);
-  auto reply =
-    runtime_->ask<ParamReply>(handle_, FetchParam{param}, runtime_->config().timeout, what);
+  auto reply = detail::ask<detail::ParamReply>(*runtime_, handle_, detail::FetchParam{param},
+                                               runtime_->config().timeout, what);
   if (!reply.error.empty())
     throw DistError(what + ": " + reply.error);
   return reply.value.tensor;
 }
 
-StatsReply RemoteWorker::stats() const {
+AgentStats RemoteWorker::stats() const {
   ensure_alive("stats of worker " + name_);
-  return runtime_->ask<StatsReply>(handle_, StatsRequest{}, runtime_->config().timeout,
-                                   "stats of worker " + name_);
+  return detail::ask<detail::StatsReply>(*runtime_, handle_, detail::StatsRequest{},
+                                         runtime_->config().timeout, "stats of worker " + name_)
+    .stats;
 }
 
 } // namespace actorgrad::remote

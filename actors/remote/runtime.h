@@ -13,8 +13,8 @@
 #include <caf/actor.hpp>
 
 #include "actorgrad/actors/engine_config.h"
+#include "actorgrad/actors/remote/agent_stats.h"
 #include "actorgrad/actors/remote/log.h"
-#include "actorgrad/actors/remote/protocol.h"
 #include "actorgrad/libengine/tensor/tensor.h"
 
 namespace caf {
@@ -66,7 +66,7 @@ public:
   /// The current value of a parameter (a copy).
   Tensor fetch_param(const std::string& param) const;
   /// What the worker's agent holds (contexts, requests in flight, params).
-  StatsReply stats() const;
+  AgentStats stats() const;
   /// False once the connection to the worker is lost (its process died or
   /// the network dropped): calls to it then fail at once instead of waiting
   /// for the timeout.
@@ -135,17 +135,10 @@ public:
   /// This process's agent.
   const caf::actor& agent() const { return agent_; }
   /// What this process's agent holds.
-  StatsReply stats();
+  AgentStats stats();
   /// A context id unique across processes: a random 16-bit process tag in
   /// the top bits, a counter below (PyTorch: worker id << 48 | counter).
   std::uint64_t next_context_id();
-
-  /// Sends `msg` to `dest` and waits (at most `timeout`) for a reply of
-  /// type Reply; throws DistError starting with `what` on an error reply,
-  /// a timeout or a dead destination.
-  template <class Reply, class Msg>
-  Reply ask(const caf::actor& dest, Msg msg, std::chrono::milliseconds timeout,
-            const std::string& what);
 
 private:
   /// The TCP connection and CAF handshake of connect(): the worker's agent.
@@ -164,5 +157,3 @@ private:
 };
 
 } // namespace actorgrad::remote
-
-#include "actorgrad/actors/remote/runtime_ask.h"

@@ -45,7 +45,7 @@ thread_local std::shared_ptr<ReadyQueue> thread_queue;
 /// libtorch GraphTask (null: none, Note [Calls without a libtorch
 /// GraphTask]).
 variable_list run_graph(Engine& engine, const std::shared_ptr<TorchGraphTask>& task,
-                        ReadyTask&& first, Trampoline* trampoline) {
+                        actorgrad::detail::ReadyTask&& first, Trampoline* trampoline) {
   struct Innermost {
     Trampoline* prev = innermost;
     explicit Innermost(Trampoline* t) { innermost = t; }
@@ -107,8 +107,9 @@ void fill_nodes_in_graph(GraphTask& stock, const edge_list& roots, const edge_li
 class Trampoline final : public ::torch::autograd::Node {
 public:
   /// `roots` and `outputs`: the call's, alive while it runs.
-  Trampoline(Engine& engine, std::shared_ptr<TorchGraphTask> task, ReadyTask first,
-             GraphTask& stock, const edge_list& roots, const edge_list& outputs)
+  Trampoline(Engine& engine, std::shared_ptr<TorchGraphTask> task,
+             actorgrad::detail::ReadyTask first, GraphTask& stock, const edge_list& roots,
+             const edge_list& outputs)
     : Node(std::numeric_limits<std::uint64_t>::max()), engine_(engine), task_(std::move(task)),
       first_(std::move(first)), stock_(stock), roots_(roots), outputs_(outputs),
       reached_(task_->num_nodes()) {}
@@ -148,7 +149,7 @@ public:
 private:
   Engine& engine_;
   std::shared_ptr<TorchGraphTask> task_;
-  ReadyTask first_;
+  actorgrad::detail::ReadyTask first_;
   GraphTask& stock_;
   const edge_list& roots_;
   const edge_list& outputs_;
@@ -183,7 +184,7 @@ private:
 
 /// Runs `task` on this thread without a libtorch GraphTask.
 variable_list run_directly(Engine& engine, const std::shared_ptr<TorchGraphTask>& task,
-                           ReadyTask&& first, bool create_graph) {
+                           actorgrad::detail::ReadyTask&& first, bool create_graph) {
   ::torch::autograd::utils::DelayWarningHandler warnings;
   variable_list result;
   {
@@ -201,7 +202,7 @@ variable_list run_directly(Engine& engine, const std::shared_ptr<TorchGraphTask>
 void copy_exec_info(const TorchGraphTask& task, GraphTask& stock, const Trampoline& trampoline) {
   using Capture = GraphTask::ExecInfo::Capture;
   task.for_each_exec_info([&stock](const ::torch::autograd::Node& fn, bool needed,
-                                   std::span<const actorgrad::ExecInfo::Capture> captures) {
+                                   std::span<const actorgrad::detail::ExecInfo::Capture> captures) {
     auto& theirs = stock.exec_info_[const_cast<::torch::autograd::Node*>(&fn)];
     theirs.needed_ = needed;
     if (captures.empty())
@@ -318,7 +319,7 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
     return variable_list(accumulate_grad ? 0 : outputs.size());
   }
 
-  GraphTaskBase* parent = current_graph_task();
+  GraphTaskBase* parent = actorgrad::detail::current_graph_task();
   const int depth = parent ? parent->reentrant_depth + 1 : 0;
   const ExecuteOptions options{keep_graph, create_graph, accumulate_grad};
   auto [task, first] = [&] {
@@ -342,9 +343,9 @@ variable_list BridgeEngine::run(const edge_list& roots, const variable_list& inp
 }
 
 variable_list BridgeEngine::run_in_graph_task(const std::shared_ptr<TorchGraphTask>& task,
-                                              ReadyTask&& first, const edge_list& roots,
-                                              const edge_list& outputs, bool keep_graph,
-                                              bool create_graph, int depth) {
+                                              actorgrad::detail::ReadyTask&& first,
+                                              const edge_list& roots, const edge_list& outputs,
+                                              bool keep_graph, bool create_graph, int depth) {
   std::shared_ptr<ReadyQueue> queue;
   if (innermost) {
     queue = innermost->stock().cpu_ready_queue_; // the thread's local_ready_queue

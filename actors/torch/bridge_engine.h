@@ -116,7 +116,7 @@ private:
   /// Runs `task` (the call of `roots` and `outputs`) in a Trampoline of a
   /// libtorch GraphTask of depth `depth`.
   ::torch::autograd::variable_list run_in_graph_task(const std::shared_ptr<TorchGraphTask>& task,
-                                                     ReadyTask&& first,
+                                                     actorgrad::detail::ReadyTask&& first,
                                                      const ::torch::autograd::edge_list& roots,
                                                      const ::torch::autograd::edge_list& outputs,
                                                      bool keep_graph, bool create_graph, int depth);

@@ -58,7 +58,7 @@ struct Event {
   /// Pairs a send with its receive (unique within a recording; 0 otherwise).
   /// For a message that crosses processes: the flow id that both processes
   /// record (unique across them; Note [Flows between processes] in
-  /// actors/remote/agent.cpp).
+  /// actors/remote/detail/agent.cpp).
   std::uint64_t message_id = 0;
   /// Node::name(), empty when there is no node.
   std::string node;
@@ -103,7 +103,7 @@ struct Trace {
   std::vector<Track> tracks;
   /// The wall clock (system_clock, ns since the Unix epoch) when the
   /// recording started, i.e. at its ts_ns 0: lines up the recordings of
-  /// several processes (tools/trace/merge.h).
+  /// several processes (tools/trace/detail/merge.h).
   std::int64_t epoch_unix_ns = 0;
   /// The recording process's id.
   std::int64_t pid = 0;

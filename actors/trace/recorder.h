@@ -120,7 +120,7 @@ public:
 
   /// The id of the last top-level pass this thread started while some
   /// recording watched it (0: none): a caller that runs a pass through an
-  /// Executor learns its id from it (actors/remote/local_step.cpp).
+  /// Executor learns its id from it (actors/remote/detail/local_step.cpp).
   static std::uint64_t last_pass_started_here();
 
   /// Waits until the device work launched while recording has run and been

@@ -37,7 +37,7 @@ struct BaselineTaskData {
   Device owner;
 };
 
-BaselineTaskData& data_of(const GraphTask& t) {
+BaselineTaskData& data_of(const detail::GraphTask& t) {
   return *static_cast<BaselineTaskData*>(t.executor_data.get());
 }
 
@@ -74,7 +74,7 @@ void raise_max(std::atomic<int>& max, int value) {
 
 // -- ReadyQueue ----------------------------------------------------------------
 
-void ReadyQueue::push(ReadyTask item, bool increment_outstanding) {
+void ReadyQueue::push(detail::ReadyTask item, bool increment_outstanding) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (increment_outstanding && item.graph_task)
@@ -87,16 +87,16 @@ void ReadyQueue::push(ReadyTask item, bool increment_outstanding) {
 void ReadyQueue::push_shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    heap_.push(ReadyTask::make_shutdown());
+    heap_.push(detail::ReadyTask::make_shutdown());
   }
   not_empty_.notify_one();
 }
 
-ReadyTask ReadyQueue::pop() {
+detail::ReadyTask ReadyQueue::pop() {
   std::unique_lock<std::mutex> lock(mutex_);
   not_empty_.wait(lock, [this] { return !heap_.empty(); });
   // As PyTorch: move the top out (the heap does not look at it again before pop).
-  ReadyTask task = std::move(const_cast<ReadyTask&>(heap_.top()));
+  detail::ReadyTask task = std::move(const_cast<detail::ReadyTask&>(heap_.top()));
   heap_.pop();
   return task;
 }
@@ -161,8 +161,8 @@ variable_list BaselineEngine::execute(const edge_list& roots, variable_list root
   if (!local_ready_queue)
     local_ready_queue = std::make_shared<ReadyQueue>();
   const bool reentrant = worker_device.has_value();
-  auto [task, first] = GraphTask::create(roots, std::move(root_grads), options, outputs,
-                                         reentrant ? total_depth + 1 : 0);
+  auto [task, first] = detail::GraphTask::create(roots, std::move(root_grads), options, outputs,
+                                                 reentrant ? total_depth + 1 : 0);
   for (Device d : task->devices())
     (void)queue_for(nullptr, d); // refuse unserved devices before anything runs
   task->executor = this;         // a backward inside one of its nodes comes back here
@@ -178,8 +178,8 @@ variable_list BaselineEngine::execute(const edge_list& roots, variable_list root
   return task->finish();
 }
 
-void BaselineEngine::execute_with_graph_task(const std::shared_ptr<GraphTask>& task,
-                                             ReadyTask&& first) {
+void BaselineEngine::execute_with_graph_task(const std::shared_ptr<detail::GraphTask>& task,
+                                             detail::ReadyTask&& first) {
   BaselineTaskData& data = data_of(*task);
   std::unique_lock<std::mutex> lock(data.mutex);
   const auto& queue = queue_for(data.cpu_queue, task->device_of(first.node.get()));
@@ -209,12 +209,12 @@ void BaselineEngine::execute_with_graph_task(const std::shared_ptr<GraphTask>& t
   --total_depth;
 }
 
-void BaselineEngine::evaluate(GraphTask& task, ReadyTask& t) {
+void BaselineEngine::evaluate(detail::GraphTask& task, detail::ReadyTask& t) {
   variable_list grads = task.evaluate(t);
   if (grads.empty())
     return;
   BaselineTaskData& data = data_of(task);
-  const Node& fn = GraphTask::node_of(t);
+  const Node& fn = detail::GraphTask::node_of(t);
   // PyTorch: `std::lock_guard<std::mutex> lock(graph_task->mutex_);` around
   // the dependency update, the not_ready_ buffers and the queue pushes.
   std::lock_guard<std::mutex> lock(data.mutex);
@@ -222,22 +222,22 @@ void BaselineEngine::evaluate(GraphTask& task, ReadyTask& t) {
     const Edge& next = fn.next_edge(i);
     if (!next.is_valid())
       continue;
-    const auto source = ActorgradGraph::local_source(fn, grads[i]);
+    const auto source = detail::ActorgradGraph::local_source(fn, grads[i]);
     if (auto ready = task.accept(t.graph_task, next, std::move(grads[i]), source))
       queue_for(data.cpu_queue, next.function->device())->push(std::move(*ready));
   }
 }
 
-void BaselineEngine::thread_main(const std::shared_ptr<GraphTask>& task) {
+void BaselineEngine::thread_main(const std::shared_ptr<detail::GraphTask>& task) {
   while (!task || !data_of(*task).completed.load(std::memory_order_acquire)) {
-    std::shared_ptr<GraphTask> local_task;
+    std::shared_ptr<detail::GraphTask> local_task;
     {
-      ReadyTask t = local_ready_queue->pop();
+      detail::ReadyTask t = local_ready_queue->pop();
       if (t.is_shutdown())
         break;
       if (t.is_wake_up()) // look at the exit condition again
         continue;
-      local_task = std::static_pointer_cast<GraphTask>(t.graph_task);
+      local_task = std::static_pointer_cast<detail::GraphTask>(t.graph_task);
       if (!local_task->has_error()) {
         try {
           evaluate(*local_task, t);
@@ -253,12 +253,12 @@ void BaselineEngine::thread_main(const std::shared_ptr<GraphTask>& task) {
       // thread is the owner, or serves the owner's queue for it).
       if (mark_as_completed(data) && *worker_device != data.owner)
         queue_for(data.cpu_queue, data.owner)
-          ->push(ReadyTask::make_wake_up(local_task->reentrant_depth), false);
+          ->push(detail::ReadyTask::make_wake_up(local_task->reentrant_depth), false);
     }
   }
 }
 
-void BaselineEngine::add_thread_pool_task(const std::weak_ptr<GraphTask>& task) {
+void BaselineEngine::add_thread_pool_task(const std::weak_ptr<detail::GraphTask>& task) {
   handoffs_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(pool_.mutex);
@@ -283,10 +283,10 @@ void BaselineEngine::reentrant_thread_init() {
     --pool_.num_workers;
     if (pool_.stop)
       return;
-    std::weak_ptr<GraphTask> weak = std::move(pool_.graphtasks_queue.front());
+    std::weak_ptr<detail::GraphTask> weak = std::move(pool_.graphtasks_queue.front());
     pool_.graphtasks_queue.pop();
     lock.unlock();
-    std::shared_ptr<GraphTask> task = weak.lock();
+    std::shared_ptr<detail::GraphTask> task = weak.lock();
     if (!task) // the caller is gone: nothing to run
       continue;
     BaselineTaskData& data = data_of(*task);

@@ -41,10 +41,10 @@ class ReadyQueue {
 public:
   /// Pushes `item`; increments its GraphTask's outstanding count first when
   /// `increment_outstanding` (PyTorch's incrementOutstandingTasks).
-  void push(ReadyTask item, bool increment_outstanding = true);
+  void push(detail::ReadyTask item, bool increment_outstanding = true);
   void push_shutdown();
   /// Blocks until a task is ready and returns the one that runs next.
-  ReadyTask pop();
+  detail::ReadyTask pop();
   bool empty() const;
 
 private:
@@ -52,7 +52,7 @@ private:
   std::condition_variable not_empty_;
   /// PyTorch's heap_: a std::priority_queue (not actorgrad's ReadyHeap, so
   /// that changes to the actor engine's heap leave the baseline as it is).
-  std::priority_queue<ReadyTask, std::vector<ReadyTask>, ReadyOrder> heap_;
+  std::priority_queue<detail::ReadyTask, std::vector<detail::ReadyTask>, detail::ReadyOrder> heap_;
 };
 
 class BaselineEngine final : public Executor {
@@ -88,7 +88,7 @@ private:
   struct ThreadPoolShared {
     mutable std::mutex mutex;
     std::condition_variable work;
-    std::queue<std::weak_ptr<GraphTask>> graphtasks_queue;
+    std::queue<std::weak_ptr<detail::GraphTask>> graphtasks_queue;
     std::size_t num_workers = 0; ///< idle pool threads
     bool stop = false;           ///< set by ~BaselineEngine (PyTorch leaks its pool)
     std::vector<std::thread> threads;
@@ -98,12 +98,13 @@ private:
                                                Device d) const;
   /// PyTorch's execute_with_graph_task: push the root, then run it here
   /// (nested) or hand it to the reentrant pool.
-  void execute_with_graph_task(const std::shared_ptr<GraphTask>& task, ReadyTask&& first);
+  void execute_with_graph_task(const std::shared_ptr<detail::GraphTask>& task,
+                               detail::ReadyTask&& first);
   /// PyTorch's Engine::thread_main: `task` null for a device thread (runs
   /// until shutdown), else runs until `task` completes.
-  void thread_main(const std::shared_ptr<GraphTask>& task);
-  void evaluate(GraphTask& task, ReadyTask& t);
-  void add_thread_pool_task(const std::weak_ptr<GraphTask>& task);
+  void thread_main(const std::shared_ptr<detail::GraphTask>& task);
+  void evaluate(detail::GraphTask& task, detail::ReadyTask& t);
+  void add_thread_pool_task(const std::weak_ptr<detail::GraphTask>& task);
   void reentrant_thread_init();
 
   const int max_recursion_depth_;

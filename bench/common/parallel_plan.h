@@ -42,7 +42,7 @@ private:
   void lane_thread(std::size_t lane);
 
   std::vector<Step> order_;
-  std::vector<InputBuffer> buffers_;
+  std::vector<detail::InputBuffer> buffers_;
   std::vector<int> in_degree_;
   std::unique_ptr<std::atomic<int>[]> pending_;
   /// Step indices per lane in ready order; lane 0 is the CPU's (the caller).

@@ -271,10 +271,10 @@ SequentialPlan::SequentialPlan(const Graph& g)
   buffers_.resize(order_.size());
 }
 
-void start_pass(const std::vector<PlannedStep<Node>>& order, std::vector<InputBuffer>& buffers,
-                const Graph& g) {
+void start_pass(const std::vector<PlannedStep<Node>>& order,
+                std::vector<detail::InputBuffer>& buffers, const Graph& g) {
   for (std::size_t i = 0; i < order.size(); ++i)
-    buffers[i] = InputBuffer(order[i].num_inputs);
+    buffers[i] = detail::InputBuffer(order[i].num_inputs);
   buffers[0].add(g.roots[0].input_nr, Tensor(g.root_grads[0]));
 }
 

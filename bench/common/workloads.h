@@ -92,17 +92,17 @@ void run_grad(Executor& e, const Graph& g);
 
 /// A plan's pass over `order` (ready order): resets every step's buffer and
 /// adds the graph's root gradient into the first.
-void start_pass(const std::vector<PlannedStep<Node>>& order, std::vector<InputBuffer>& buffers,
-                const Graph& g);
+void start_pass(const std::vector<PlannedStep<Node>>& order,
+                std::vector<detail::InputBuffer>& buffers, const Graph& g);
 
 /// Runs step `i` of a plan (`apply`; the caller has grad mode off) and adds
 /// each output into its target's buffer; calls `fed(target step)` for every
 /// target, after its add (an output the node did not return adds nothing).
 template <class Fed>
-void run_step(const std::vector<PlannedStep<Node>>& order, std::vector<InputBuffer>& buffers,
-              std::size_t i, Fed&& fed) {
+void run_step(const std::vector<PlannedStep<Node>>& order,
+              std::vector<detail::InputBuffer>& buffers, std::size_t i, Fed&& fed) {
   const PlannedStep<Node>& s = order[i];
-  variable_list out = s.fn->apply(InputBuffer::variables(std::move(buffers[i])));
+  variable_list out = s.fn->apply(detail::InputBuffer::variables(std::move(buffers[i])));
   for (std::size_t k = 0; k < s.targets.size(); ++k) {
     auto [step, input] = s.targets[k];
     if (step < 0)
@@ -126,7 +126,7 @@ public:
 private:
   using Step = PlannedStep<Node>;
   std::vector<Step> order_;
-  std::vector<InputBuffer> buffers_;
+  std::vector<detail::InputBuffer> buffers_;
   const Graph* graph_;
 };
 

@@ -35,7 +35,7 @@ Executor* reference() {
 } // namespace
 
 Executor& default_executor() {
-  if (GraphTaskBase* running = current_graph_task(); running && running->executor)
+  if (GraphTaskBase* running = detail::current_graph_task(); running && running->executor)
     return *running->executor; // a reentrant call stays on the engine running its node
   Executor* e = current.load(std::memory_order_acquire);
   return e ? *e : *reference();

@@ -16,7 +16,7 @@ std::atomic<std::uint64_t> next_graph_task_id{1};
 std::atomic<QueueId> next_queue_id{1};
 } // namespace
 
-QueueId new_queue_id() { return next_queue_id.fetch_add(1, std::memory_order_relaxed); }
+QueueId detail::new_queue_id() { return next_queue_id.fetch_add(1, std::memory_order_relaxed); }
 
 GraphTaskBase::GraphTaskBase(ExecuteOptions opts, int depth)
   : id(next_graph_task_id.fetch_add(1, std::memory_order_relaxed)), options(opts),
@@ -47,7 +47,7 @@ void GraphTaskBase::queue_callback(std::function<void()> fn) {
 }
 
 void GraphTaskBase::run_final_callbacks() {
-  CurrentGraphTaskGuard guard(this);
+  detail::CurrentGraphTaskGuard guard(this);
   // Callbacks may queue more callbacks: take the list until it stays empty.
   while (detail::FinalCallback* head = callbacks_.exchange(nullptr, std::memory_order_acquire)) {
     std::vector<std::unique_ptr<detail::FinalCallback>> in_order;
@@ -60,7 +60,7 @@ void GraphTaskBase::run_final_callbacks() {
 }
 
 void queue_callback(std::function<void()> fn) {
-  GraphTaskBase* task = current_graph_task();
+  GraphTaskBase* task = detail::current_graph_task();
   if (!task)
     throw EngineError("queue_callback: no backward pass is running a node on this thread");
   task->queue_callback(std::move(fn));

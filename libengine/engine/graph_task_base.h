@@ -23,12 +23,12 @@ namespace actorgrad {
 
 // The executor's side, internal (libengine/engine/detail/): what a task is
 // handed when it runs (references only, so declared here).
-class Dispatch;
-struct ReadyTask;
-struct SentGrad;
 namespace detail {
+class Dispatch;
 struct FinalCallback;
 class ReadyHeap;
+struct ReadyTask;
+struct SentGrad;
 } // namespace detail
 
 /// Names the ready queue that runs a GraphTask's CPU nodes (a number, so a
@@ -60,21 +60,21 @@ public:
 
   /// Runs the node of ready task `t`: evaluates it and routes each output
   /// through `to`. Throws what the node threw, as an error naming it.
-  virtual void run(ReadyTask& t, Dispatch& to) = 0;
+  virtual void run(detail::ReadyTask& t, detail::Dispatch& to) = 0;
   /// Runs this task on the calling thread from `first` until no node is
   /// ready, in the ready order (the one-thread executors); the first error
   /// is recorded and the nodes still ready after it are skipped.
-  virtual void run_all_here(ReadyTask&& first) = 0;
+  virtual void run_all_here(detail::ReadyTask&& first) = 0;
   /// run_all_here until two ready nodes each head `branch` nodes or more of
   /// their own, which only their path reaches (Note [Spreading a call where
   /// it branches] in actors/detail/cpu_lanes.h). Returns true when the task
   /// ran to its end; false with its ready tasks left in `rest` (the empty
   /// heap given), which hold no task.
-  virtual bool run_here_until_branched(ReadyTask&& first, detail::ReadyHeap& rest,
+  virtual bool run_here_until_branched(detail::ReadyTask&& first, detail::ReadyHeap& rest,
                                        std::size_t branch) = 0;
   /// Owner side of `g` (sent by another actor): accumulates it and hands the
   /// node to `to.ready` when its inputs are complete.
-  virtual void accept_sent(SentGrad& g, Dispatch& to) = 0;
+  virtual void accept_sent(detail::SentGrad& g, detail::Dispatch& to) = 0;
   /// The device whose actor runs `node` (a node handle of this task).
   virtual Device device_of(const void* node) const = 0;
   /// Describes `node` (null: none) for observers.

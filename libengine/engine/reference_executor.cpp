@@ -10,7 +10,7 @@ thread_local int reference_depth = 0;
 
 } // namespace
 
-void ReferenceExecutor::run(GraphTaskBase& task, ReadyTask&& first) {
+void ReferenceExecutor::run(GraphTaskBase& task, detail::ReadyTask&& first) {
   task.executor = this;
   struct DepthGuard {
     DepthGuard() { ++reference_depth; }
@@ -22,7 +22,7 @@ void ReferenceExecutor::run(GraphTaskBase& task, ReadyTask&& first) {
 variable_list ReferenceExecutor::execute(const edge_list& roots, variable_list root_grads,
                                          const ExecuteOptions& options, const edge_list& outputs) {
   auto [task, first] =
-    GraphTask::create(roots, std::move(root_grads), options, outputs, reference_depth);
+    detail::GraphTask::create(roots, std::move(root_grads), options, outputs, reference_depth);
   run(*task, std::move(first));
   return task->finish();
 }

@@ -7,7 +7,9 @@
 
 namespace actorgrad {
 
+namespace detail {
 struct ReadyTask; // internal (libengine/engine/detail/ready_task.h)
+} // namespace detail
 
 /// Runs every node of a backward call on the calling thread, in the ready
 /// order, with the same GraphTask algorithms as the actor engine: the
@@ -19,7 +21,7 @@ public:
 
   /// Runs `task` (of any graph type) from `first` to completion here; the
   /// caller then reads its results (BasicGraphTask::finish).
-  void run(GraphTaskBase& task, ReadyTask&& first);
+  void run(GraphTaskBase& task, detail::ReadyTask&& first);
 };
 
 } // namespace actorgrad

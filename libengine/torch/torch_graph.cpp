@@ -26,7 +26,7 @@
 
 namespace actorgrad {
 
-template class BasicGraphTask<TorchGraph>;
+template class detail::BasicGraphTask<TorchGraph>;
 
 namespace {
 
@@ -259,7 +259,7 @@ std::shared_ptr<void> TorchGraph::capture_caller_locals() {
 
 void TorchGraph::run_scope::switch_to(GraphTaskBase& task) {
   // run_scope is made by BasicGraphTask<TorchGraph>::evaluate_node only.
-  const auto& typed = static_cast<const BasicGraphTask<TorchGraph>&>(task);
+  const auto& typed = static_cast<const detail::BasicGraphTask<TorchGraph>&>(task);
   const bool user_code = typed.runs_user_code();
   if (const auto* locals = static_cast<const CallerLocals*>(typed.caller_locals().get()))
     if (locals->thread != std::this_thread::get_id()) // Note [Caller state on CPU workers]
@@ -271,13 +271,13 @@ void TorchGraph::run_scope::switch_to(GraphTaskBase& task) {
                  task.anomaly || user_code,
                  &c10::AutogradState::get_tls_state(),
                  this_thread.spare};
-  set_current_graph_task(&task);
+  detail::set_current_graph_task(&task);
   c10::GradMode::set_enabled(task.options.create_graph);
 }
 
 TorchGraph::call_scope::call_scope()
-  : saved_(this_thread), current_(current_graph_task()), grad_mode_(c10::GradMode::is_enabled()),
-    names_(at::NamesMode::is_enabled()) {
+  : saved_(this_thread), current_(detail::current_graph_task()),
+    grad_mode_(c10::GradMode::is_enabled()), names_(at::NamesMode::is_enabled()) {
   this_thread.spare = &spare_;
   // libtorch's Node::operator() turns names off around every node.
   at::NamesMode::set_enabled(false);
@@ -285,7 +285,7 @@ TorchGraph::call_scope::call_scope()
 
 TorchGraph::call_scope::~call_scope() {
   this_thread = saved_;
-  set_current_graph_task(current_);
+  detail::set_current_graph_task(current_);
   c10::GradMode::set_enabled(grad_mode_);
   at::NamesMode::set_enabled(names_);
 }

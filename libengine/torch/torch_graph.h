@@ -186,9 +186,9 @@ struct TorchGraph {
 };
 
 /// One backward call over a libtorch graph.
-using TorchGraphTask = BasicGraphTask<TorchGraph>;
+using TorchGraphTask = detail::BasicGraphTask<TorchGraph>;
 
 /// Instantiated once, in torch_graph.cpp.
-extern template class BasicGraphTask<TorchGraph>;
+extern template class detail::BasicGraphTask<TorchGraph>;
 
 } // namespace actorgrad

@@ -56,7 +56,7 @@ void check_engine_works(Device d) {
 /// Waits (at most 10 s) until the GraphTask whose node runs on this thread
 /// has an error. Returns false on timeout.
 bool wait_for_task_error() {
-  GraphTaskBase* task = current_graph_task();
+  GraphTaskBase* task = detail::current_graph_task();
   if (!task)
     return false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

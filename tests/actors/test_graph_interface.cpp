@@ -56,7 +56,7 @@ Values run(bool actors, const std::vector<ToyEdge>& roots, Values grads,
   ExecuteOptions options;
   options.accumulate_grad = outputs.empty();
   auto [task, first] = ToyTask::create(roots, std::move(grads), options, outputs, [] {
-    GraphTaskBase* parent = current_graph_task();
+    GraphTaskBase* parent = detail::current_graph_task();
     return parent ? parent->reentrant_depth + 1 : 0;
   }());
   if (actors) {
@@ -158,7 +158,7 @@ Values nested_call(bool actors, int levels, Device device, std::vector<int>& dep
                    [actors, levels, device, &depths, &m](const Values& in) {
                      {
                        std::lock_guard<std::mutex> lock(m);
-                       depths.push_back(current_graph_task()->reentrant_depth);
+                       depths.push_back(detail::current_graph_task()->reentrant_depth);
                      }
                      double inner = 1.0;
                      if (levels > 1)

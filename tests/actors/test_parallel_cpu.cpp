@@ -69,7 +69,7 @@ struct WideGraph {
       auto [logged, node] = lambda_op(
         h, b == throw_in_branch ? "Boom" : "Log", [this, b, throw_in_branch](variable_list&& g) {
           threads.note();
-          if (!current_graph_task() || GradMode::is_enabled())
+          if (!detail::current_graph_task() || GradMode::is_enabled())
             bad_state.fetch_add(1);
           if (b == throw_in_branch)
             throw std::runtime_error("boom in branch " + std::to_string(b));

@@ -14,7 +14,7 @@
 #include "actorgrad/actors/trace/event_buffer.h"
 #include "actorgrad/actors/trace/recorder.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 #include "actorgrad/tools/trace/timeline.h"
 #include "tests/actors/trace_test_util.h"
 #include "tests/support/toy_graph.h"
@@ -270,7 +270,7 @@ BOOST_AUTO_TEST_CASE(a_cpu_worker_has_a_named_track_of_its_own) {
   BOOST_TEST_REQUIRE(m.to_actor.has_value());
   BOOST_TEST(tl.actors[*m.to_actor] == "cpu worker 42");
   BOOST_TEST((m.producer == std::optional<std::uint64_t>(10)), "R sent it");
-  const trace::Summary s = trace::summarize(tl);
+  const trace::detail::Summary s = trace::detail::summarize(tl);
   BOOST_TEST_REQUIRE(s.parallelism.size() == 1u);
   BOOST_TEST(s.parallelism[0].tracks.size() == 2u, "both tracks share the pass");
   BOOST_TEST(s.parallelism[0].critical_chain.size() == 3u, "R, B through the message, then C");

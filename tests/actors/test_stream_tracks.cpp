@@ -20,8 +20,8 @@
 #include "actorgrad/device/event.h"
 #include "actorgrad/device/guards.h"
 #include "actorgrad/device/sim/sim_backend.h"
-#include "actorgrad/tools/trace/chrome_json.h"
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/chrome_json.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 #include "actorgrad/tools/trace/timeline.h"
 #include "tests/actors/trace_test_util.h"
 #include "tests/support/chrome_trace_check.h"
@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(every_launch_runs_once_on_its_stream) {
     backward({loss}, {.retain_graph = true}, ce.engine);
   const trace::Trace t = ce.engine.stop_recording();
   const trace::Timeline tl = trace::build_timeline(t);
-  BOOST_TEST_INFO("summary:\n" << trace::format_summary(tl, trace::summarize(tl)));
+  BOOST_TEST_INFO("summary:\n" << trace::detail::format_summary(tl, trace::detail::summarize(tl)));
 
   // Each launch recorded on an actor ran exactly once, on its stream's track.
   std::map<std::uint64_t, std::string> launches; // id -> stream
@@ -170,11 +170,11 @@ BOOST_AUTO_TEST_CASE(every_launch_runs_once_on_its_stream) {
 
   // The Chrome trace pairs every launch with its span and reads back.
   std::ostringstream json;
-  trace::write_chrome_json(tl, json);
+  trace::detail::write_chrome_json(tl, json);
   BOOST_TEST(testing::check_chrome_structure(json.str(), tl) == tl.slices.size());
   const std::string path = "actorgrad_stream_tracks_" + std::to_string(::getpid()) + ".json";
   { std::ofstream(path) << json.str(); }
-  const trace::Timeline back = trace::read_chrome_json(path);
+  const trace::Timeline back = trace::detail::read_chrome_json(path);
   std::remove(path.c_str());
   BOOST_TEST(back.streams == tl.streams);
   BOOST_REQUIRE_EQUAL(back.device_spans.size(), tl.device_spans.size());
@@ -189,9 +189,9 @@ BOOST_AUTO_TEST_CASE(every_launch_runs_once_on_its_stream) {
   // The summary: the critical path fits in each call, which lasts at least
   // as long as its device work; the op table's totals are the node time and
   // its device time is the kernels' and copies'.
-  const trace::Summary s = trace::summarize(tl);
+  const trace::detail::Summary s = trace::detail::summarize(tl);
   BOOST_TEST_REQUIRE(s.critical_paths.size() == 3u);
-  for (const trace::CriticalPath& p : s.critical_paths) {
+  for (const trace::detail::CriticalPath& p : s.critical_paths) {
     BOOST_TEST(p.length_ns <= p.wall_ns);
     BOOST_TEST(p.wall_ns >= 300'000, "the call lasts at least K0's kernels");
   }
@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(every_launch_runs_once_on_its_stream) {
   for (const trace::DeviceSpan& d : tl.device_spans)
     if (d.kind == DeviceWork::kernel || d.kind == DeviceWork::copy)
       device_time += d.duration_ns();
-  for (const trace::OpStats& op : s.ops) {
+  for (const trace::detail::OpStats& op : s.ops) {
     op_time += op.total_ns;
     op_device_time += op.device_ns;
     if (op.name == "K0")
@@ -231,12 +231,12 @@ BOOST_AUTO_TEST_CASE(critical_path_through_device_work) {
   ce.engine.start_recording();
   backward({loss}, {.retain_graph = true}, ce.engine);
   const trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
-  const trace::Summary s = trace::summarize(tl);
-  BOOST_TEST_INFO("summary:\n" << trace::format_summary(tl, s));
+  const trace::detail::Summary s = trace::detail::summarize(tl);
+  BOOST_TEST_INFO("summary:\n" << trace::detail::format_summary(tl, s));
   BOOST_TEST_REQUIRE(s.critical_paths.size() == 1u);
-  const trace::CriticalPath& p = s.critical_paths[0];
+  const trace::detail::CriticalPath& p = s.critical_paths[0];
   std::multiset<std::string> device_steps;
-  for (const trace::PathStep& step : p.steps)
+  for (const trace::detail::PathStep& step : p.steps)
     if (step.on_device)
       device_steps.insert(tl.device_spans[step.slice].node);
   BOOST_TEST(device_steps.count("K1") == 1u, "K1's kernel is on the path");

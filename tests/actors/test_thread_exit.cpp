@@ -8,7 +8,8 @@
 // when it wants the GIL while the interpreter shuts down
 // (PyThread_exit_thread), so a Python hook in a daemon thread's backward must
 // end that thread, not the process (PyTorch issues 38228 and 38230). See
-// Note [A thread that exits inside a node] in libengine/engine/errors.h.
+// Note [A thread that exits inside a node] in
+// libengine/engine/detail/current_exception_or_unwind.h.
 
 #include <pthread.h>
 #include <signal.h>

@@ -15,8 +15,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "actorgrad/tools/trace/chrome_json.h"
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/chrome_json.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 #include "actorgrad/tools/trace/timeline.h"
 #include "tests/actors/trace_test_util.h"
 #include "tests/support/chrome_trace_check.h"
@@ -58,12 +58,12 @@ BOOST_AUTO_TEST_CASE(chrome_trace_structure_and_round_trip) {
   BOOST_TEST(r.timeline.slices.size() == r.nodes_run);
   BOOST_TEST(r.timeline.messages.size() > 10u);
   std::ostringstream json;
-  trace::write_chrome_json(r.timeline, json);
+  trace::detail::write_chrome_json(r.timeline, json);
   BOOST_TEST(check_chrome_structure(json.str(), r.timeline) == r.nodes_run);
 
   const std::string path = temp_path("trace.json");
   std::ofstream(path) << json.str();
-  const trace::Timeline back = trace::read_chrome_json(path);
+  const trace::Timeline back = trace::detail::read_chrome_json(path);
   std::remove(path.c_str());
   BOOST_TEST(back.actors == r.timeline.actors);
   BOOST_REQUIRE(back.slices.size() == r.timeline.slices.size());
@@ -80,14 +80,14 @@ BOOST_AUTO_TEST_CASE(chrome_trace_structure_and_round_trip) {
                 a.to_actor == b.to_actor && a.send_ns == b.send_ns && a.recv_ns == b.recv_ns &&
                 a.producer == b.producer && a.sequence_nr == b.sequence_nr));
   }
-  BOOST_TEST(trace::format_summary(back, trace::summarize(back)) ==
-             trace::format_summary(r.timeline, trace::summarize(r.timeline)));
+  BOOST_TEST(trace::detail::format_summary(back, trace::detail::summarize(back)) ==
+             trace::detail::format_summary(r.timeline, trace::detail::summarize(r.timeline)));
 }
 
 BOOST_AUTO_TEST_CASE(unreadable_trace_is_an_error) {
   const std::string path = temp_path("broken.json");
   std::ofstream(path) << "{\"traceEvents\": [";
-  BOOST_CHECK_THROW(trace::read_chrome_json(path), std::runtime_error);
+  BOOST_CHECK_THROW(trace::detail::read_chrome_json(path), std::runtime_error);
   std::remove(path.c_str());
 }
 
@@ -96,7 +96,7 @@ namespace {
 /// Records: x (cpu) -> D on sim:1 -> {B on sim:0, C on cpu} -> R on cpu,
 /// where B and C spin for `b` and `c`; returns the names on the critical path.
 std::vector<std::string> critical_names(std::chrono::microseconds b, std::chrono::microseconds c,
-                                        trace::CriticalPath* out = nullptr,
+                                        trace::detail::CriticalPath* out = nullptr,
                                         trace::Timeline* tl_out = nullptr) {
   CountingEngine ce;
   Tensor x = leaf3();
@@ -107,8 +107,8 @@ std::vector<std::string> critical_names(std::chrono::microseconds b, std::chrono
   ce.engine.start_recording();
   backward({sum(r)}, {}, ce.engine);
   trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
-  const trace::Summary s = trace::summarize(tl);
-  BOOST_TEST_INFO("summary:\n" << trace::format_summary(tl, s));
+  const trace::detail::Summary s = trace::detail::summarize(tl);
+  BOOST_TEST_INFO("summary:\n" << trace::detail::format_summary(tl, s));
   BOOST_TEST_REQUIRE(s.critical_paths.size() == 1u);
   std::vector<std::string> names;
   for (const auto& step : s.critical_paths[0].steps) {
@@ -128,7 +128,7 @@ std::vector<std::string> critical_names(std::chrono::microseconds b, std::chrono
 } // namespace
 
 BOOST_AUTO_TEST_CASE(critical_path_of_known_costs) {
-  trace::CriticalPath path;
+  trace::detail::CriticalPath path;
   trace::Timeline tl;
   // The costs differ by far more than the scheduling noise of a loaded
   // 2-core machine (messages to a descheduled worker can take milliseconds).
@@ -139,7 +139,7 @@ BOOST_AUTO_TEST_CASE(critical_path_of_known_costs) {
   for (const auto& step : path.steps)
     messages += step.via_message;
   BOOST_TEST(messages == 3u, "cpu -> sim:0 -> sim:1 -> cpu on the path");
-  const std::string text = trace::format_summary(tl, trace::summarize(tl));
+  const std::string text = trace::detail::format_summary(tl, trace::detail::summarize(tl));
   for (const char* part : {"critical path of GraphTask", "sim:0 worker", "sim:1 worker", "caller",
                            "busy %", "wait p50", "wait p99", "Grad"})
     BOOST_TEST(text.find(part) != std::string::npos, "summary shows " << part);
@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(busy_time_and_queue_wait) {
                {0, 2, "Inner", 2, 1, {}, 0, 200, 300, 150, {}},
                {0, 1, "Next", 3, 0, {}, 0, 500, 600, 400, {}}};
   tl.normalize();
-  const trace::Summary s = trace::summarize(tl);
+  const trace::detail::Summary s = trace::detail::summarize(tl);
   BOOST_TEST(s.span_ns == 600 - 90);
   BOOST_TEST(s.actors[0].busy_ns == 400, "nested slices count once");
   BOOST_TEST(s.actors[0].tasks == 3u);
@@ -182,17 +182,17 @@ BOOST_AUTO_TEST_CASE(critical_path_fits_in_the_call_on_async_sim) {
     ce.engine.start_recording();
     backward({loss}, {.retain_graph = true}, ce.engine);
     trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
-    const trace::Summary s = trace::summarize(tl);
-    BOOST_TEST_INFO("summary:\n" << trace::format_summary(tl, s));
+    const trace::detail::Summary s = trace::detail::summarize(tl);
+    BOOST_TEST_INFO("summary:\n" << trace::detail::format_summary(tl, s));
     BOOST_TEST_REQUIRE(s.critical_paths.size() == 1u);
-    const trace::CriticalPath& p = s.critical_paths[0];
+    const trace::detail::CriticalPath& p = s.critical_paths[0];
     BOOST_TEST(p.length_ns <= p.wall_ns);
     BOOST_TEST(p.length_ns > 0);
     BOOST_TEST(p.steps.size() >= 100u, "the chain's muls gate each other: all on the path");
   }
 }
 
-// Queue depth (tools/trace/queue_depth.h): the sim:0 worker spins in node S
+// Queue depth (tools/trace/detail/queue_depth.h): the sim:0 worker spins in node S
 // for 1 s while the caller sends it kFlood gradients, one per mul on sim:0;
 // they wait in its mailbox until S ends, then all go onto its heap at once.
 // The caller spins 200 ms first (node W), so S has started before the
@@ -212,8 +212,8 @@ BOOST_AUTO_TEST_CASE(flooded_worker_shows_its_mailbox_depth) {
   ce.engine.start_recording();
   backward({loss}, {}, ce.engine);
   trace::Timeline tl = trace::build_timeline(ce.engine.stop_recording());
-  const trace::Summary s = trace::summarize(tl);
-  BOOST_TEST_INFO("summary:\n" << trace::format_summary(tl, s));
+  const trace::detail::Summary s = trace::detail::summarize(tl);
+  BOOST_TEST_INFO("summary:\n" << trace::detail::format_summary(tl, s));
   const auto worker = std::find(tl.actors.begin(), tl.actors.end(), "sim:0 worker");
   BOOST_TEST_REQUIRE((worker != tl.actors.end()));
   const std::size_t a = static_cast<std::size_t>(worker - tl.actors.begin());
@@ -228,15 +228,15 @@ BOOST_AUTO_TEST_CASE(flooded_worker_shows_its_mailbox_depth) {
       ++flooded;
   BOOST_TEST_REQUIRE(flooded == kFlood, "gradients sent to sim:0 while S ran");
 
-  const trace::QueueDepth& q = s.queues.at(a);
+  const trace::detail::QueueDepth& q = s.queues.at(a);
   BOOST_TEST(q.max_mailbox == kFlood);
   // The heap also holds the copy S fed on the same actor when S ended.
   BOOST_TEST(q.max_ready == kFlood + 1);
   BOOST_TEST(q.received >= std::size_t{kFlood});
   BOOST_TEST(q.max_mailbox_wait_ns >= 500'000'000, "a gradient waited for most of S");
-  for (const trace::QueueDepth& other : s.queues)
-    for (const trace::DepthSample& d : other.samples)
+  for (const trace::detail::QueueDepth& other : s.queues)
+    for (const trace::detail::DepthSample& d : other.samples)
       BOOST_TEST_REQUIRE((d.mailbox >= 0 && d.ready >= 0));
-  const std::string text = trace::format_summary(tl, s);
+  const std::string text = trace::detail::format_summary(tl, s);
   BOOST_TEST(text.find("queues (engine messages in the mailbox") != std::string::npos);
 }

@@ -18,8 +18,8 @@
 #include <regex>
 #include <sstream>
 
-#include "actorgrad/tools/trace/html_report.h"
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/html_report.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 #include "actorgrad/tools/trace/timeline.h"
 #include "tests/actors/trace_test_util.h"
 
@@ -103,7 +103,7 @@ fs::path write_report(const trace::Timeline& tl, const fs::path& dir) {
   fs::create_directories(dir);
   const fs::path html = dir / "report.html";
   std::ofstream out(html);
-  trace::write_html_report(tl, trace::summarize(tl), out);
+  trace::detail::write_html_report(tl, trace::detail::summarize(tl), out);
   return html;
 }
 
@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(report_renders_in_headless_chromium) {
   BOOST_TEST(occurrences(dom, "<table id=\"ops\" class=\"sortable\"") == 1u,
              "the operations table");
   BOOST_TEST(occurrences(dom, "<pre class=\"parallelism\">parallelism of GraphTask") ==
-               trace::summarize(tl).critical_paths.size(),
+               trace::detail::summarize(tl).critical_paths.size(),
              "each call's parallelism");
 
   const fs::path png = dir / "out.png";

@@ -18,8 +18,8 @@
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/ops.h"
-#include "actorgrad/tools/trace/chrome_json.h"
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/chrome_json.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 #include "actorgrad/tools/trace/timeline.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/require_gpu.h"
@@ -50,8 +50,8 @@ void check_stream_track() {
   backward({loss}, {.retain_graph = true}, engine);
   const trace::Trace t = engine.stop_recording();
   const trace::Timeline tl = trace::build_timeline(t);
-  const trace::Summary s = trace::summarize(tl);
-  BOOST_TEST_INFO("summary:\n" << trace::format_summary(tl, s));
+  const trace::detail::Summary s = trace::detail::summarize(tl);
+  BOOST_TEST_INFO("summary:\n" << trace::detail::format_summary(tl, s));
 
   std::map<std::uint64_t, int> launches, runs;
   for (const trace::Track& track : t.tracks)
@@ -82,12 +82,12 @@ void check_stream_track() {
   BOOST_TEST(kernels > 5u);
 
   std::ostringstream json;
-  trace::write_chrome_json(tl, json);
+  trace::detail::write_chrome_json(tl, json);
   BOOST_TEST(testing::check_chrome_structure(json.str(), tl) == tl.slices.size());
   BOOST_TEST_REQUIRE(s.critical_paths.size() == 1u);
   BOOST_TEST(s.critical_paths[0].length_ns <= s.critical_paths[0].wall_ns);
   std::int64_t device_ns = 0;
-  for (const trace::OpStats& op : s.ops)
+  for (const trace::detail::OpStats& op : s.ops)
     device_ns += op.device_ns;
   BOOST_TEST(device_ns > 0);
 }

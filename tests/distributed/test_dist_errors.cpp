@@ -27,6 +27,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/send.hpp>
 
+#include "actorgrad/actors/remote/detail/protocol.h"
 #include "actorgrad/actors/remote/runtime.h"
 #include "actorgrad/version.h"
 #include "tests/distributed/dist_test_util.h"
@@ -113,7 +114,7 @@ class FakePeer {
 public:
   FakePeer(bool actorgrad_types, caf::behavior (*fun)(caf::event_based_actor*)) {
     if (actorgrad_types)
-      remote::register_remote_types(cfg_);
+      remote::detail::register_remote_types(cfg_);
     else
       cfg_.load<caf::io::middleman>();
     system_ = std::make_unique<caf::actor_system>(cfg_);
@@ -208,8 +209,8 @@ BOOST_AUTO_TEST_CASE(a_caf_program_that_is_not_actorgrad) {
 
 BOOST_AUTO_TEST_CASE(a_worker_of_another_protocol_version_is_refused) {
   FakePeer future(true, [](caf::event_based_actor*) -> caf::behavior {
-    return {[](remote::Hello&) {
-      return remote::HelloReply{"", remote::kProtocolVersion + 1, "9.9.9", "future worker"};
+    return {[](remote::detail::Hello&) {
+      return remote::detail::HelloReply{"", remote::kProtocolVersion + 1, "9.9.9", "future worker"};
     }};
   });
   remote::Runtime rt;

@@ -21,8 +21,8 @@
 #include <string>
 
 #include "actorgrad/actors/engine.h"
-#include "actorgrad/tools/trace/chrome_json.h"
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/chrome_json.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 #include "actorgrad/tools/trace/trace_request.h"
 #include "tests/distributed/dist_test_util.h"
 #include "tests/distributed/worker_process.h"
@@ -95,7 +95,7 @@ BOOST_AUTO_TEST_CASE(merged_trace_of_three_processes_pairs_every_flow_and_shows_
     60s);
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
 
-  const trace::Timeline tl = trace::read_chrome_json(merged);
+  const trace::Timeline tl = trace::detail::read_chrome_json(merged);
   testing::check_chrome_structure(read_file(merged), tl);
   BOOST_TEST_REQUIRE(tl.processes.size() == 3u);
   BOOST_TEST(tl.processes[1].name == wa.name());
@@ -115,9 +115,9 @@ BOOST_AUTO_TEST_CASE(merged_trace_of_three_processes_pairs_every_flow_and_shows_
   BOOST_TEST(grads == 4u * kBackwards);
   BOOST_TEST(acks == 4u * kBackwards);
 
-  const trace::Summary s = trace::summarize(tl);
+  const trace::detail::Summary s = trace::detail::summarize(tl);
   BOOST_TEST_REQUIRE(s.process_paths.size() == std::size_t{kBackwards});
-  for (const trace::ProcessPath& p : s.process_paths) {
+  for (const trace::detail::ProcessPath& p : s.process_paths) {
     // The caller's pass, then c, the caller, a and the caller again, each
     // reached by a gradient, then the four replies back.
     BOOST_TEST_REQUIRE(p.steps.size() == 13u);

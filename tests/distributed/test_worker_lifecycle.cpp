@@ -19,6 +19,8 @@
 #include <string>
 #include <thread>
 
+#include "actorgrad/actors/remote/detail/ask.h"
+#include "actorgrad/actors/remote/detail/protocol.h"
 #include "actorgrad/actors/remote/dist_context.h"
 #include "actorgrad/libengine/ops.h"
 #include "actorgrad/version.h"
@@ -151,8 +153,9 @@ BOOST_AUTO_TEST_CASE(log_names_version_address_and_each_connection_with_a_timest
   // A caller of another protocol version: refused, and logged as such.
   remote::Runtime rt;
   auto a = rt.connect("127.0.0.1", w.port());
-  auto reply = rt.ask<remote::HelloReply>(
-    a.handle(), remote::Hello{remote::kProtocolVersion + 1, "9.9.9", "old caller", "elsewhere", {}},
+  auto reply = remote::detail::ask<remote::detail::HelloReply>(
+    rt, a.handle(),
+    remote::detail::Hello{remote::kProtocolVersion + 1, "9.9.9", "old caller", "elsewhere", {}},
     std::chrono::seconds(5), "hello");
   BOOST_TEST(reply.protocol_version == remote::kProtocolVersion);
   BOOST_TEST(contains(reply.error, "protocol"), reply.error);

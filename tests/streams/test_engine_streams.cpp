@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(without_the_engine_waits_the_detector_reports_races) {
   const auto expected = synchronous_reference();
   std::size_t runs_with_reports = 0;
   std::size_t wrong = 0;
-  set_stream_sync_for_testing(false);
+  detail::set_stream_sync_for_testing(false);
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
     SimSettings sim(seed, 50);
     wrong += close(forward_backward(make_leaves()), expected) ? 0 : 1;
@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(without_the_engine_waits_the_detector_reports_races) {
     if (seed == 0)
       BOOST_TEST_MESSAGE("reports without the engine's waits:\n" << testing::joined_reports());
   }
-  set_stream_sync_for_testing(true);
+  detail::set_stream_sync_for_testing(true);
   BOOST_TEST(runs_with_reports == 20u);
   BOOST_TEST_MESSAGE(wrong << " of 20 runs also computed wrong gradients");
 }

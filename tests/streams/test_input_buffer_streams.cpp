@@ -15,6 +15,12 @@
 #include "tests/support/lambda_node.h"
 
 using namespace actorgrad;
+using actorgrad::detail::AccumulationPlan;
+using actorgrad::detail::ActorgradGraph;
+using actorgrad::detail::InputBuffer;
+using actorgrad::detail::plan_accumulation;
+using actorgrad::detail::producer_stream;
+using actorgrad::detail::set_stream_sync_for_testing;
 using testing::SimSettings;
 
 namespace {

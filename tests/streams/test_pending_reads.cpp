@@ -25,6 +25,8 @@
 #include "tests/streams/sim_test_util.h"
 
 using namespace actorgrad;
+using actorgrad::detail::ActorgradGraph;
+using actorgrad::detail::InputBuffer;
 using testing::SimSettings;
 
 namespace {

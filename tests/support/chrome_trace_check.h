@@ -81,7 +81,7 @@ inline std::size_t check_chrome_structure(const std::string& json, const trace::
       auto& side = ph == "s" ? starts : finishes;
       side[e.get<std::string>("id")].push_back(
         {tid, ts, e.get<std::string>("cat"), e.get<std::string>("name"), e.get<std::string>("bp")});
-    } else if (ph == "C") { // queue counters (tools/trace/queue_depth.h)
+    } else if (ph == "C") { // queue counters (tools/trace/detail/queue_depth.h)
       ++counters;
       BOOST_TEST(e.get<long>("args.mailbox") >= 0);
       BOOST_TEST(e.get<long>("args.ready") >= 0);

@@ -4,9 +4,9 @@
 
 #include "actorgrad/libengine/engine/detail/basic_graph_task_impl.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 template class BasicGraphTask<toy::ToyGraph>;
-} // namespace actorgrad
+} // namespace actorgrad::detail
 
 namespace actorgrad::toy {
 

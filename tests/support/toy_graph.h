@@ -68,7 +68,7 @@ struct ToyGraph {
   };
   struct run_scope {
     run_scope(GraphTaskBase& task, const ToyNode&) : current(&task) {}
-    CurrentGraphTaskGuard current;
+    detail::CurrentGraphTaskGuard current;
   };
 
   static ToyNode* target(const ToyEdge& e) { return e.node.get(); }
@@ -117,11 +117,11 @@ struct ToyGraph {
 };
 
 /// One call over a toy graph.
-using ToyTask = BasicGraphTask<ToyGraph>;
+using ToyTask = detail::BasicGraphTask<ToyGraph>;
 
 } // namespace actorgrad::toy
 
-namespace actorgrad {
+namespace actorgrad::detail {
 /// Instantiated once, in toy_graph.cpp.
 extern template class BasicGraphTask<toy::ToyGraph>;
-} // namespace actorgrad
+} // namespace actorgrad::detail

@@ -43,7 +43,7 @@ class Component(unittest.TestCase):
         # An engine class's own allocator is not malloc.
         self.assertEqual(b.component("???", "actorgrad::detail::RecycledElement<M>::operator delete(void*)"), ACTORS)
         # A Stream in the arguments does not make a buffer's add stream work.
-        self.assertEqual(b.component("???", "actorgrad::InputBuffer::add(unsigned long, "
+        self.assertEqual(b.component("???", "actorgrad::detail::InputBuffer::add(unsigned long, "
                                             "std::optional<actorgrad::Stream> const&, actorgrad::Event const*)"), CALL)
 
     def test_engine_and_the_graph(self):
@@ -51,8 +51,8 @@ class Component(unittest.TestCase):
                          "device streams and events")
         self.assertEqual(b.component("???", "actorgrad::grad(x)"), CALL)
         # A gradient sent between devices is the graph task's work.
-        self.assertEqual(b.component("???", "actorgrad::SentValue::{lambda(void*)#6}::_FUN(void*)"), CALL)
-        self.assertEqual(b.component("???", "actorgrad::ActorgradGraph::make_in_flight(a, b, c)"), CALL)
+        self.assertEqual(b.component("???", "actorgrad::detail::SentValue::{lambda(void*)#6}::_FUN(void*)"), CALL)
+        self.assertEqual(b.component("???", "actorgrad::detail::ActorgradGraph::make_in_flight(a, b, c)"), CALL)
         self.assertEqual(b.component("???", "actorgrad::mul(a, b)"), "the graph's nodes and tensors")
         self.assertEqual(b.component("???", "actorgrad::bench::SequentialPlan::run()"), "benchmark harness")
         self.assertEqual(b.component("???", "__memcpy_avx_unaligned_erms"), b.OTHER)

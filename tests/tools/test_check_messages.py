@@ -54,8 +54,8 @@ class PlantedViolations(unittest.TestCase):
         self.assert_fails('actors/detail/coordinator_pool.cpp:', 'raw enqueue')
 
     def test_raw_send_in_remote(self):
-        self.plant('remote/dist_context.cpp', 'detail::tell(rt.agent(), LocalRegisterSend',
-                   'caf::anon_send(rt.agent(), LocalRegisterSend')
+        self.plant('remote/dist_context.cpp', 'detail::tell(rt.agent(), detail::LocalRegisterSend',
+                   'caf::anon_send(rt.agent(), detail::LocalRegisterSend')
         self.assert_fails('actors/remote/dist_context.cpp:', 'raw anon_send',
                           'actors/remote/detail/send.h')
 
@@ -79,7 +79,7 @@ class PlantedViolations(unittest.TestCase):
         self.assert_fails('row Job: handled in does not list coordinator_pool.cpp: CoordinatorPool::act')
 
     def test_struct_without_a_row(self):
-        self.plant('remote/local_messages.h', 'struct SetName {', 'struct Unlisted {\n  int x;\n};\n\nstruct SetName {')
+        self.plant('remote/detail/local_messages.h', 'struct SetName {', 'struct Unlisted {\n  int x;\n};\n\nstruct SetName {')
         self.assert_fails('struct Unlisted has no row in a message table',
                           'struct Unlisted is missing from is_remote_message')
 

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "actorgrad/tools/trace/chrome_json.h"
+#include "actorgrad/tools/trace/detail/chrome_json.h"
 #include "tests/support/child_process.h"
 #include "tests/support/chrome_trace_check.h"
 
@@ -95,7 +95,7 @@ void check_trace(const std::string& path, const std::vector<std::string>& nodes,
                  std::size_t tasks_expected) {
   BOOST_TEST_REQUIRE(std::filesystem::exists(path), path << " was written");
   const std::string json = read_file(path);
-  const trace::Timeline tl = trace::read_chrome_json(path);
+  const trace::Timeline tl = trace::detail::read_chrome_json(path);
   std::remove(path.c_str());
   BOOST_TEST(testing::check_chrome_structure(json, tl) == tl.slices.size());
   std::set<std::string> names;
@@ -219,7 +219,7 @@ BOOST_AUTO_TEST_CASE(rank_and_pid_name_each_processes_file) {
   BOOST_TEST(name.substr(name.size() - 7) == "_%.json", name);
   const std::string pid = name.substr(4, name.size() - 11);
   BOOST_TEST(pid.find_first_not_of("0123456789") == std::string::npos, name);
-  const trace::Timeline tl = trace::read_chrome_json((dir / name).string());
+  const trace::Timeline tl = trace::detail::read_chrome_json((dir / name).string());
   BOOST_TEST_REQUIRE(tl.processes.size() == 1u);
   BOOST_TEST(tl.processes[0].name == "rank 3");
   BOOST_TEST(std::to_string(tl.processes[0].pid) == pid);
@@ -300,7 +300,7 @@ BOOST_AUTO_TEST_CASE(ten_thousand_passes_with_the_last_five_kept_stay_flat_and_e
   const double exit_s = double(reaped_ns - end_ns) / 1e9;
   BOOST_TEST_MESSAGE("exit, trace written: " << exit_s * 1e3 << " ms");
   BOOST_TEST(exit_s < 1.0, "exit took " << exit_s << " s");
-  const trace::Timeline tl = trace::read_chrome_json(path);
+  const trace::Timeline tl = trace::detail::read_chrome_json(path);
   std::remove(path.c_str());
   std::set<std::uint64_t> tasks;
   for (const auto& sl : tl.slices)

@@ -40,8 +40,8 @@ thread_local std::size_t news = 0;
 [[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
 [[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
-using actorgrad::NodeTable;
-using actorgrad::RecyclingAllocator;
+using actorgrad::detail::NodeTable;
+using actorgrad::detail::RecyclingAllocator;
 
 namespace {
 
@@ -214,17 +214,17 @@ BOOST_AUTO_TEST_CASE(only_two_large_tables_are_kept) {
 
 namespace {
 
-using actorgrad::BackwardCall;
 using actorgrad::Edge;
 using actorgrad::Tensor;
+using actorgrad::detail::BackwardCall;
 using actorgrad::detail::SpareEdgeLists;
 
 /// A grad() call of y = x * 2 for `inputs` inputs (x each time).
 BackwardCall grad_call(std::size_t inputs = 1) {
   static const Tensor x = Tensor::ones({1}).set_requires_grad();
   static const Tensor y = actorgrad::mul(x, 2.0);
-  return actorgrad::make_grad_call({y}, actorgrad::variable_list(inputs, x), {}, std::nullopt,
-                                   false);
+  return actorgrad::detail::make_grad_call({y}, actorgrad::variable_list(inputs, x), {},
+                                           std::nullopt, false);
 }
 
 /// The storage of a call's two edge lists.

@@ -15,6 +15,8 @@
 #include "tests/support/message_has.h"
 
 using namespace actorgrad;
+using actorgrad::detail::ActorgradGraph;
+using actorgrad::detail::InputBuffer;
 
 namespace {
 

@@ -16,8 +16,8 @@
 
 #include "actorgrad/libengine/engine/detail/node_table.h"
 
-using actorgrad::NodeHint;
-using actorgrad::NodeTable;
+using actorgrad::detail::NodeHint;
+using actorgrad::detail::NodeTable;
 
 namespace {
 

@@ -1,16 +1,17 @@
 /// @file test_op_table.cpp
-/// The per-operation table of a timeline (tools/trace/op_table.h) and the
+/// The per-operation table of a timeline (tools/trace/detail/op_table.h) and the
 /// summary's cut lists, on a hand-made timeline whose numbers are known.
 #define BOOST_TEST_MODULE op_table
 #include <boost/test/unit_test.hpp>
 
 #include <string>
 
-#include "actorgrad/tools/trace/op_table.h"
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/op_table.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 #include "tests/support/hand_made_trace.h"
 
 using namespace actorgrad::trace;
+using namespace actorgrad::trace::detail;
 using actorgrad::testing::row_named;
 using actorgrad::testing::slice;
 

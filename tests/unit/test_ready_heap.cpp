@@ -18,6 +18,8 @@
 
 using namespace actorgrad;
 using actorgrad::detail::ReadyHeap;
+using actorgrad::detail::ReadyOrder;
+using actorgrad::detail::ReadyTask;
 
 namespace {
 

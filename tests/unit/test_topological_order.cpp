@@ -26,9 +26,10 @@ public:
 
 /// The nodes a grad call of `loss` with respect to `input` numbers.
 std::size_t nodes_searched(const Tensor& loss, const Tensor& input) {
-  auto task = GraphTask::create({gradient_edge(loss)}, {Tensor::ones({1})},
-                                ExecuteOptions{true, false, false}, {gradient_edge(input)}, 0)
-                .first;
+  auto task =
+    detail::GraphTask::create({gradient_edge(loss)}, {Tensor::ones({1})},
+                              ExecuteOptions{true, false, false}, {gradient_edge(input)}, 0)
+      .first;
   return task->num_nodes();
 }
 

@@ -1,15 +1,16 @@
 /// @file test_trace_diff.cpp
-/// Two recordings compared (tools/trace/trace_diff.h), on hand-made
+/// Two recordings compared (tools/trace/detail/trace_diff.h), on hand-made
 /// timelines whose numbers are known.
 #define BOOST_TEST_MODULE trace_diff
 #include <boost/test/unit_test.hpp>
 
 #include <string>
 
-#include "actorgrad/tools/trace/trace_diff.h"
+#include "actorgrad/tools/trace/detail/trace_diff.h"
 #include "tests/support/hand_made_trace.h"
 
 using namespace actorgrad::trace;
+using namespace actorgrad::trace::detail;
 using actorgrad::testing::row_named;
 using actorgrad::testing::slice;
 

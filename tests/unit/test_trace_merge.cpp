@@ -1,7 +1,7 @@
 #define BOOST_TEST_MODULE unit_trace_merge
 #include <boost/test/unit_test.hpp>
 
-// Merging the recordings of several processes (tools/trace/merge.h): the
+// Merging the recordings of several processes (tools/trace/detail/merge.h): the
 // clock offsets estimated from message pairs with known skews (Note [Clock
 // offsets from message pairs]), causality with messages one way only, and
 // a merge of two hand-made recordings: one process each, the gradient and
@@ -17,14 +17,15 @@
 
 #include <unistd.h>
 
-#include "actorgrad/tools/trace/chrome_json.h"
-#include "actorgrad/tools/trace/clock_offsets.h"
-#include "actorgrad/tools/trace/merge.h"
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/chrome_json.h"
+#include "actorgrad/tools/trace/detail/clock_offsets.h"
+#include "actorgrad/tools/trace/detail/merge.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 #include "tests/support/chrome_trace_check.h"
 
 using namespace actorgrad;
 using namespace actorgrad::trace;
+using namespace actorgrad::trace::detail;
 
 namespace {
 

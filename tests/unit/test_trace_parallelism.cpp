@@ -1,5 +1,5 @@
 /// @file test_trace_parallelism.cpp
-/// The parallelism of a pass (tools/trace/parallelism.h, Note [Parallelism
+/// The parallelism of a pass (tools/trace/detail/parallelism.h, Note [Parallelism
 /// of a pass]) on hand-made timelines whose numbers are known: each track's
 /// busy % of the pass, the parallelism achieved (node time / wall time),
 /// the longest chain of dependent nodes through local feeds and messages,
@@ -11,11 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "actorgrad/tools/trace/parallelism.h"
-#include "actorgrad/tools/trace/summary.h"
+#include "actorgrad/tools/trace/detail/parallelism.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 #include "tests/support/hand_made_trace.h"
 
 using namespace actorgrad::trace;
+using namespace actorgrad::trace::detail;
 using actorgrad::testing::slice;
 
 namespace {

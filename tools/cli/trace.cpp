@@ -16,8 +16,8 @@
 #include "actorgrad/actors/engine.h"
 #include "actorgrad/libengine/autograd.h"
 #include "actorgrad/libengine/ops.h"
-#include "actorgrad/tools/trace/chrome_json.h"
-#include "actorgrad/tools/trace/merge.h"
+#include "actorgrad/tools/trace/detail/chrome_json.h"
+#include "actorgrad/tools/trace/detail/merge.h"
 #include "actorgrad/tools/trace/report_files.h"
 #include "tools/cli/engine_flags.h"
 #include "tools/cli/flags.h"
@@ -192,18 +192,18 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
 trace::Timeline merged(const std::vector<std::string>& paths) {
   std::vector<trace::Timeline> parts;
   for (const std::string& path : paths)
-    parts.push_back(trace::read_chrome_json(path));
-  return trace::merge_timelines(parts);
+    parts.push_back(trace::detail::read_chrome_json(path));
+  return trace::detail::merge_timelines(parts);
 }
 
 int run_trace(const TraceOptions& o) {
   std::optional<trace::Timeline> before;
   if (!o.diff.empty())
-    before = trace::read_chrome_json(o.diff[0]);
-  const trace::Timeline tl = !o.diff.empty()    ? trace::read_chrome_json(o.diff[1])
+    before = trace::detail::read_chrome_json(o.diff[0]);
+  const trace::Timeline tl = !o.diff.empty()    ? trace::detail::read_chrome_json(o.diff[1])
                              : !o.merge.empty() ? merged(o.merge)
                              : o.in.empty()     ? record(o)
-                                                : trace::read_chrome_json(o.in);
+                                                : trace::detail::read_chrome_json(o.in);
   trace::ReportPaths paths;
   paths.json = o.out;
   paths.html = o.html;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "actorgrad/actors/engine.h"
+#include "actorgrad/actors/remote/protocol_version.h"
 #include "actorgrad/actors/remote/runtime.h"
 #include "actorgrad/tools/trace/trace_request.h"
 #include "actorgrad/version.h"

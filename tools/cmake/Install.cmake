@@ -41,11 +41,10 @@ endif()
 # engine's own messages; an application's requests are actors/requests.h),
 # the Python module's (they need Python.h), the CUDA plugin's (the CUDA
 # runtime's), and the torch bridge's but for actors/torch/install.h (its
-# graph type, libengine/torch/, is the bridge's own). One internal header is
-# installed: actors/remote/detail/send.h, which the public
-# actors/remote/dist_context.h needs through runtime.h's Runtime::ask, a
-# template. tools/check_installed_headers.py (run by the packaging test)
-# fails when an installed header includes one that is not installed.
+# graph type, libengine/torch/, is the bridge's own).
+# tools/check_installed_headers.py (run by the packaging test) fails when an
+# installed header includes one that is not installed, or an internal one is
+# installed.
 set(header_excludes PATTERN python EXCLUDE PATTERN plugin EXCLUDE PATTERN torch EXCLUDE
   PATTERN detail EXCLUDE PATTERN "*_impl.h" EXCLUDE PATTERN messages.h EXCLUDE)
 foreach(dir libengine actors device tools/trace)
@@ -53,8 +52,6 @@ foreach(dir libengine actors device tools/trace)
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actorgrad/${dir}
     FILES_MATCHING PATTERN "*.h" ${header_excludes})
 endforeach()
-install(FILES ${PROJECT_SOURCE_DIR}/actors/remote/detail/send.h
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actorgrad/actors/remote/detail)
 if(ACTORGRAD_WITH_TORCH)
   install(FILES ${PROJECT_SOURCE_DIR}/actors/torch/install.h
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/actorgrad/actors/torch)

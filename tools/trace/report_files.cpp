@@ -6,10 +6,10 @@
 #include <optional>
 #include <stdexcept>
 
-#include "actorgrad/tools/trace/chrome_json.h"
-#include "actorgrad/tools/trace/html_report.h"
-#include "actorgrad/tools/trace/summary.h"
-#include "actorgrad/tools/trace/trace_diff.h"
+#include "actorgrad/tools/trace/detail/chrome_json.h"
+#include "actorgrad/tools/trace/detail/html_report.h"
+#include "actorgrad/tools/trace/detail/summary.h"
+#include "actorgrad/tools/trace/detail/trace_diff.h"
 
 namespace actorgrad::trace {
 
@@ -34,18 +34,19 @@ void write_file(const std::string& path, const std::function<void(std::ostream&)
 } // namespace
 
 void write_reports(const Timeline& tl, const ReportPaths& paths, const Timeline* before) {
-  const Summary s = summarize(tl);
-  std::optional<TraceDiff> diff;
+  const detail::Summary s = detail::summarize(tl);
+  std::optional<detail::TraceDiff> diff;
   if (before)
-    diff = diff_summaries(summarize(*before), s);
-  write_file(paths.json, [&](std::ostream& out) { write_chrome_json(tl, out); });
-  write_file(paths.html,
-             [&](std::ostream& out) { write_html_report(tl, s, out, diff ? &*diff : nullptr); });
-  write_file(paths.summary, [&](std::ostream& out) {
-    out << (diff ? format_diff(*diff, paths.summary_top)
-                 : format_summary(tl, s, paths.summary_top));
+    diff = detail::diff_summaries(detail::summarize(*before), s);
+  write_file(paths.json, [&](std::ostream& out) { detail::write_chrome_json(tl, out); });
+  write_file(paths.html, [&](std::ostream& out) {
+    detail::write_html_report(tl, s, out, diff ? &*diff : nullptr);
   });
-  write_file(paths.ops_csv, [&](std::ostream& out) { out << op_table_csv(s.ops); });
+  write_file(paths.summary, [&](std::ostream& out) {
+    out << (diff ? detail::format_diff(*diff, paths.summary_top)
+                 : detail::format_summary(tl, s, paths.summary_top));
+  });
+  write_file(paths.ops_csv, [&](std::ostream& out) { out << detail::op_table_csv(s.ops); });
 }
 
 } // namespace actorgrad::trace

@@ -17,10 +17,10 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actorgrad/actors/observer.h"
-#include "actorgrad/actors/remote/agent.h"
-#include "actorgrad/actors/remote/dist_nodes.h"
-#include "actorgrad/actors/remote/local_step.h"
-#include "actorgrad/actors/remote/protocol.h"
+#include "actorgrad/actors/remote/detail/agent.h"
+#include "actorgrad/actors/remote/detail/dist_nodes.h"
+#include "actorgrad/actors/remote/detail/local_step.h"
+#include "actorgrad/actors/remote/detail/protocol.h"
 
 namespace actorgrad::remote::detail {
 

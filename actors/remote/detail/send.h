@@ -1,7 +1,7 @@
 #pragma once
 /// @file send.h
 /// The one way the distributed runtime sends its messages (those of
-/// actors/remote/protocol.h and local_messages.h), as actors/detail/post.h
+/// actors/remote/detail/protocol.h and local_messages.h), as actors/detail/post.h
 /// is the engine's. Internal. tools/check_messages.py (ctest
 /// check_messages) fails on a send in actors/ made with CAF directly.
 
@@ -13,8 +13,8 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
-#include "actorgrad/actors/remote/local_messages.h"
-#include "actorgrad/actors/remote/protocol.h"
+#include "actorgrad/actors/remote/detail/local_messages.h"
+#include "actorgrad/actors/remote/detail/protocol.h"
 
 namespace actorgrad::remote::detail {
 
@@ -37,7 +37,7 @@ template <class M>
 void tell(const caf::actor& to, M&& m) {
   static_assert(
     is_remote_message<std::decay_t<M>>,
-    "a remote message must be declared in actors/remote/protocol.h or local_messages.h");
+    "a remote message must be declared in actors/remote/detail/protocol.h or local_messages.h");
   caf::anon_send(to, std::forward<M>(m));
 }
 
@@ -50,7 +50,7 @@ template <class Self, class To, class Timeout, class M, class... Ts>
 auto request_from(Self&& self, const To& to, Timeout timeout, M&& m, Ts&&... xs) {
   static_assert(
     is_remote_message<std::decay_t<M>> || std::is_same_v<std::decay_t<M>, caf::connect_atom>,
-    "a remote message must be declared in actors/remote/protocol.h or local_messages.h");
+    "a remote message must be declared in actors/remote/detail/protocol.h or local_messages.h");
   return self->request(to, timeout, std::forward<M>(m), std::forward<Ts>(xs)...);
 }
 

@@ -18,8 +18,8 @@
 #include "actorgrad/actors/torch/nodes_in_graph.h"
 #include "actorgrad/actors/torch/python/fast_backward.h"
 #include "actorgrad/actors/torch/python/run_backward.h"
+#include "actorgrad/tools/trace/detail/summary.h"
 #include "actorgrad/tools/trace/report_files.h"
-#include "actorgrad/tools/trace/summary.h"
 #include "actorgrad/tools/trace/timeline.h"
 #include "actorgrad/tools/trace/trace_request.h"
 
@@ -55,7 +55,7 @@ public:
   /// The text summary (per-actor load, operations, message edges, per pass
   /// its parallelism and critical path), each list cut to `top` rows (0: all).
   std::string summary(std::size_t top) const {
-    return trace::format_summary(timeline_, trace::summarize(timeline_), top);
+    return trace::detail::format_summary(timeline_, trace::detail::summarize(timeline_), top);
   }
 
 private:

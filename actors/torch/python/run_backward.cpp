@@ -189,7 +189,8 @@ PyObject* queue_callback(PyObject*, PyObject* callback) {
   // libtorch GraphTask] in actors/torch/bridge_engine.cpp) takes the
   // callback on the actor engine's task; everywhere else libtorch's engine
   // takes it (or refuses it, with its text, outside a backward call).
-  if (!::torch::autograd::get_current_graph_task_exec_info() && actorgrad::current_graph_task())
+  if (!::torch::autograd::get_current_graph_task_exec_info() &&
+      actorgrad::detail::current_graph_task())
     actorgrad::queue_callback(std::move(call));
   else
     Engine::get_default_engine().queue_callback(std::move(call));

@@ -12,7 +12,7 @@
 #include "actorgrad/libengine/tensor/pending_reads.h"
 #include "actorgrad/libengine/tensor/tensor_impl.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 template class BasicGraphTask<ActorgradGraph>;
 
@@ -42,7 +42,7 @@ void ActorgradGraph::record_stream_reads(const Node& fn, const variable_list& in
 }
 
 void ActorgradGraph::call_tensor_pre_hooks(Node& fn, variable_list& inputs) {
-  actorgrad::call_tensor_pre_hooks(fn, inputs); // call_hooks.h
+  detail::call_tensor_pre_hooks(fn, inputs); // call_hooks.h
 }
 
 bool ActorgradGraph::has_nan(const Tensor& t) { return t.defined() && kernels::any_nan(t); }
@@ -157,4 +157,4 @@ void ActorgradGraph::task_streams::sync() const {
         wait_for_stream(caller, leaf);
 }
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

@@ -2,9 +2,7 @@
 /// @file actorgrad_graph.h
 /// actorgrad's own Node graphs as a graph type of the scheduler (see Note
 /// [Graph interface]).
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include <cstdint>
 #include <memory>
@@ -24,7 +22,7 @@
 #include "actorgrad/libengine/engine/detail/node_table.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// The GraphTraits of actorgrad's Node, Edge and Tensor.
 struct ActorgradGraph {
@@ -146,4 +144,4 @@ private:
   static void record_stream_reads(const Node& fn, const variable_list& inputs);
 };
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

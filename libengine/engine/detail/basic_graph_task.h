@@ -3,9 +3,7 @@
 /// One backward()/grad() call over a graph type G (see Note [Graph interface]).
 /// The member definitions are in basic_graph_task_impl.h, included where a
 /// graph type is instantiated.
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include <algorithm>
 #include <cstddef>
@@ -22,7 +20,7 @@
 #include "actorgrad/libengine/engine/detail/graph_interface.h"
 #include "actorgrad/libengine/engine/detail/node_table.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// Whether G keeps a NodeHint in its nodes (Note [Node table hints]).
 template <GraphTraits G>
@@ -68,8 +66,7 @@ public:
   // -- GraphTaskBase ------------------------------------------------------------
   void run(ReadyTask& t, Dispatch& to) override { run_with(t, t.graph_task, to); }
   void run_all_here(ReadyTask&& first) override;
-  bool run_here_until_branched(ReadyTask&& first, detail::ReadyHeap& rest,
-                               std::size_t branch) override;
+  bool run_here_until_branched(ReadyTask&& first, ReadyHeap& rest, std::size_t branch) override;
   void accept_sent(SentGrad& g, Dispatch& to) override;
   Device device_of(const void* n) const override { return G::device(*static_cast<const node*>(n)); }
   NodeInfo describe(const void* n) const override {
@@ -223,7 +220,7 @@ private:
   /// into the loop (80 instructions a node more on the chain under
   /// callgrind, bench_chain_driver).
   template <class Stop>
-  [[gnu::always_inline]] bool run_here(detail::ReadyHeap& heap, Stop stop);
+  [[gnu::always_inline]] bool run_here(ReadyHeap& heap, Stop stop);
   /// Whether ready node `head` heads `branch` nodes or more of its own
   /// (Note [Spreading a call where it branches]).
   bool heads_branch(node& head, std::size_t branch);
@@ -291,4 +288,4 @@ private:
   std::shared_ptr<node> graph_root_;
 };
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

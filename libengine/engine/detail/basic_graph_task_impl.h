@@ -6,9 +6,7 @@
 /// Over 300 lines on purpose: these are PyTorch's GraphTask algorithms
 /// (create, compute_dependencies with init_to_execute, accept, evaluate), kept
 /// in one place so they can be read against engine.cpp side by side.
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include <algorithm>
 #include <limits>
@@ -17,14 +15,13 @@
 #include <unordered_map>
 
 #include "actorgrad/libengine/engine/detail/basic_graph_task.h"
+#include "actorgrad/libengine/engine/detail/current_exception_or_unwind.h"
 #include "actorgrad/libengine/engine/detail/local_dispatch.h"
 #include "actorgrad/libengine/engine/detail/recycling_allocator.h"
 #include "actorgrad/libengine/engine/detail/scratch_vector.h"
 #include "actorgrad/libengine/engine/errors.h"
 
-namespace actorgrad {
-
-namespace detail {
+namespace actorgrad::detail {
 
 template <GraphTraits G>
 std::string node_label(const typename G::node& n) {
@@ -89,8 +86,6 @@ template <GraphTraits G>
                     " inputs");
 }
 
-} // namespace detail
-
 template <GraphTraits G>
 std::pair<std::shared_ptr<BasicGraphTask<G>>, ReadyTask>
 BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, ExecuteOptions options,
@@ -112,7 +107,7 @@ BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, Execute
     task->graph_root_ = root;
 
   std::uint64_t min_topo_nr = 0;
-  if (!outputs.empty() && !detail::topological_order_edited<G>()) {
+  if (!outputs.empty() && !topological_order_edited<G>()) {
     min_topo_nr = std::numeric_limits<std::uint64_t>::max();
     for (const auto& e : outputs)
       if (const node* fn = G::target(e))
@@ -128,7 +123,7 @@ BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, Execute
     const std::uint32_t input_nr = G::input_nr(roots[0]);
     if (input_nr >= G::num_inputs(*root))
       throw EngineError("backward: root edge points at input " + std::to_string(input_nr) + " of " +
-                        detail::node_label<G>(*root) + ", which has " +
+                        node_label<G>(*root) + ", which has " +
                         std::to_string(G::num_inputs(*root)) + " inputs");
     root_state.buffer = G::make_root_buffer(*root, input_nr, std::move(root_grads));
   } else {
@@ -160,13 +155,13 @@ std::uint64_t BasicGraphTask<G>::compute_dependencies(node* root, const edge_lis
     return compute_dependencies(root, outputs, min_topo_nr, false);
   if (!topo_order_broken)
     return min_topo_nr;
-  auto cycle = detail::find_cycle<G>(root);
+  auto cycle = find_cycle<G>(root);
   if (!cycle.empty()) {
     std::ostringstream msg;
     msg << "the backward graph has a cycle: ";
     for (const node* n : cycle)
-      msg << detail::node_label<G>(*n) << " -> ";
-    msg << detail::node_label<G>(*cycle.front());
+      msg << node_label<G>(*n) << " -> ";
+    msg << node_label<G>(*cycle.front());
     throw EngineError(msg.str());
   }
   // The numbers are stale, so the pruning may have cut paths: search it all.
@@ -303,7 +298,7 @@ BasicGraphTask<G>::add_input(node& fn, std::uint32_t input_nr, value&& grad,
   if (!found) {
     if (selective()) // pruned: leads to no requested input (see in_graph)
       return nullptr;
-    detail::throw_no_dependency<G>(fn);
+    throw_no_dependency<G>(fn);
   }
   return add_input_to(fn, *found, input_nr, std::move(grad), source);
 }
@@ -315,7 +310,7 @@ inline typename BasicGraphTask<G>::Arrival BasicGraphTask<G>::arrive(node& fn, N
   if (selective() && !s.exec.should_execute())
     return Arrival::skipped;
   if (input_nr >= G::num_inputs(fn)) [[unlikely]]
-    detail::throw_no_such_input<G>(fn, input_nr);
+    throw_no_such_input<G>(fn, input_nr);
   return ready ? Arrival::complete : Arrival::waiting;
 }
 
@@ -425,7 +420,7 @@ void BasicGraphTask<G>::route(const std::shared_ptr<GraphTaskBase>& self, const 
                          input_nr,
                          owner,
                          {},
-                         detail::SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
+                         SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
 }
 
 template <GraphTraits G>
@@ -442,7 +437,7 @@ void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self,
   const bool joins = s && s->exec.joins();
   if (joins && !to.owns(cpu_queue, Device::cpu())) {
     to.send(self, SentGrad{G::target_handle(next), input_nr, Device::cpu(), order,
-                           detail::SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
+                           SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
     return;
   }
   if (to.wants_feeds()) [[unlikely]]
@@ -476,16 +471,16 @@ inline void BasicGraphTask<G>::run_with(ReadyTask& t, const std::shared_ptr<Grap
 
 template <GraphTraits G>
 void BasicGraphTask<G>::run_all_here(ReadyTask&& first) {
-  detail::ReadyHeap heap;
+  ReadyHeap heap;
   heap.push(std::move(first));
-  run_here(heap, [](const detail::ReadyHeap&) { return false; });
+  run_here(heap, [](const ReadyHeap&) { return false; });
 }
 
 template <GraphTraits G>
-bool BasicGraphTask<G>::run_here_until_branched(ReadyTask&& first, detail::ReadyHeap& rest,
+bool BasicGraphTask<G>::run_here_until_branched(ReadyTask&& first, ReadyHeap& rest,
                                                 std::size_t branch) {
   rest.push(std::move(first));
-  return run_here(rest, [this, branch](const detail::ReadyHeap& heap) {
+  return run_here(rest, [this, branch](const ReadyHeap& heap) {
     if (heap.size() < 2 || has_error())
       return false;
     std::size_t branches = 0;
@@ -514,8 +509,8 @@ bool BasicGraphTask<G>::heads_branch(node& head, std::size_t branch) {
 
 template <GraphTraits G>
 template <class Stop>
-inline bool BasicGraphTask<G>::run_here(detail::ReadyHeap& heap, Stop stop) {
-  detail::LocalDispatch dispatch(heap);
+inline bool BasicGraphTask<G>::run_here(ReadyHeap& heap, Stop stop) {
+  LocalDispatch dispatch(heap);
   // The tasks this loop makes do not hold the GraphTask: it outlives the
   // loop (its caller holds it), and a reference count per node is not free.
   const std::shared_ptr<GraphTaskBase> unheld;
@@ -592,4 +587,4 @@ typename BasicGraphTask<G>::value_list BasicGraphTask<G>::finish() {
   return std::move(captured_);
 }
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

@@ -1,9 +1,7 @@
 #pragma once
 /// @file call_args.h
 /// Turning the public API's tensors into an executor's edges and gradients.
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include <cstddef>
 #include <optional>
@@ -11,7 +9,7 @@
 #include "actorgrad/libengine/engine/detail/graph_task.h"
 #include "actorgrad/libengine/engine/detail/spare_stack.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// The arguments of Executor::execute for one backward()/grad() call.
 struct BackwardCall {
@@ -26,12 +24,10 @@ struct BackwardCall {
   void keep_edge_lists();
 };
 
-namespace detail {
 /// This thread's kept edge lists (Note [The API's edge lists] in
 /// autograd.cpp): two a call, for nested_calls_with_spares calls nested on one
 /// thread, of at most 8 edges.
 using SpareEdgeLists = SpareVectors<edge_list, 2 * nested_calls_with_spares, 8>;
-} // namespace detail
 
 /// Checks the arguments of backward() (clear errors naming the bad tensor)
 /// and builds the call.
@@ -49,4 +45,4 @@ BackwardCall make_grad_call(const variable_list& outputs, const variable_list& i
 variable_list check_grad_results(variable_list results, const variable_list& inputs,
                                  bool allow_unused);
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

@@ -4,7 +4,7 @@
 
 #include "actorgrad/libengine/engine/errors.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 namespace {
 
@@ -162,4 +162,4 @@ void call_post_hooks(const Node& fn, const HookSnapshot& hooks, variable_list& o
   }
 }
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

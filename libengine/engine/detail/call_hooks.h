@@ -1,13 +1,11 @@
 #pragma once
 /// @file call_hooks.h
 /// Running a node's hooks for the engine and checking what they return.
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include "actorgrad/libengine/autograd/node.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// A node's tensor pre-hooks, its leaf's hooks (AccumulateGrad) and its
 /// retain_grad hooks, read once (Note [Removing a hook while a backward
@@ -66,4 +64,4 @@ void call_pre_hooks(const Node& fn, const HookSnapshot& hooks, variable_list& in
 void call_post_hooks(const Node& fn, const HookSnapshot& hooks, variable_list& outputs,
                      const variable_list& inputs);
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

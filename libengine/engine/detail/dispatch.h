@@ -2,9 +2,7 @@
 /// @file dispatch.h
 /// Where a GraphTask sends the work its nodes produce: the executor's side
 /// of Note [Graph interface].
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include <cstdint>
 #include <memory>
@@ -14,7 +12,7 @@
 #include "actorgrad/libengine/engine/detail/sent_value.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// A fresh QueueId (never 0).
 QueueId new_queue_id();
@@ -50,7 +48,7 @@ struct SentGrad {
   InputOrder order{};
   /// The gradient with what its receiver must wait for (the graph's
   /// in-flight value type; see Note [Graph interface]).
-  detail::SentValue value;
+  SentValue value;
 };
 
 /// The executor's side of a running node: a GraphTask routes each output
@@ -90,4 +88,4 @@ protected:
   Device device_;
 };
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

@@ -1,13 +1,11 @@
 #pragma once
 /// @file exec_info.h
 /// Selective execution: which nodes a grad(inputs=...) call runs and captures.
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include <cstdint>
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// Selective execution info of one node (PyTorch's ExecInfo), built by
 /// BasicGraphTask::create and read-only while the task runs. It lives in
@@ -51,4 +49,4 @@ private:
   std::uint32_t bits_ = 0;
 };
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

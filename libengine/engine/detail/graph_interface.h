@@ -1,9 +1,7 @@
 #pragma once
 /// @file graph_interface.h
 /// The graph interface: what the scheduler needs from a graph type.
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include <concepts>
 #include <cstddef>
@@ -15,7 +13,7 @@
 #include "actorgrad/libengine/engine/detail/dispatch.h"
 #include "actorgrad/libengine/engine/graph_task_base.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 // Note [Graph interface]
 // One scheduler runs any graph: actorgrad's own Node graphs, test graphs,
@@ -96,4 +94,4 @@ concept GraphTraits = requires(const typename G::node& n, typename G::node& m,
   { G::sent_source(f) } -> std::convertible_to<typename G::source>;
 };
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

@@ -1,14 +1,12 @@
 #pragma once
 /// @file graph_task.h
 /// The GraphTask of actorgrad's own graphs (see Note [Graph interface]).
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include "actorgrad/libengine/engine/detail/actorgrad_graph.h"
 #include "actorgrad/libengine/engine/detail/basic_graph_task.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// One backward()/grad() call on actorgrad's Node graph.
 using GraphTask = BasicGraphTask<ActorgradGraph>;
@@ -16,4 +14,4 @@ using GraphTask = BasicGraphTask<ActorgradGraph>;
 /// Instantiated once, in actorgrad_graph.cpp.
 extern template class BasicGraphTask<ActorgradGraph>;
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

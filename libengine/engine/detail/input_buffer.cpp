@@ -8,7 +8,7 @@
 #include "actorgrad/libengine/tensor/pending_reads.h"
 #include "actorgrad/libengine/tensor/tensor_impl.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 namespace {
 
@@ -29,7 +29,7 @@ bool sole_owner(const Tensor& t) {
 // the thread that adds its node's first gradient (the node's owner) and
 // recycled by the one that ran the node, the same thread on one device
 // and in run_all_here; a list that crosses to another thread stays there.
-// Bounded (detail::SpareInputLists, Note [Storage a thread keeps]); a
+// Bounded (SpareInputLists, Note [Storage a thread keeps]); a
 // longer list goes back to malloc.
 
 // Note [Accumulation streams]
@@ -123,4 +123,4 @@ void InputBuffer::add(std::size_t pos, Tensor&& grad, const std::optional<Stream
   }
 }
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

@@ -1,9 +1,7 @@
 #pragma once
 /// @file input_buffer.h
 /// Where the gradients bound for one node's inputs add up.
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include <cstddef>
 #include <optional>
@@ -13,7 +11,7 @@
 #include "actorgrad/libengine/tensor/tensor.h"
 #include "actorgrad/libengine/tensor/tensor_impl.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// Where a gradient is accumulated and which stream that must first wait
 /// for (see Note [Accumulation streams] in input_buffer.cpp).
@@ -53,7 +51,7 @@ public:
   void make_slots(std::size_t size);
   /// Empties `inputs`, a node's input list after its call, and keeps its
   /// storage for make_slots() on this thread, within the bounds of
-  /// detail::SpareInputLists; a list not kept keeps its storage.
+  /// SpareInputLists; a list not kept keeps its storage.
   static void recycle(variable_list&& inputs);
 
   /// Adds `grad` into slot `pos` (in place when this buffer holds the only
@@ -91,25 +89,22 @@ private:
   variable_list buffer_;
 };
 
-namespace detail {
 /// This thread's kept input lists (Note [Recycled input lists] in
 /// input_buffer.cpp): 8 lists of at most 16 slots.
 using SpareInputLists = SpareVectors<variable_list, 8, 16>;
-} // namespace detail
 
 inline void InputBuffer::make_slots(std::size_t size) {
   // A list with no storage (this one, moved from or never filled) owns
   // nothing: it can take a kept list's place.
-  if (buffer_.capacity() == 0 && detail::SpareInputLists::stack::size() != 0)
-    detail::SpareInputLists::stack::take(buffer_);
+  if (buffer_.capacity() == 0 && SpareInputLists::stack::size() != 0)
+    SpareInputLists::stack::take(buffer_);
   buffer_.reserve(size);
   for (std::size_t i = 0; i < size; ++i)
     buffer_.emplace_back();
 }
 
 inline void InputBuffer::recycle(variable_list&& inputs) {
-  detail::SpareInputLists::keep(
-    std::move(inputs)); // its tensors go now, as they would with the list
+  SpareInputLists::keep(std::move(inputs)); // its tensors go now, as they would with the list
 }
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

@@ -8,7 +8,7 @@
 #include "actorgrad/libengine/tensor/kernels.h"
 #include "actorgrad/libengine/tensor/tensor_impl.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 namespace {
 
@@ -118,4 +118,4 @@ void validate_outputs(const Node& fn, variable_list& grads) {
     validate_mismatched_outputs(fn, grads);
 }
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

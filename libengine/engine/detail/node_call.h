@@ -1,13 +1,11 @@
 #pragma once
 /// @file node_call.h
 /// The call protocol of one of actorgrad's nodes (PyTorch's call_function).
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include "actorgrad/libengine/autograd/node.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// Runs `fn` on `inputs` in PyTorch's order: tensor pre-hooks -> pre-hooks
 /// -> apply -> validate_outputs -> post-hooks. Returns one gradient per next
@@ -19,4 +17,4 @@ variable_list call_node(Node& fn, variable_list&& inputs);
 /// it broadcasts) and device. Errors name `fn`.
 void validate_outputs(const Node& fn, variable_list& grads);
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

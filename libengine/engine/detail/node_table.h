@@ -2,9 +2,7 @@
 /// @file node_table.h
 /// The per-node state of one GraphTask, found through the node's hint or by
 /// its address.
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include <algorithm>
 #include <array>
@@ -19,7 +17,7 @@
 
 #include "actorgrad/libengine/engine/detail/spare_stack.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// Where a graph type keeps, in each of its nodes, the number the last
 /// NodeTable gave that node (see Note [Node table hints]). Written by the
@@ -27,14 +25,12 @@ namespace actorgrad {
 /// any table; relaxed: a table never trusts it without checking.
 using NodeHint = std::atomic<std::uint32_t>;
 
-namespace detail {
 /// Hinted numbering passes (Note [Numbering passes in flight]): bits 0-31
 /// count the passes in flight, bits 32-63 the passes started (modulo
 /// 2^32). Changed only by the read-modify-writes of NodeTable's
 /// begin_pass (every thread that numbers a graph through hints) and
 /// end_pass, each of which reads what the last one left.
 inline std::atomic<std::uint64_t> hinted_passes{0};
-} // namespace detail
 
 /// Maps a node to its state `V` within one GraphTask.
 ///
@@ -77,7 +73,7 @@ inline std::atomic<std::uint64_t> hinted_passes{0};
 /// a node on a large graph (4% of a backward call on a chain of 10^6). Only
 /// a numbering pass writes hints, so a pass that no other one overlapped
 /// cannot have lost one, and finish_numbering checks only after an
-/// overlap. Each hinted pass counts itself in detail::hinted_passes when
+/// overlap. Each hinted pass counts itself in hinted_passes when
 /// it starts (one more started, one more in flight) and when it ends (one
 /// fewer in flight), both read-modify-writes, acq_rel. A pass overlapped
 /// another when one was in flight as it started, or one started before it
@@ -231,7 +227,7 @@ private:
   static constexpr std::size_t min_capacity = 16;
   static constexpr std::size_t max_cached = std::size_t{1} << 15;
   static constexpr std::size_t small_table = 64;
-  static constexpr std::size_t max_tables = detail::nested_calls_with_spares;
+  static constexpr std::size_t max_tables = nested_calls_with_spares;
   static constexpr std::size_t max_large = 2;
   struct Cache {
     std::vector<V> values;
@@ -304,7 +300,7 @@ private:
   /// Counts this table's numbering pass as started and in flight.
   void begin_pass() {
     const std::uint64_t before =
-      detail::hinted_passes.fetch_add(one_started + 1, std::memory_order_acq_rel);
+      hinted_passes.fetch_add(one_started + 1, std::memory_order_acq_rel);
     pass_overlapped_ = (before & in_flight_mask) != 0;
     pass_number_ = static_cast<std::uint32_t>(before >> 32) + 1;
     pass_open_ = true;
@@ -312,7 +308,7 @@ private:
   /// Counts it as ended; returns whether another pass overlapped it.
   bool end_pass() {
     pass_open_ = false;
-    const std::uint64_t before = detail::hinted_passes.fetch_sub(1, std::memory_order_acq_rel);
+    const std::uint64_t before = hinted_passes.fetch_sub(1, std::memory_order_acq_rel);
     return pass_overlapped_ || static_cast<std::uint32_t>(before >> 32) != pass_number_;
   }
 
@@ -399,4 +395,4 @@ private:
   std::uint32_t pass_number_ = 0;
 };
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

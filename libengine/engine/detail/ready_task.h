@@ -1,16 +1,16 @@
 #pragma once
 /// @file ready_task.h
 /// A unit of ready work, and the one definition of the order in which ready work runs.
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include <cstdint>
 #include <memory>
 
 namespace actorgrad {
-
 class GraphTaskBase;
+} // namespace actorgrad
+
+namespace actorgrad::detail {
 
 /// What the ready order looks at (PyTorch's CompareNodeTaskTime inputs).
 struct ReadyKey {
@@ -66,4 +66,4 @@ struct ReadyTask {
   bool is_wake_up() const { return key.wake_up; }
 };
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

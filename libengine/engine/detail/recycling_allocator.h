@@ -3,18 +3,14 @@
 /// An allocator that keeps the blocks a thread frees for that thread's next
 /// allocations of the same type: a backward call's task block
 /// (std::allocate_shared) then costs no malloc.
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include <cstddef>
 #include <memory>
 
 #include "actorgrad/libengine/engine/detail/spare_stack.h"
 
-namespace actorgrad {
-
-namespace detail {
+namespace actorgrad::detail {
 
 /// Frees a block of one T (the blocks a thread keeps).
 template <class T>
@@ -27,8 +23,6 @@ struct FreeBlock {
 /// once, and each finds its block again in the next pass.
 template <class T>
 using SpareBlocks = SpareStack<std::unique_ptr<T, FreeBlock<T>>, nested_calls_with_spares>;
-
-} // namespace detail
 
 /// A stateless allocator for single objects of T: deallocate keeps up to
 /// SpareBlocks<T>::max_kept blocks for the calling thread, allocate takes
@@ -45,7 +39,7 @@ public:
 
   /// A block for `n` objects: for one, the block this thread kept last, if any.
   T* allocate(std::size_t n) {
-    using kept = detail::SpareBlocks<T>;
+    using kept = SpareBlocks<T>;
     if (n == 1 && kept::size() != 0) {
       typename kept::item block;
       kept::take(block);
@@ -61,8 +55,8 @@ public:
       std::allocator<T>{}.deallocate(p, n);
       return;
     }
-    typename detail::SpareBlocks<T>::item block(p);
-    detail::SpareBlocks<T>::keep(block); // else `block` frees it
+    typename SpareBlocks<T>::item block(p);
+    SpareBlocks<T>::keep(block); // else `block` frees it
   }
 
   /// Stateless: any two free each other's blocks.
@@ -72,4 +66,4 @@ public:
   }
 };
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

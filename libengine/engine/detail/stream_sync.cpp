@@ -2,7 +2,7 @@
 
 #include <atomic>
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 namespace {
 std::atomic<bool> sync_enabled{true};
@@ -23,4 +23,4 @@ void wait_for_stream(Stream waiter, Stream producer, const Event* ready) {
     Event::recorded_on(producer).block(waiter);
 }
 
-} // namespace actorgrad
+} // namespace actorgrad::detail

@@ -1,13 +1,11 @@
 #pragma once
 /// @file stream_sync.h
 /// How the engine orders one stream after another, and the test-only switch that stops it.
-/// Internal (libengine/engine/detail/, not installed). Names outside
-/// `detail` stay in namespace actorgrad, where the schedulers, graph types
-/// and tests name them.
+/// Internal (libengine/engine/detail/, not installed).
 
 #include "actorgrad/device/event.h"
 
-namespace actorgrad {
+namespace actorgrad::detail {
 
 /// Makes work enqueued on `waiter` from now on wait for the work enqueued
 /// on `producer` so far: through `ready` when it was recorded on `producer`
@@ -24,4 +22,4 @@ bool stream_sync_enabled();
 /// Test-only: switches the engine's stream waits off (false) or on.
 void set_stream_sync_for_testing(bool enabled);
 
-} // namespace actorgrad
+} // namespace actorgrad::detail
