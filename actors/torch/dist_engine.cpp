@@ -1,14 +1,15 @@
 #include "actorgrad/actors/torch/dist_engine.h"
 
-// NOT-SCHEDULING-PATH: the one mutex here guards the distributed contexts'
-// bookkeeping at the RPC boundary (Note [Distributed autograd on actors]):
-// it is held for a table update or inside a RecvRpcBackward node's call, as
-// libtorch's own nodes hold theirs, never while an actor waits or dispatches.
+// NOT-SCHEDULING-PATH: the one mutex here guards the table of the passes
+// running, at the RPC boundary (Note [Distributed autograd on actors]): it
+// is held for a table update or look-up by caller and RPC agent threads,
+// never by an actor of the engine, nor while one waits or dispatches.
 
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
+#include <torch/csrc/autograd/functions/basic_ops.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include <atomic>
@@ -17,12 +18,15 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
+#include "actorgrad/actors/engine.h"
 #include "actorgrad/actors/torch/bridge_engine.h"
 #include "actorgrad/actors/torch/dist_autograd_abi.h"
 #include "actorgrad/actors/torch/install.h"
@@ -48,69 +52,72 @@ namespace actorgrad::torch::detail {
 // rewrites the two slots (plt_slots.h): the same code serves the preload
 // library and the Python module, and no other code of libtorch changes.
 //
-// What runs instead, in each process:
-// - dist_autograd.backward(context_id, roots, retain_graph), the
-//   initiator: roots are checked as libtorch does (scalar, requiring grad,
-//   with a grad_fn), then this process's part runs from them (below), then
-//   the call waits for every gradient RPC the part sent (libtorch's
-//   clearAndWaitForOutstandingRpcsAsync) and throws the first error.
-// - A gradient arriving by RPC for a SendRpcBackward (the RPC agent's
-//   request callback, which already stored the gradient in the node):
-//   the node returns it, and a part runs from the node's next edges with
-//   it, on the agent's thread as a synchronous call of the actor engine
-//   (the thread coordinates and runs the CPU nodes, as for any bridge
-//   call). The future returned to the agent, which answers the sender with
-//   it, completes when the RPCs of the part are answered; the part itself
-//   never waits for a reply, so no agent thread blocks on another process.
-// - A part is one call of the bridge engine (BridgeEngine::execute with
-//   accumulate_grad=false): its outputs are the graph's leaves that
-//   libtorch's computeDependencies makes outputs too, each AccumulateGrad
-//   and every input of each RecvRpcBackward, found by one walk from the
-//   roots. So the actor engine runs exactly the nodes that lead to a leaf
-//   (libtorch's init_to_execute on the same outputs) and returns each
-//   leaf's summed gradient. Each AccumulateGrad's gradient then goes
-//   through the leaf's pre-hooks into the context (DistAutogradContext::
-//   accumulateGrad, what get_gradients returns) and its post-hooks, as
-//   libtorch's DistAccumulateGradCaptureHook does; each RecvRpcBackward is
-//   called with its gradients and sends them to its peer, as libtorch's
-//   loop would.
-// - An error of a part fails it with "Error on Node N: ..." (N: this
+// What runs instead, in each process: libtorch's semantics, one pass per
+// context and process (Note [Roots that arrive later] in
+// libengine/engine/detail/basic_graph_task_impl.h).
+// - The first part of a pass in a process (dist_autograd.backward, the
+//   initiator, whose roots are checked as libtorch does; or the first
+//   gradient that arrives by RPC for one of the context's SendRpcBackward
+//   nodes) lists the pass and builds one task whose dependencies are
+//   counted from its roots and every send function of the context
+//   (DistAutogradContext::sendFunctions), as libtorch's
+//   computeDependencies does with its dummy root. It captures each
+//   AccumulateGrad and runs each RecvRpcBackward (libtorch's outputEdges
+//   and needed_ marks), so the actor engine runs exactly the nodes that
+//   lead to them. It runs as a call of the bridge engine
+//   (BridgeEngine::run_task) on the thread of that part: the caller, or
+//   the RPC agent's thread, whose caller mailbox coordinates it.
+// - Every later gradient for a send function of the context (the RPC
+//   agent's request callback, which stored the gradient in the node) finds
+//   the pass listed and hands its send function to the task as a ready
+//   root, by message to the task's coordinator (Engine::add_root), and is
+//   answered at once, as in libtorch. One that comes before the
+//   coordinator is known waits on the pass's lock-free stack, which the
+//   coordinator empties when it starts (on_coordinated). So a node reached
+//   from two send functions waits for both and runs once with their sum,
+//   and the task ends when every send function ran: a send function whose
+//   gradient never comes keeps the pass waiting, as libtorch's does.
+// - RecvRpcBackward nodes run inside the task, as any node: each sends its
+//   gradients to its peer as soon as it is ready. The leaves' gradients go
+//   through the leaf's pre-hooks into the context
+//   (DistAutogradContext::accumulateGrad, what get_gradients returns) and
+//   its post-hooks when the task ended, as libtorch's
+//   DistAccumulateGradCaptureHook does.
+// - When the task ended, the part waits for (initiator) or returns a
+//   future of (the first arrival's RPC answer) every gradient RPC the pass
+//   sent (libtorch's clearAndWaitForOutstandingRpcsAsync), then drops the
+//   context's libtorch GraphTask.
+// - An error of the task fails it with "Error on Node N: ..." (N: this
 //   worker's id), libtorch's text: the initiator throws it, a remote part
 //   answers its sender with it, so the caller's error names every worker
-//   on the way.
+//   on the way. A gradient RPC that fails reports to the context's libtorch
+//   GraphTask (libtorch's addOutstandingRpc), whose future's callback
+//   fails the task (Engine::fail): its coordinator then stops waiting for
+//   the gradients that will not come.
+// - retain_graph is the first part's, as in libtorch: it keeps (or frees)
+//   the saved variables of every node the task runs, and RecvRpcBackward
+//   reads it from the context's libtorch GraphTask, which the first part
+//   sets.
+// - A task with a device (CUDA) goes to libtorch's DistEngine whole, with
+//   the gradients that arrived for it meanwhile.
 //
-// Difference from libtorch: libtorch runs all of a process's parts of one
-// pass as one GraphTask whose roots are the context's roots and every send
-// function, so a node reached from several send functions runs once, with
-// their gradients summed; here each arriving gradient runs its own part
-// (one bridge call: the actor engine has no entry for a task that waits for
-// roots that arrive later), so such a node runs once per arrival
-// (correct by linearity; with retain_graph=False its second run fails as a
-// second backward through a freed graph would), and a RecvRpcBackward
-// sends once its part has finished rather than when it becomes ready. A
-// graph whose parts are reached through one send function each, the
-// common model-parallel case, runs the same nodes on the same gradients
-// in the same order as libtorch, so its gradients are bitwise libtorch's.
+// Difference from libtorch: libtorch runs a pass that a gradient starts on
+// an inter-op thread and answers the RPC later; here the agent thread that
+// got the first gradient coordinates the task until it ended (one agent
+// thread per context whose pass runs in this process; TensorPipe's pool has
+// 16).
 //
-// Bookkeeping at the RPC boundary: a context's parts running in this
-// process share the libtorch GraphTask libtorch's RecvRpcBackward reads
-// keep_graph_ from (set by the first, reset once the RPCs of the last are
-// answered, so that a failing RPC reports to it as in libtorch). A part
-// waits for the RPCs it sent itself and no other's: a part that waited
-// for an earlier part's RPCs could wait for itself (the earlier part's
-// RPC is answered only when the gradients it causes, this part among
-// them, are done). libtorch only lets a context hand over all its RPCs at
-// once, so each RecvRpcBackward call and the handing over of its RPC are
-// made together under one std::mutex, which also guards the per-context
-// table, as libtorch's DistEngine keeps its own under a mutex. It is taken
-// when a part starts, around each RecvRpcBackward call (which queues its
-// RPC and returns) and when a part ends, by RPC agent and caller threads,
-// never by an actor of the engine.
+// Bookkeeping at the RPC boundary: the table of the passes running, by
+// context, is guarded by one std::mutex, taken by the caller and RPC agent
+// threads to list, look up and unlist a pass, never by an actor of the
+// engine: the coordinator learns nothing from it, and what it shares with
+// the arriving parts (Pass::coordinated, Pass::arrivals) is atomic.
 
 namespace {
 
 namespace dist = ::torch::distributed::autograd;
 using ::torch::autograd::AccumulateGrad;
+using ::torch::autograd::Edge;
 using ::torch::autograd::edge_list;
 using ::torch::autograd::GraphTask;
 using ::torch::autograd::Node;
@@ -140,83 +147,85 @@ constexpr const char* kSendSymbol =
   "_ZN5torch11distributed8autograd10DistEngine24executeSendFunctionAsyncERKSt10shared_ptrINS1_"
   "19DistAutogradContextEERKS3_INS1_15SendRpcBackwardEEb";
 
-/// A context's parts in this process (see the Note), from the first
-/// part's start until the RPCs of the last are answered.
-struct ContextParts {
-  int running = 0;
-  /// Counts the times a part found none running (told apart so that the
-  /// end of an earlier group does not reset a later group's GraphTask).
-  std::uint64_t group = 0;
+/// A send function's gradient that came before its pass's coordinator was
+/// known: a node of a lock-free stack (see Pass).
+struct Arrival {
+  std::shared_ptr<Node> send;
+  Arrival* next = nullptr;
 };
-std::mutex parts_mutex;
-std::unordered_map<int64_t, ContextParts> parts_by_context;
 
-/// Starts a part of `ctx`: the first of a group gives the context a libtorch
-/// GraphTask keeping the graph as `keep_graph` says.
-void enter_part(dist::DistAutogradContext& ctx, bool keep_graph) {
-  std::lock_guard<std::mutex> lock(parts_mutex);
-  ContextParts& parts = parts_by_context[ctx.contextId()];
-  if (parts.running++ == 0) {
-    ++parts.group;
-    ctx.resetGraphTask();
-    ctx.setGraphTask(std::make_shared<GraphTask>(keep_graph, /*grad_mode=*/false,
-                                                 /*reentrant_depth=*/0, nullptr,
-                                                 /*exit_on_error=*/true));
+/// A context's pass in this process (see the Note), listed from its first
+/// part's start until its task ended.
+struct Pass {
+  /// The bridge the pass runs on (written before the pass is listed).
+  BridgeEngine* bridge = nullptr;
+  /// Written by the part that starts the pass before the task runs; read
+  /// by the parts that arrive once they saw `coordinated`.
+  std::shared_ptr<TorchGraphTask> task;
+  /// Set by the task's coordinator (on_coordinated), read by arriving parts.
+  std::atomic<bool> coordinated{false};
+  /// Pushed by arriving parts, taken (all at once) by whoever saw
+  /// `coordinated` after its own push or store.
+  std::atomic<Arrival*> arrivals{nullptr};
+  /// The task has a device (CUDA): libtorch's DistEngine runs the pass.
+  /// Under passes_mutex.
+  bool on_stock = false;
+
+  ~Pass() {
+    for (Arrival* a = arrivals.exchange(nullptr); a != nullptr;)
+      delete std::exchange(a, a->next);
+  }
+};
+std::mutex passes_mutex;
+std::unordered_map<int64_t, std::shared_ptr<Pass>> passes;
+
+/// Sends every arrival taken from `pass` to its task's coordinator.
+void hand_over(Pass& pass) {
+  for (Arrival* a = pass.arrivals.exchange(nullptr); a != nullptr;) {
+    std::unique_ptr<Arrival> taken(std::exchange(a, a->next));
+    pass.bridge->engine().add_root(*pass.task, pass.task->later_root(std::move(taken->send)));
   }
 }
 
-/// A future that completes when every one of `futures` has, with the first
-/// error among them.
-FuturePtr join(std::vector<FuturePtr> futures) {
-  auto joined = c10::make_intrusive<Future>(c10::NoneType::get());
-  // Written by each future's callback (any thread), read by the last one.
-  auto left = std::make_shared<std::atomic<std::size_t>>(futures.size());
-  if (futures.empty())
-    joined->markCompleted();
-  for (auto& f : futures)
-    f->addCallback([joined, left](Future& done) {
-      if (done.hasError())
-        joined->setErrorIfNeeded(done.exception_ptr());
-      if (left->fetch_sub(1, std::memory_order_acq_rel) == 1 && !joined->completed())
-        joined->markCompleted();
-    });
-  return joined;
-}
-
-/// Calls RecvRpcBackward `recv` with `grads` (it sends them to its peer
-/// and adds the RPC's future to `ctx`) and returns that future: every RPC
-/// of a context is added under parts_mutex, so the context hands over
-/// exactly this one.
-FuturePtr send_to_peer(dist::DistAutogradContext& ctx, Node& recv, variable_list&& grads) {
-  std::lock_guard<std::mutex> lock(parts_mutex);
-  recv(std::move(grads));
-  return ctx.clearAndWaitForOutstandingRpcsAsync();
-}
-
-/// Ends a part of `ctx` that sent the RPCs `sent`: returns a future for
-/// them. When the last part of a group ends and its RPCs are answered, the
-/// context's GraphTask goes (an RPC that fails reports to it until then, as
-/// in libtorch).
-FuturePtr leave_part(const ContextPtr& ctx, std::vector<FuturePtr> sent) {
-  std::uint64_t group = 0;
-  bool last = false;
-  {
-    std::lock_guard<std::mutex> lock(parts_mutex);
-    ContextParts& parts = parts_by_context.at(ctx->contextId());
-    last = --parts.running == 0;
-    group = parts.group;
+/// A gradient came for send function `send` of a running pass: it becomes a
+/// ready root of the pass's task, by message once the coordinator is known.
+void arrive(Pass& pass, std::shared_ptr<Node> send) {
+  auto* a = new Arrival{std::move(send), pass.arrivals.load()};
+  while (!pass.arrivals.compare_exchange_weak(a->next, a)) {
   }
-  FuturePtr joined = join(std::move(sent));
-  if (last)
-    joined->addCallback([ctx, group](Future&) {
-      std::lock_guard<std::mutex> lock(parts_mutex);
-      auto it = parts_by_context.find(ctx->contextId());
-      if (it != parts_by_context.end() && it->second.running == 0 && it->second.group == group) {
-        ctx->resetGraphTask();
-        parts_by_context.erase(it);
-      }
-    });
-  return joined;
+  if (pass.coordinated.load())
+    hand_over(pass);
+}
+
+/// Fails `pass`'s task with `error` (a gradient RPC it sent failed): its
+/// coordinator stops waiting for the send functions' gradients.
+void fail(Pass& pass, std::exception_ptr error) {
+  if (pass.coordinated.load())
+    pass.bridge->engine().fail(*pass.task, std::move(error));
+  else
+    pass.task->set_error(std::move(error));
+}
+
+/// Lists the pass of `context_id` unless one runs: returns it, or null with
+/// `running` set to the one that runs.
+std::shared_ptr<Pass> list_pass(int64_t context_id, std::shared_ptr<Pass>& running) {
+  std::lock_guard<std::mutex> lock(passes_mutex);
+  auto& slot = passes[context_id];
+  if (slot) {
+    running = slot;
+    return nullptr;
+  }
+  slot = std::make_shared<Pass>();
+  slot->bridge =
+    dynamic_cast<BridgeEngine*>(&::torch::autograd::Engine::get_default_engine());
+  return slot;
+}
+
+/// Unlists `pass` of `context_id`.
+void end_pass(int64_t context_id, const std::shared_ptr<Pass>& pass) {
+  std::lock_guard<std::mutex> lock(passes_mutex);
+  if (auto it = passes.find(context_id); it != passes.end() && it->second == pass)
+    passes.erase(it);
 }
 
 /// libtorch's text for an error of this worker's part.
@@ -230,13 +239,17 @@ bool is_recv(const Node& n) {
 }
 
 /// The leaves reached from `roots` that libtorch's computeDependencies
-/// makes outputs: (AccumulateGrad, 0) and (RecvRpcBackward, i) for each
-/// input i, a node's edges next to each other.
-edge_list leaves_of(const edge_list& roots) {
-  edge_list leaves;
+/// makes outputs: each AccumulateGrad (captured) and each RecvRpcBackward
+/// (run, as libtorch marks it needed).
+struct Leaves {
+  edge_list accumulate;
+  edge_list recv;
+};
+Leaves leaves_of(const edge_list& roots) {
+  Leaves leaves;
   std::unordered_set<Node*> seen;
   std::deque<Node*> queue;
-  auto reach = [&](const ::torch::autograd::Edge& e) {
+  auto reach = [&](const Edge& e) {
     Node* next = e.function.get();
     if (!next || !seen.insert(next).second)
       return;
@@ -244,10 +257,9 @@ edge_list leaves_of(const edge_list& roots) {
     if (next->num_outputs() != 0)
       return;
     if (dynamic_cast<AccumulateGrad*>(next))
-      leaves.emplace_back(e.function, 0);
+      leaves.accumulate.emplace_back(e.function, 0);
     else if (is_recv(*next))
-      for (std::uint32_t i = 0; i < next->num_inputs(); ++i)
-        leaves.emplace_back(e.function, i);
+      leaves.recv.emplace_back(e.function, 0);
   };
   for (const auto& e : roots)
     reach(e);
@@ -272,30 +284,90 @@ void accumulate_into(dist::DistAutogradContext& ctx, AccumulateGrad& leaf, at::T
     (*hook)(variable_list{}, grads);
 }
 
-/// Runs this process's part of a pass of `ctx` from `roots` with `grads`
-/// on the installed actor engine (see the Note); adds the RPCs it sends to
-/// `sent`.
-void run_part(dist::DistAutogradContext& ctx, const edge_list& roots, variable_list&& grads,
-              bool keep_graph, std::vector<FuturePtr>& sent) {
+/// Gives `ctx` the libtorch GraphTask its RecvRpcBackward nodes read
+/// keep_graph_ from; a gradient RPC that fails reports to it, and so fails
+/// `pass`.
+void give_stock_graph_task(dist::DistAutogradContext& ctx, const std::shared_ptr<Pass>& pass,
+                           bool keep_graph) {
+  auto stock_task = std::make_shared<GraphTask>(keep_graph, /*grad_mode=*/false,
+                                                /*reentrant_depth=*/0, nullptr,
+                                                /*exit_on_error=*/true);
+  std::weak_ptr<Pass> weak = pass;
+  stock_task->future_result_->addCallback([weak](Future& f) {
+    if (auto p = weak.lock(); p && f.hasError())
+      fail(*p, f.exception_ptr());
+  });
+  ctx.clearOutstandingRpcs();
+  ctx.resetGraphTask();
+  ctx.setGraphTask(std::move(stock_task));
+}
+
+/// Runs this process's pass of `ctx` (`pass`, listed) on the actor engine
+/// until its task ended: from `root` with `grads` (the initiator), or from
+/// send function `arrived` (see the Note). Returns false when the task has
+/// a device: the caller hands the pass to libtorch's DistEngine.
+bool run_pass(const ContextPtr& ctx, const std::shared_ptr<Pass>& pass, const Edge* root,
+              variable_list&& grads, const Node* arrived, bool keep_graph) {
   counters().distributed_parts.fetch_add(1, std::memory_order_relaxed);
-  const edge_list leaves = leaves_of(roots);
-  if (leaves.empty())
-    return;
-  variable_list got = ::torch::autograd::Engine::get_default_engine().execute(
-    roots, grads, keep_graph, /*create_graph=*/false, /*accumulate_grad=*/false, leaves);
-  grads.clear();
-  for (std::size_t i = 0; i < leaves.size();) {
-    Node& fn = *leaves[i].function;
-    if (auto* leaf = dynamic_cast<AccumulateGrad*>(&fn)) {
-      accumulate_into(ctx, *leaf, std::move(got[i]));
-      ++i;
-      continue;
+  edge_list reach;
+  for (const auto& entry : ctx->sendFunctions())
+    reach.emplace_back(entry.second, 0);
+  const std::size_t sends = reach.size();
+  if (root)
+    reach.push_back(*root);
+  const Leaves leaves = leaves_of(reach);
+  auto [task, first] = TorchGraphTask::create_open(
+    root, std::move(grads), std::span<const Edge>(reach.data(), sends), arrived,
+    ExecuteOptions{keep_graph, /*create_graph=*/false, /*accumulate_grad=*/false},
+    leaves.accumulate, leaves.recv);
+  if (!task->devices().empty())
+    return false;
+  pass->task = task;
+  give_stock_graph_task(*ctx, pass, keep_graph);
+  task->on_coordinated = [raw = pass.get()] {
+    raw->coordinated.store(true);
+    try {
+      hand_over(*raw);
+    } catch (...) {
+      raw->task->set_error(std::current_exception());
     }
-    variable_list inputs;
-    for (; i < leaves.size() && leaves[i].function.get() == &fn; ++i)
-      inputs.push_back(std::move(got[i]));
-    sent.push_back(send_to_peer(ctx, fn, std::move(inputs)));
+  };
+  variable_list got =
+    pass->bridge->run_task(task, std::move(first), reach, leaves.accumulate, keep_graph);
+  for (std::size_t i = 0; i < leaves.accumulate.size(); ++i)
+    accumulate_into(*ctx, static_cast<AccumulateGrad&>(*leaves.accumulate[i].function),
+                    std::move(got[i]));
+  return true;
+}
+
+/// Hands a listed pass that has a device, and the gradients that arrived
+/// for it meanwhile, to libtorch's DistEngine.
+void hand_to_stock(dist::DistEngine* self, const ContextPtr& ctx, Pass& pass, bool retain_graph) {
+  {
+    std::lock_guard<std::mutex> lock(passes_mutex);
+    pass.on_stock = true;
   }
+  for (Arrival* a = pass.arrivals.exchange(nullptr); a != nullptr;) {
+    std::unique_ptr<Arrival> taken(std::exchange(a, a->next));
+    stock<SendFn>(stock_send)(self, ctx, std::static_pointer_cast<dist::SendRpcBackward>(taken->send),
+                              retain_graph);
+  }
+}
+
+/// A future for the gradient RPCs `ctx`'s pass sent; the context's libtorch
+/// GraphTask goes once they are answered (a failing RPC reports to it until
+/// then, as in libtorch).
+FuturePtr after_rpcs(const ContextPtr& ctx) {
+  FuturePtr rpcs = ctx->clearAndWaitForOutstandingRpcsAsync();
+  auto done = c10::make_intrusive<Future>(c10::NoneType::get());
+  rpcs->addCallback([ctx, done](Future& f) {
+    ctx->resetGraphTask();
+    if (f.hasError())
+      done->setError(f.exception_ptr());
+    else
+      done->markCompleted();
+  });
+  return done;
 }
 
 void execute_on_actors(dist::DistEngine* self, int64_t context_id, const variable_list& roots,
@@ -313,15 +385,28 @@ void execute_on_actors(dist::DistEngine* self, int64_t context_id, const variabl
     edges.push_back(::torch::autograd::impl::gradient_edge(root));
     grads.push_back(at::ones_like(root, LEGACY_CONTIGUOUS_MEMORY_FORMAT));
   }
-  enter_part(*ctx, retain_graph);
-  std::vector<FuturePtr> sent;
+  // Several roots hang below libtorch's GraphRoot, as in its DistEngine.
+  const Edge root = edges.size() == 1
+                      ? edges[0]
+                      : Edge(std::make_shared<::torch::autograd::GraphRoot>(edges, grads), 0);
+  std::shared_ptr<Pass> running;
+  std::shared_ptr<Pass> pass = list_pass(context_id, running);
+  TORCH_CHECK(pass, "dist_autograd.backward: a backward pass of context ", context_id,
+              " is already running in this process");
   try {
-    run_part(*ctx, edges, std::move(grads), retain_graph, sent);
+    if (!run_pass(ctx, pass, &root, std::move(grads), nullptr, retain_graph)) {
+      hand_to_stock(self, ctx, *pass, retain_graph);
+      stock<ExecuteFn>(stock_execute)(self, context_id, roots, retain_graph);
+      end_pass(context_id, pass);
+      return;
+    }
   } catch (const std::exception& e) {
-    leave_part(ctx, std::move(sent));
+    end_pass(context_id, pass);
+    ctx->resetGraphTask();
     throw c10::Error(on_this_node(e), "");
   }
-  leave_part(ctx, std::move(sent))->waitAndThrow();
+  end_pass(context_id, pass);
+  after_rpcs(ctx)->waitAndThrow();
 }
 
 FuturePtr execute_send_on_actors(dist::DistEngine* self, const ContextPtr& ctx,
@@ -329,25 +414,39 @@ FuturePtr execute_send_on_actors(dist::DistEngine* self, const ContextPtr& ctx,
                                  bool retain_graph) {
   if (!actorgrad::torch::installed())
     return stock<SendFn>(stock_send)(self, ctx, send, retain_graph);
-  enter_part(*ctx, retain_graph);
-  std::vector<FuturePtr> sent;
+  std::shared_ptr<Pass> running;
+  std::shared_ptr<Pass> pass = list_pass(ctx->contextId(), running);
   try {
-    variable_list received = (*send)(variable_list{}); // the gradients the RPC stored in it
-    edge_list roots;
-    variable_list grads;
-    for (std::uint32_t i = 0; i < send->num_outputs(); ++i)
-      if (const auto& e = send->next_edge(i); e.is_valid()) {
-        roots.push_back(e);
-        grads.push_back(std::move(received[i]));
+    if (!pass) {
+      bool on_stock = false;
+      {
+        std::lock_guard<std::mutex> lock(passes_mutex);
+        on_stock = running->on_stock;
       }
-    run_part(*ctx, roots, std::move(grads), retain_graph, sent);
+      if (on_stock)
+        return stock<SendFn>(stock_send)(self, ctx, send, retain_graph);
+      arrive(*running, send); // libtorch answers it at once, too
+      auto done = c10::make_intrusive<Future>(c10::NoneType::get());
+      done->markCompleted();
+      return done;
+    }
+    if (!run_pass(ctx, pass, nullptr, {}, send.get(), retain_graph)) {
+      hand_to_stock(self, ctx, *pass, retain_graph);
+      FuturePtr f = stock<SendFn>(stock_send)(self, ctx, send, retain_graph);
+      end_pass(ctx->contextId(), pass);
+      return f;
+    }
   } catch (const std::exception& e) {
-    leave_part(ctx, std::move(sent));
+    if (pass) {
+      end_pass(ctx->contextId(), pass);
+      ctx->resetGraphTask();
+    }
     auto failed = c10::make_intrusive<Future>(c10::NoneType::get());
     failed->setError(std::make_exception_ptr(c10::Error(on_this_node(e), "")));
     return failed;
   }
-  return leave_part(ctx, std::move(sent));
+  end_pass(ctx->contextId(), pass);
+  return after_rpcs(ctx);
 }
 
 } // namespace

@@ -79,6 +79,18 @@ def test_contexts_of_4_threads_same_as_stock(tmp_path):
     assert_bitwise_equal(stock, ours)
 
 
+def test_node_reached_from_two_send_functions_same_as_stock(tmp_path):
+    # Without one task per context and process, the worker's nodes ran once
+    # per gradient the receive node sent, and the second run failed on the
+    # freed graph (retain_graph=False).
+    stock = run_world("round_trips", "stock", 2, tmp_path)
+    ours = run_world("round_trips", "actorgrad", 2, tmp_path)
+    stock.pop("stats")
+    assert_on_actors(ours.pop("stats"), 2)
+    assert len(stock) == 3 * 3
+    assert_bitwise_equal(stock, ours)
+
+
 def test_error_of_a_remote_node_reaches_the_caller(tmp_path):
     error = run_world("remote_error", "actorgrad", 2, tmp_path)["error"]
     assert error is not None, "backward did not fail"
