@@ -168,8 +168,7 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   // With CPU workers, such a call runs here the same way until it branches
   // (Note [Spreading a call where it branches] in cpu_lanes.h); then it
   // spreads, from the ready tasks it has.
-  if (serves_nothing_else() && task->devices().empty() && !observer &&
-      !task->takes_later_roots()) {
+  if (serves_nothing_else() && task->devices().empty() && !observer && !task->takes_later_roots()) {
     if (!lanes_) {
       task->run_all_here(std::move(first));
       return;

@@ -272,9 +272,9 @@ variable_list BridgeEngine::execute(const edge_list& roots, const variable_list&
   return run(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
 }
 
-variable_list BridgeEngine::run_task(const std::shared_ptr<TorchGraphTask>& task,
-                                     ReadyTask&& first, const edge_list& roots,
-                                     const edge_list& outputs, bool keep_graph) {
+variable_list BridgeEngine::run_task(const std::shared_ptr<TorchGraphTask>& task, ReadyTask&& first,
+                                     const edge_list& roots, const edge_list& outputs,
+                                     bool keep_graph) {
   TORCH_CHECK(acquire(), "actorgrad was uninstalled while a distributed backward pass started");
   const Use use{this};
   counters().calls.fetch_add(1, std::memory_order_relaxed);

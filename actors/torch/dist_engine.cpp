@@ -216,8 +216,7 @@ std::shared_ptr<Pass> list_pass(int64_t context_id, std::shared_ptr<Pass>& runni
     return nullptr;
   }
   slot = std::make_shared<Pass>();
-  slot->bridge =
-    dynamic_cast<BridgeEngine*>(&::torch::autograd::Engine::get_default_engine());
+  slot->bridge = dynamic_cast<BridgeEngine*>(&::torch::autograd::Engine::get_default_engine());
   return slot;
 }
 
@@ -349,8 +348,8 @@ void hand_to_stock(dist::DistEngine* self, const ContextPtr& ctx, Pass& pass, bo
   }
   for (Arrival* a = pass.arrivals.exchange(nullptr); a != nullptr;) {
     std::unique_ptr<Arrival> taken(std::exchange(a, a->next));
-    stock<SendFn>(stock_send)(self, ctx, std::static_pointer_cast<dist::SendRpcBackward>(taken->send),
-                              retain_graph);
+    stock<SendFn>(stock_send)(
+      self, ctx, std::static_pointer_cast<dist::SendRpcBackward>(taken->send), retain_graph);
   }
 }
 

@@ -128,9 +128,7 @@ public:
   std::int64_t later_roots_pending() const { return later_roots_.load(); }
   /// Whether the task failed and only roots that will not come are left:
   /// its coordinator stops waiting (read by the coordinator's loop).
-  bool stranded() const {
-    return has_error() && outstanding_.load() == later_roots_.load();
-  }
+  bool stranded() const { return has_error() && outstanding_.load() == later_roots_.load(); }
   /// Notes that one of the roots still to come came (call before its ready
   /// task is sent to the coordinator).
   void later_root_came() { later_roots_.fetch_sub(1); }

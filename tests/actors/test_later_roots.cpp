@@ -52,8 +52,8 @@ struct Graph {
     ExecuteOptions options;
     options.accumulate_grad = false;
     Values grads = first_root ? Values{1.0} : Values{};
-    return ToyTask::create_open(first_root, std::move(grads), later, arrived, options,
-                                {{leaf, 0}}, {});
+    return ToyTask::create_open(first_root, std::move(grads), later, arrived, options, {{leaf, 0}},
+                                {});
   }
 };
 
@@ -124,8 +124,9 @@ BOOST_AUTO_TEST_CASE(a_failed_task_stops_waiting_for_roots_that_do_not_come) {
   engine.run(task, std::move(start)); // s1 and s2 never come
   other.join();
   BOOST_TEST(g.join_runs.load() == 0);
-  BOOST_CHECK_EXCEPTION(task->finish(), std::runtime_error,
-                        [](const std::runtime_error& e) { return e.what() == std::string("the peer is gone"); });
+  BOOST_CHECK_EXCEPTION(task->finish(), std::runtime_error, [](const std::runtime_error& e) {
+    return e.what() == std::string("the peer is gone");
+  });
 }
 
 BOOST_AUTO_TEST_CASE(a_node_error_stops_the_wait_too) {
