@@ -144,6 +144,11 @@ private:
   std::atomic<std::int64_t> uses_{1};
 };
 
+/// The BridgeEngine install() put in place (null: none; install.cpp). Not
+/// always libtorch's default engine: torch's Python module sets its own
+/// stub when imported after the preload library installed actorgrad.
+BridgeEngine* installed_bridge_engine();
+
 /// The head of the chain of every BridgeEngine made (see `previous`).
 std::atomic<BridgeEngine*>& all_bridge_engines();
 

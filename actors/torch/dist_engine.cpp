@@ -1,9 +1,10 @@
 #include "actorgrad/actors/torch/dist_engine.h"
 
-// NOT-SCHEDULING-PATH: the one mutex here guards the table of the passes
-// running, at the RPC boundary (Note [Distributed autograd on actors]): it
-// is held for a table update or look-up by caller and RPC agent threads,
-// never by an actor of the engine, nor while one waits or dispatches.
+// NOT-SCHEDULING-PATH: the one mutex here guards the distributed contexts'
+// bookkeeping at the RPC boundary (Note [Distributed autograd on actors]):
+// it is held for a table update or inside a RecvRpcBackward node's call, as
+// libtorch's own nodes hold theirs, by caller and RPC agent threads, never
+// by an actor of the engine, nor while one waits or dispatches.
 
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
@@ -52,66 +53,80 @@ namespace actorgrad::torch::detail {
 // rewrites the two slots (plt_slots.h): the same code serves the preload
 // library and the Python module, and no other code of libtorch changes.
 //
-// What runs instead, in each process: libtorch's semantics, one pass per
-// context and process (Note [Roots that arrive later] in
-// libengine/engine/detail/basic_graph_task_impl.h).
-// - The first part of a pass in a process (dist_autograd.backward, the
-//   initiator, whose roots are checked as libtorch does; or the first
-//   gradient that arrives by RPC for one of the context's SendRpcBackward
-//   nodes) lists the pass and builds one task whose dependencies are
-//   counted from its roots and every send function of the context
-//   (DistAutogradContext::sendFunctions), as libtorch's
-//   computeDependencies does with its dummy root. It captures each
-//   AccumulateGrad and runs each RecvRpcBackward (libtorch's outputEdges
-//   and needed_ marks), so the actor engine runs exactly the nodes that
-//   lead to them. It runs as a call of the bridge engine
-//   (BridgeEngine::run_task) on the thread of that part: the caller, or
-//   the RPC agent's thread, whose caller mailbox coordinates it.
-// - Every later gradient for a send function of the context (the RPC
-//   agent's request callback, which stored the gradient in the node) finds
-//   the pass listed and hands its send function to the task as a ready
-//   root, by message to the task's coordinator (Engine::add_root), and is
-//   answered at once, as in libtorch. One that comes before the
-//   coordinator is known waits on the pass's lock-free stack, which the
-//   coordinator empties when it starts (on_coordinated). So a node reached
-//   from two send functions waits for both and runs once with their sum,
-//   and the task ends when every send function ran: a send function whose
-//   gradient never comes keeps the pass waiting, as libtorch's does.
-// - RecvRpcBackward nodes run inside the task, as any node: each sends its
-//   gradients to its peer as soon as it is ready. The leaves' gradients go
-//   through the leaf's pre-hooks into the context
-//   (DistAutogradContext::accumulateGrad, what get_gradients returns) and
-//   its post-hooks when the task ended, as libtorch's
-//   DistAccumulateGradCaptureHook does.
-// - When the task ended, the part waits for (initiator) or returns a
-//   future of (the first arrival's RPC answer) every gradient RPC the pass
-//   sent (libtorch's clearAndWaitForOutstandingRpcsAsync), then drops the
-//   context's libtorch GraphTask.
-// - An error of the task fails it with "Error on Node N: ..." (N: this
+// What runs instead:
+// - In the initiator's process, libtorch's semantics: one task per context
+//   (Note [Roots that arrive later] in
+//   libengine/engine/detail/basic_graph_task_impl.h).
+//   dist_autograd.backward checks the roots as libtorch does, lists the
+//   pass and builds one task whose dependencies are counted from the roots
+//   and every send function of the context (DistAutogradContext::
+//   sendFunctions), as libtorch's computeDependencies does with its dummy
+//   root. It captures each AccumulateGrad and runs each RecvRpcBackward
+//   (libtorch's outputEdges and needed_ marks), so the actor engine runs
+//   exactly the nodes that lead to them; it runs as a call of the bridge
+//   engine (BridgeEngine::run_task), the caller's thread coordinating it,
+//   which blocks as libtorch's execute does. Each gradient that comes back
+//   for one of the context's send functions (the RPC agent's request
+//   callback, which stored it in the node) finds the pass listed and hands
+//   its send function to the task as a ready root, by message to the
+//   coordinator (Engine::add_root), and is answered at once, as in libtorch;
+//   one that comes before the coordinator is known waits on the pass's
+//   lock-free stack, which the coordinator empties when it starts
+//   (on_coordinated). So a node reached from two send functions waits for
+//   both and runs once with their sum, and the task ends when every send
+//   function ran: one whose gradient never comes keeps the call waiting,
+//   as libtorch's does. RecvRpcBackward nodes run inside the task and send
+//   their gradients when ready; retain_graph is the call's, for every node
+//   and for RecvRpcBackward (which reads it from the context's libtorch
+//   GraphTask). Leaf gradients go through the leaf's pre-hooks into the
+//   context (DistAutogradContext::accumulateGrad, what get_gradients
+//   returns) and its post-hooks when the task ended, as libtorch's
+//   DistAccumulateGradCaptureHook does; then the call waits for every
+//   gradient RPC the pass sent (clearAndWaitForOutstandingRpcsAsync). A
+//   gradient RPC that fails (a peer that died) reports to the context's
+//   libtorch GraphTask (libtorch's addOutstandingRpc), whose future's
+//   callback fails the task (Engine::fail): the coordinator stops waiting
+//   for gradients that will not come. A task with a device (CUDA) goes to
+//   libtorch's DistEngine whole, with the gradients that came meanwhile.
+// - In a process the pass reaches by RPC, each arriving gradient runs a
+//   part: the send function returns it, and a part runs from the node's
+//   next edges with it, on the agent's thread as a synchronous call of the
+//   actor engine whose outputs are the leaves (each AccumulateGrad, every
+//   input of each RecvRpcBackward); leaf gradients go into the context as
+//   above and each RecvRpcBackward is called with its gradients once the
+//   part finished. The future returned to the agent, which answers the
+//   sender with it, completes when the RPCs of the part are answered; the
+//   part never waits for another process, so no agent thread blocks on one.
+//   Not one task per context here: its coordinator would be the agent
+//   thread that got the first gradient, waiting for the others, and PyTorch's
+//   test_async_dist_autograd (60 contexts from 3 processes on one worker)
+//   then holds every agent thread of that worker waiting for gradients only
+//   a free agent thread can take: a deadlock (it timed out at 300 s). One
+//   task per context there needs a coordinator that is no agent thread (a
+//   pooled coordinator of the engine, as backward_async has; not done).
+// - An error fails the call or part with "Error on Node N: ..." (N: this
 //   worker's id), libtorch's text: the initiator throws it, a remote part
 //   answers its sender with it, so the caller's error names every worker
-//   on the way. A gradient RPC that fails reports to the context's libtorch
-//   GraphTask (libtorch's addOutstandingRpc), whose future's callback
-//   fails the task (Engine::fail): its coordinator then stops waiting for
-//   the gradients that will not come.
-// - retain_graph is the first part's, as in libtorch: it keeps (or frees)
-//   the saved variables of every node the task runs, and RecvRpcBackward
-//   reads it from the context's libtorch GraphTask, which the first part
-//   sets.
-// - A task with a device (CUDA) goes to libtorch's DistEngine whole, with
-//   the gradients that arrived for it meanwhile.
+//   on the way.
 //
-// Difference from libtorch: libtorch runs a pass that a gradient starts on
-// an inter-op thread and answers the RPC later; here the agent thread that
-// got the first gradient coordinates the task until it ended (one agent
-// thread per context whose pass runs in this process; TensorPipe's pool has
-// 16).
+// Difference from libtorch, in processes a pass reaches by RPC only: each
+// arriving gradient runs its own part, so a node reached there from
+// several send functions runs once per arrival (correct by linearity; with
+// retain_graph=False its second run fails as a second backward through a
+// freed graph would), and a RecvRpcBackward sends once its part has
+// finished rather than when it becomes ready. A graph whose remote parts
+// are reached through one send function each, the common model-parallel
+// case, runs the same nodes on the same gradients in the same order as
+// libtorch, so its gradients are bitwise libtorch's.
 //
-// Bookkeeping at the RPC boundary: the table of the passes running, by
-// context, is guarded by one std::mutex, taken by the caller and RPC agent
-// threads to list, look up and unlist a pass, never by an actor of the
-// engine: the coordinator learns nothing from it, and what it shares with
-// the arriving parts (Pass::coordinated, Pass::arrivals) is atomic.
+// Bookkeeping at the RPC boundary: the table of the initiators' passes
+// and the parts running, by context, is guarded by one std::mutex, taken
+// by the caller and RPC agent threads to list, look up and unlist, and
+// around each RecvRpcBackward call of a part (which queues its RPC and
+// returns), so that a part hands over its own RPCs only (libtorch only
+// lets a context hand over all its RPCs at once); never by an actor of the
+// engine: what the coordinator shares with arriving gradients
+// (Pass::coordinated, Pass::arrivals) is atomic.
 
 namespace {
 
@@ -206,18 +221,28 @@ void fail(Pass& pass, std::exception_ptr error) {
     pass.task->set_error(std::move(error));
 }
 
-/// Lists the pass of `context_id` unless one runs: returns it, or null with
-/// `running` set to the one that runs.
-std::shared_ptr<Pass> list_pass(int64_t context_id, std::shared_ptr<Pass>& running) {
+/// Lists the pass of `context_id` unless one runs (then null).
+std::shared_ptr<Pass> list_pass(int64_t context_id) {
   std::lock_guard<std::mutex> lock(passes_mutex);
   auto& slot = passes[context_id];
-  if (slot) {
-    running = slot;
+  if (slot)
     return nullptr;
-  }
+  BridgeEngine* bridge = installed_bridge_engine();
+  TORCH_CHECK(bridge, "actorgrad was uninstalled while a distributed backward pass started");
   slot = std::make_shared<Pass>();
-  slot->bridge = dynamic_cast<BridgeEngine*>(&::torch::autograd::Engine::get_default_engine());
+  slot->bridge = bridge;
   return slot;
+}
+
+/// The pass of `context_id` listed in this process (null: none); whether
+/// libtorch's DistEngine runs it in `on_stock`.
+std::shared_ptr<Pass> find_pass(int64_t context_id, bool& on_stock) {
+  std::lock_guard<std::mutex> lock(passes_mutex);
+  auto it = passes.find(context_id);
+  if (it == passes.end())
+    return nullptr;
+  on_stock = it->second->on_stock;
+  return it->second;
 }
 
 /// Unlists `pass` of `context_id`.
@@ -283,6 +308,128 @@ void accumulate_into(dist::DistAutogradContext& ctx, AccumulateGrad& leaf, at::T
     (*hook)(variable_list{}, grads);
 }
 
+/// A context's parts in a process that a pass reaches by RPC (see the
+/// Note), from the first part's start until the RPCs of the last are
+/// answered. Under passes_mutex.
+struct ContextParts {
+  int running = 0;
+  /// Counts the times a part found none running (told apart so that the
+  /// end of an earlier group does not reset a later group's GraphTask).
+  std::uint64_t group = 0;
+};
+std::unordered_map<int64_t, ContextParts> parts_by_context;
+
+/// Starts a part of `ctx`: the first of a group gives the context a libtorch
+/// GraphTask keeping the graph as `keep_graph` says.
+void enter_part(dist::DistAutogradContext& ctx, bool keep_graph) {
+  std::lock_guard<std::mutex> lock(passes_mutex);
+  ContextParts& parts = parts_by_context[ctx.contextId()];
+  if (parts.running++ == 0) {
+    ++parts.group;
+    ctx.resetGraphTask();
+    ctx.setGraphTask(std::make_shared<GraphTask>(keep_graph, /*grad_mode=*/false,
+                                                 /*reentrant_depth=*/0, nullptr,
+                                                 /*exit_on_error=*/true));
+  }
+}
+
+/// A future that completes when every one of `futures` has, with the first
+/// error among them.
+FuturePtr join(std::vector<FuturePtr> futures) {
+  auto joined = c10::make_intrusive<Future>(c10::NoneType::get());
+  // Written by each future's callback (any thread), read by the last one.
+  auto left = std::make_shared<std::atomic<std::size_t>>(futures.size());
+  if (futures.empty())
+    joined->markCompleted();
+  for (auto& f : futures)
+    f->addCallback([joined, left](Future& done) {
+      if (done.hasError())
+        joined->setErrorIfNeeded(done.exception_ptr());
+      if (left->fetch_sub(1, std::memory_order_acq_rel) == 1 && !joined->completed())
+        joined->markCompleted();
+    });
+  return joined;
+}
+
+/// Calls RecvRpcBackward `recv` with `grads` (it sends them to its peer
+/// and adds the RPC's future to `ctx`) and returns that future: every RPC
+/// of a context is added under passes_mutex, so the context hands over
+/// exactly this one.
+FuturePtr send_to_peer(dist::DistAutogradContext& ctx, Node& recv, variable_list&& grads) {
+  std::lock_guard<std::mutex> lock(passes_mutex);
+  recv(std::move(grads));
+  return ctx.clearAndWaitForOutstandingRpcsAsync();
+}
+
+/// Ends a part of `ctx` that sent the RPCs `sent`: returns a future for
+/// them. When the last part of a group ends and its RPCs are answered, the
+/// context's GraphTask goes (an RPC that fails reports to it until then, as
+/// in libtorch).
+FuturePtr leave_part(const ContextPtr& ctx, std::vector<FuturePtr> sent) {
+  std::uint64_t group = 0;
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(passes_mutex);
+    ContextParts& parts = parts_by_context.at(ctx->contextId());
+    last = --parts.running == 0;
+    group = parts.group;
+  }
+  FuturePtr joined = join(std::move(sent));
+  if (last)
+    joined->addCallback([ctx, group](Future&) {
+      std::lock_guard<std::mutex> lock(passes_mutex);
+      auto it = parts_by_context.find(ctx->contextId());
+      if (it != parts_by_context.end() && it->second.running == 0 && it->second.group == group) {
+        ctx->resetGraphTask();
+        parts_by_context.erase(it);
+      }
+    });
+  return joined;
+}
+
+/// Runs a part of `ctx` in a process a pass reaches by RPC: from the next
+/// edges of send function `send`, with the gradients it received, as one
+/// call of the bridge engine whose outputs are the leaves (each
+/// AccumulateGrad, every input of each RecvRpcBackward); then each leaf's
+/// gradient goes into the context and each RecvRpcBackward is called.
+/// Adds the RPCs it sends to `sent`.
+void run_part(dist::DistAutogradContext& ctx, dist::SendRpcBackward& send, bool keep_graph,
+              std::vector<FuturePtr>& sent) {
+  counters().distributed_parts.fetch_add(1, std::memory_order_relaxed);
+  variable_list received = send(variable_list{}); // the gradients the RPC stored in it
+  edge_list roots;
+  variable_list grads;
+  for (std::uint32_t i = 0; i < send.num_outputs(); ++i)
+    if (const auto& e = send.next_edge(i); e.is_valid()) {
+      roots.push_back(e);
+      grads.push_back(std::move(received[i]));
+    }
+  const Leaves found = leaves_of(roots);
+  edge_list leaves = found.accumulate;
+  for (const auto& r : found.recv)
+    for (std::uint32_t i = 0; i < r.function->num_inputs(); ++i)
+      leaves.emplace_back(r.function, i);
+  if (leaves.empty())
+    return;
+  // The installed bridge, not libtorch's default engine: under the preload
+  // library torch's Python module, imported later, puts its own stub there.
+  BridgeEngine* bridge = installed_bridge_engine();
+  TORCH_CHECK(bridge, "actorgrad was uninstalled while a distributed backward pass ran");
+  variable_list got = bridge->execute(roots, grads, keep_graph, /*create_graph=*/false,
+                                      /*accumulate_grad=*/false, leaves);
+  grads.clear();
+  std::size_t i = 0;
+  for (; i < found.accumulate.size(); ++i)
+    accumulate_into(ctx, static_cast<AccumulateGrad&>(*leaves[i].function), std::move(got[i]));
+  while (i < leaves.size()) {
+    Node& fn = *leaves[i].function;
+    variable_list inputs;
+    for (; i < leaves.size() && leaves[i].function.get() == &fn; ++i)
+      inputs.push_back(std::move(got[i]));
+    sent.push_back(send_to_peer(ctx, fn, std::move(inputs)));
+  }
+}
+
 /// Gives `ctx` the libtorch GraphTask its RecvRpcBackward nodes read
 /// keep_graph_ from; a gradient RPC that fails reports to it, and so fails
 /// `pass`.
@@ -301,22 +448,21 @@ void give_stock_graph_task(dist::DistAutogradContext& ctx, const std::shared_ptr
   ctx.setGraphTask(std::move(stock_task));
 }
 
-/// Runs this process's pass of `ctx` (`pass`, listed) on the actor engine
-/// until its task ended: from `root` with `grads` (the initiator), or from
-/// send function `arrived` (see the Note). Returns false when the task has
-/// a device: the caller hands the pass to libtorch's DistEngine.
-bool run_pass(const ContextPtr& ctx, const std::shared_ptr<Pass>& pass, const Edge* root,
-              variable_list&& grads, const Node* arrived, bool keep_graph) {
+/// Runs the initiator's pass of `ctx` (`pass`, listed) on the actor engine
+/// from `root` with `grads` until its task ended (see the Note). Returns
+/// false when the task has a device: the caller hands the pass to
+/// libtorch's DistEngine.
+bool run_pass(const ContextPtr& ctx, const std::shared_ptr<Pass>& pass, const Edge& root,
+              variable_list&& grads, bool keep_graph) {
   counters().distributed_parts.fetch_add(1, std::memory_order_relaxed);
   edge_list reach;
   for (const auto& entry : ctx->sendFunctions())
     reach.emplace_back(entry.second, 0);
   const std::size_t sends = reach.size();
-  if (root)
-    reach.push_back(*root);
+  reach.push_back(root);
   const Leaves leaves = leaves_of(reach);
   auto [task, first] = TorchGraphTask::create_open(
-    root, std::move(grads), std::span<const Edge>(reach.data(), sends), arrived,
+    &root, std::move(grads), std::span<const Edge>(reach.data(), sends), /*arrived=*/nullptr,
     ExecuteOptions{keep_graph, /*create_graph=*/false, /*accumulate_grad=*/false},
     leaves.accumulate, leaves.recv);
   if (!task->devices().empty())
@@ -388,12 +534,11 @@ void execute_on_actors(dist::DistEngine* self, int64_t context_id, const variabl
   const Edge root = edges.size() == 1
                       ? edges[0]
                       : Edge(std::make_shared<::torch::autograd::GraphRoot>(edges, grads), 0);
-  std::shared_ptr<Pass> running;
-  std::shared_ptr<Pass> pass = list_pass(context_id, running);
+  std::shared_ptr<Pass> pass = list_pass(context_id);
   TORCH_CHECK(pass, "dist_autograd.backward: a backward pass of context ", context_id,
               " is already running in this process");
   try {
-    if (!run_pass(ctx, pass, &root, std::move(grads), nullptr, retain_graph)) {
+    if (!run_pass(ctx, pass, root, std::move(grads), retain_graph)) {
       hand_to_stock(self, ctx, *pass, retain_graph);
       stock<ExecuteFn>(stock_execute)(self, context_id, roots, retain_graph);
       end_pass(context_id, pass);
@@ -413,39 +558,31 @@ FuturePtr execute_send_on_actors(dist::DistEngine* self, const ContextPtr& ctx,
                                  bool retain_graph) {
   if (!actorgrad::torch::installed())
     return stock<SendFn>(stock_send)(self, ctx, send, retain_graph);
-  std::shared_ptr<Pass> running;
-  std::shared_ptr<Pass> pass = list_pass(ctx->contextId(), running);
-  try {
-    if (!pass) {
-      bool on_stock = false;
-      {
-        std::lock_guard<std::mutex> lock(passes_mutex);
-        on_stock = running->on_stock;
-      }
-      if (on_stock)
-        return stock<SendFn>(stock_send)(self, ctx, send, retain_graph);
-      arrive(*running, send); // libtorch answers it at once, too
-      auto done = c10::make_intrusive<Future>(c10::NoneType::get());
-      done->markCompleted();
+  bool on_stock = false;
+  if (std::shared_ptr<Pass> pass = find_pass(ctx->contextId(), on_stock)) {
+    if (on_stock)
+      return stock<SendFn>(stock_send)(self, ctx, send, retain_graph);
+    auto done = c10::make_intrusive<Future>(c10::NoneType::get());
+    try {
+      arrive(*pass, send); // libtorch answers it at once, too
+    } catch (const std::exception& e) {
+      done->setError(std::make_exception_ptr(c10::Error(on_this_node(e), "")));
       return done;
     }
-    if (!run_pass(ctx, pass, nullptr, {}, send.get(), retain_graph)) {
-      hand_to_stock(self, ctx, *pass, retain_graph);
-      FuturePtr f = stock<SendFn>(stock_send)(self, ctx, send, retain_graph);
-      end_pass(ctx->contextId(), pass);
-      return f;
-    }
+    done->markCompleted();
+    return done;
+  }
+  enter_part(*ctx, retain_graph);
+  std::vector<FuturePtr> sent;
+  try {
+    run_part(*ctx, *send, retain_graph, sent);
   } catch (const std::exception& e) {
-    if (pass) {
-      end_pass(ctx->contextId(), pass);
-      ctx->resetGraphTask();
-    }
+    leave_part(ctx, std::move(sent));
     auto failed = c10::make_intrusive<Future>(c10::NoneType::get());
     failed->setError(std::make_exception_ptr(c10::Error(on_this_node(e), "")));
     return failed;
   }
-  end_pass(ctx->contextId(), pass);
-  return after_rpcs(ctx);
+  return leave_part(ctx, std::move(sent));
 }
 
 } // namespace
