@@ -388,19 +388,19 @@ FuturePtr leave_part(const ContextPtr& ctx, std::vector<FuturePtr> sent) {
 }
 
 /// Runs a part of `ctx` in a process a pass reaches by RPC: from the next
-/// edges of send function `send`, with the gradients it received, as one
+/// edges of send function `send_fn`, with the gradients it received, as one
 /// call of the bridge engine whose outputs are the leaves (each
 /// AccumulateGrad, every input of each RecvRpcBackward); then each leaf's
 /// gradient goes into the context and each RecvRpcBackward is called.
 /// Adds the RPCs it sends to `sent`.
-void run_part(dist::DistAutogradContext& ctx, dist::SendRpcBackward& send, bool keep_graph,
+void run_part(dist::DistAutogradContext& ctx, dist::SendRpcBackward& send_fn, bool keep_graph,
               std::vector<FuturePtr>& sent) {
   counters().distributed_parts.fetch_add(1, std::memory_order_relaxed);
-  variable_list received = send(variable_list{}); // the gradients the RPC stored in it
+  variable_list received = send_fn(variable_list{}); // the gradients the RPC stored in it
   edge_list roots;
   variable_list grads;
-  for (std::uint32_t i = 0; i < send.num_outputs(); ++i)
-    if (const auto& e = send.next_edge(i); e.is_valid()) {
+  for (std::uint32_t i = 0; i < send_fn.num_outputs(); ++i)
+    if (const auto& e = send_fn.next_edge(i); e.is_valid()) {
       roots.push_back(e);
       grads.push_back(std::move(received[i]));
     }
