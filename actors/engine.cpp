@@ -191,7 +191,7 @@ void Engine::run(const std::shared_ptr<GraphTaskBase>& task, detail::ReadyTask&&
   }
   CallerRunner caller(*core_);
   if (!detail::current_graph_task() && task->devices().empty() && core_->cpu_workers.empty() &&
-      !core_->observers.current()) {
+      !core_->observers.current() && !task->takes_later_roots()) {
     // Note [A top-level CPU call needs no Runner]
     caller.run_without_runner(*task, std::move(first));
     return;
@@ -205,6 +205,19 @@ variable_list Engine::execute(const edge_list& roots, variable_list root_grads,
                                                  reentrant_depth_here());
   run(task, std::move(first));
   return task->finish();
+}
+
+void Engine::add_root(const GraphTaskBase& task, detail::ReadyTask&& root) {
+  detail::post(detail::context_of(task).coordinator, msg::Task{std::move(root)});
+}
+
+void Engine::fail(GraphTaskBase& task, std::exception_ptr error) {
+  task.set_error(std::move(error));
+  // Its coordinator re-checks whether the task is stranded (Note [Roots
+  // that arrive later]); a ring that finds it busy costs a load.
+  if (auto* coordinator =
+        caf::actor_cast<caf::abstract_actor*>(detail::context_of(task).coordinator))
+    static_cast<detail::EngineActor*>(coordinator)->wake();
 }
 
 std::future<variable_list> Engine::execute_async(edge_list roots, variable_list root_grads,

@@ -2,6 +2,7 @@
 /// @file engine.h
 /// The actor engine: an Executor whose GraphTasks and device workers are CAF actors.
 
+#include <exception>
 #include <functional>
 #include <future>
 #include <memory>
@@ -78,6 +79,16 @@ public:
   /// (a reentrant call) the actor running that node does. The caller then
   /// reads the results (BasicGraphTask<G>::finish).
   void run(const std::shared_ptr<GraphTaskBase>& task, detail::ReadyTask&& first);
+
+  /// Hands `root`, a root of `task` that came after it started
+  /// (BasicGraphTask<G>::later_root), to the task's coordinator, by
+  /// message. Call only once the task's on_coordinated was called; any
+  /// thread (Note [Roots that arrive later]).
+  void add_root(const GraphTaskBase& task, detail::ReadyTask&& root);
+  /// Fails `task` (a task that takes later roots, coordinated already) with
+  /// `error` if it has none yet, and wakes its coordinator, which stops
+  /// waiting for the roots still to come. Any thread.
+  void fail(GraphTaskBase& task, std::exception_ptr error);
 
   /// Like execute, on a pooled coordinator actor.
   std::future<variable_list> execute_async(edge_list roots, variable_list root_grads,

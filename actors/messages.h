@@ -8,7 +8,7 @@
 /// | message   | sent by (file: function)                              | received by  | handled in (file: function)                 |
 /// |-----------|-------------------------------------------------------|--------------|---------------------------------------------|
 /// | Grad      | runner.cpp: Runner::send                              | coordinator, DeviceWorker (the owner of the consumer node) | runner.cpp: Runner::handle |
-/// | Task      | runner.cpp: Runner::coordinate_here; cpu_lanes.cpp: share_ready_work (Note [Parallel CPU nodes]) | DeviceWorker (of the root's device), coordinator (an idle lane of a spread call) | runner.cpp: Runner::handle |
+/// | Task      | runner.cpp: Runner::coordinate_here; cpu_lanes.cpp: share_ready_work (Note [Parallel CPU nodes]); engine.cpp: Engine::add_root (Note [Roots that arrive later]) | DeviceWorker (of the root's device), coordinator (an idle lane of a spread call; the task's, for a root that came later) | runner.cpp: Runner::handle |
 /// | WakeUp    | runner.cpp: Runner::finish_one (only for a task with an observer; else a doorbell ring: Note [Wake-up without a message]) | coordinator (the task's) | runner.cpp: Runner::handle (a no-op: the loop re-checks) |
 /// | Job       | engine.cpp: Engine::post                              | DeviceWorker | runner.cpp: Runner::handle |
 /// | Shutdown  | engine.cpp: Engine::~Engine; worker_registry.cpp: WorkerRegistry::replace; coordinator_pool.cpp: CoordinatorPool::stop (idle coordinators, and all at Shutdown) | DeviceWorker, CoordinatorPool, AsyncCoordinator, request actor | runner.cpp: Runner::handle; coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act; request_server.cpp: request_server |

@@ -111,7 +111,7 @@ EngineActor& Runner::mailbox() {
 
 std::shared_ptr<TaskContext> Runner::make_context(const GraphTaskBase& task,
                                                   std::shared_ptr<EngineObserver> observer) {
-  if (task.devices().empty() && !task.spread() && !self_) {
+  if (task.devices().empty() && !task.spread() && !self_ && !task.takes_later_roots()) {
     auto ctx = std::make_shared<TaskContext>();
     ctx->observer = std::move(observer);
     return ctx; // CPU only, on a caller: every node runs here, no message is sent
@@ -185,7 +185,7 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   // With CPU workers, such a call runs here the same way until it branches
   // (Note [Spreading a call where it branches] in cpu_lanes.h); then it
   // spreads, from the ready tasks it has.
-  if (serves_nothing_else() && task->devices().empty() && !observer) {
+  if (serves_nothing_else() && task->devices().empty() && !observer && !task->takes_later_roots()) {
     if (!lanes_ || task->reentrant_depth > 0) { // Note [Nested calls stay on one lane]
       task->run_all_here(std::move(first));
       return;
@@ -222,6 +222,8 @@ const TaskContext& Runner::start(const std::shared_ptr<GraphTaskBase>& task,
   task->executor_data = ctx;
   if (ctx->observer) [[unlikely]]
     ctx->observer->task_started(actor_, *task);
+  if (task->on_coordinated) [[unlikely]] // Note [Roots that arrive later]
+    task->on_coordinated();
   return *ctx;
 }
 
@@ -233,7 +235,12 @@ void Runner::await_frame(const std::shared_ptr<GraphTaskBase>& task) {
       decltype(frames_)& frames;
       ~CloseFrame() { frames.pop_back(); }
     } close{frames_};
-    dispatch_until([&] { return !task->outstanding() || frames_[frame].aborted; });
+    // A task that takes later roots and failed stops waiting for the roots
+    // its error keeps from coming (Note [Roots that arrive later]).
+    dispatch_until([&] {
+      return !task->outstanding() || frames_[frame].aborted ||
+             (task->takes_later_roots() && task->stranded());
+    });
   }
   if (const TaskContext& ctx = context_of(*task); ctx.observer) [[unlikely]]
     ctx.observer->task_finished(actor_, *task);

@@ -269,11 +269,18 @@ variable_list BridgeEngine::execute(const edge_list& roots, const variable_list&
                                     const edge_list& outputs) {
   if (!acquire())
     return run_on_stock(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
-  struct Release {
-    BridgeEngine* self;
-    ~Release() { self->release(); }
-  } release{this};
+  const Use use{this};
   return run(roots, inputs, keep_graph, create_graph, accumulate_grad, outputs);
+}
+
+variable_list BridgeEngine::run_task(const std::shared_ptr<TorchGraphTask>& task,
+                                     actorgrad::detail::ReadyTask&& first, const edge_list& roots,
+                                     const edge_list& outputs, bool keep_graph) {
+  TORCH_CHECK(acquire(), "actorgrad was uninstalled while a distributed backward pass started");
+  const Use use{this};
+  counters().calls.fetch_add(1, std::memory_order_relaxed);
+  return run_in_graph_task(task, std::move(first), roots, outputs, keep_graph,
+                           /*create_graph=*/false, /*depth=*/0);
 }
 
 void BridgeEngine::thread_on_exception(std::shared_ptr<GraphTask> graph_task,

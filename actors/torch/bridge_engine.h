@@ -88,6 +88,17 @@ public:
     return fallback_.get_default_saved_variable_hooks();
   }
 
+  /// Runs `task`, built by the caller (a distributed pass, dist_engine.cpp),
+  /// from `first` as an outermost call of the actor engine inside a
+  /// libtorch GraphTask, and returns its captured gradients. `roots` and
+  /// `outputs`: the edges libtorch's nodes_in_graph is filled from. Throws
+  /// when actorgrad was uninstalled meanwhile.
+  ::torch::autograd::variable_list run_task(const std::shared_ptr<TorchGraphTask>& task,
+                                            actorgrad::detail::ReadyTask&& first,
+                                            const ::torch::autograd::edge_list& roots,
+                                            const ::torch::autograd::edge_list& outputs,
+                                            bool keep_graph);
+
   /// The actor engine (valid until retire() and the calls in flight end).
   actorgrad::Engine& engine() { return *engine_; }
   /// Drops the installation's use of the actor engine: it is destroyed when
@@ -101,6 +112,11 @@ private:
   /// Takes a use of engine_ unless it was retired (see Note [Bridge uses]).
   bool acquire();
   void release();
+  /// Releases an acquired use when it goes.
+  struct Use {
+    BridgeEngine* self;
+    ~Use() { self->release(); }
+  };
   /// Gives the call to libtorch's stock engine (counted as delegated).
   ::torch::autograd::variable_list run_on_stock(const ::torch::autograd::edge_list& roots,
                                                 const ::torch::autograd::variable_list& inputs,
@@ -127,6 +143,11 @@ private:
   /// (see Note [Bridge uses]). Changed by install/uninstall and every call.
   std::atomic<std::int64_t> uses_{1};
 };
+
+/// The BridgeEngine install() put in place (null: none; install.cpp). Not
+/// always libtorch's default engine: torch's Python module sets its own
+/// stub when imported after the preload library installed actorgrad.
+BridgeEngine* installed_bridge_engine();
 
 /// The head of the chain of every BridgeEngine made (see `previous`).
 std::atomic<BridgeEngine*>& all_bridge_engines();

@@ -23,9 +23,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 namespace torch::distributed::autograd {
+
+class SendRpcBackward;
 
 /// One distributed autograd context of this process (context/context.h).
 class DistAutogradContext {
@@ -39,6 +42,11 @@ public:
   std::shared_ptr<::torch::autograd::GraphTask> retrieveGraphTask();
   void setGraphTask(std::shared_ptr<::torch::autograd::GraphTask> graphTask);
   void resetGraphTask();
+  /// The context's send functions by their autograd message id (one per
+  /// tensor this process sent with a gradient to come).
+  std::unordered_map<int64_t, std::shared_ptr<SendRpcBackward>> sendFunctions() const;
+  /// Forgets the gradient RPCs sent so far.
+  void clearOutstandingRpcs();
   /// A future for every gradient RPC sent so far (RecvRpcBackward), which
   /// it forgets.
   c10::intrusive_ptr<c10::ivalue::Future> clearAndWaitForOutstandingRpcsAsync();

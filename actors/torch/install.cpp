@@ -34,6 +34,10 @@ std::atomic<bool> dist_taken_over{false};
 
 } // namespace
 
+namespace detail {
+BridgeEngine* installed_bridge_engine() { return installed_bridge.load(std::memory_order_acquire); }
+} // namespace detail
+
 void install(EngineConfig config) {
   if (installed())
     throw std::logic_error("actorgrad::torch::install: already installed (uninstall() first)");

@@ -28,6 +28,10 @@
 ///                      nothing (Note [Trace file names of many
 ///                      processes] in tools/trace/trace_request.h).
 ///
+/// Distributed autograd (torch::distributed::autograd::backward and the
+/// gradients other processes send) runs on the actor engine too
+/// (take_over_distributed_autograd, install.h).
+///
 /// A bad value is reported on stderr and the program runs on libtorch's own
 /// engine.
 
@@ -77,6 +81,9 @@ __attribute__((constructor)) void install_from_environment() {
     const char* devices = std::getenv("ACTORGRAD_DEVICES");
     config.devices = parse_devices(devices ? devices : "");
     install(cpu_lanes_from_env(std::move(config)));
+    // torch.distributed.autograd too (Note [Distributed autograd on actors]);
+    // a libtorch without distributed autograd keeps its own (false).
+    take_over_distributed_autograd();
     if (trace_env && *trace_env) {
       pending_trace = new trace::TraceRequest(std::move(request)); // lives until exit
       trace::RecordingOptions options;

@@ -116,6 +116,27 @@ public:
   /// Whether work of this task is left anywhere.
   bool outstanding() const { return outstanding_.load() != 0; }
 
+  // -- roots that arrive later (Note [Roots that arrive later] in
+  // basic_graph_task_impl.h) --------------------------------------------------
+
+  /// Whether the task takes roots after it started (its coordinator then has
+  /// a mailbox and serves it until the last one came and ran).
+  bool takes_later_roots() const { return takes_later_roots_; }
+  /// Roots still to come. Each is counted in the outstanding work from the
+  /// task's creation until it ran; decremented (by the thread that hands the
+  /// root over, before it sends it) as each comes.
+  std::int64_t later_roots_pending() const { return later_roots_.load(); }
+  /// Whether the task failed and only roots that will not come are left:
+  /// its coordinator stops waiting (read by the coordinator's loop).
+  bool stranded() const { return has_error() && outstanding_.load() == later_roots_.load(); }
+  /// Notes that one of the roots still to come came (call before its ready
+  /// task is sent to the coordinator).
+  void later_root_came() { later_roots_.fetch_sub(1); }
+  /// Called by the coordinator once the task's context is set, before its
+  /// first node runs: from then on roots may be sent to it
+  /// (Engine::add_root). Set before the task runs; null: nothing to call.
+  std::function<void()> on_coordinated;
+
   /// Records `e` if it is the first error (first error wins). Returns true if it was.
   bool set_error(std::exception_ptr e);
   bool has_error() const { return has_error_.load(std::memory_order_acquire); }
@@ -128,6 +149,14 @@ public:
   void run_final_callbacks();
 
 protected:
+  /// Marks the task as taking `n` roots later (at creation, before it runs):
+  /// they count as outstanding work.
+  void expect_later_roots(std::int64_t n) {
+    takes_later_roots_ = true;
+    later_roots_.store(n);
+    hold(n);
+  }
+
   DeviceList devices_;
   /// Set by spread_cpu_nodes before the first node runs; read-only after.
   bool spread_ = false;
@@ -148,6 +177,12 @@ private:
   // without a message] in actors/detail/runner.cpp). On x86 they are the
   // same instructions.
   std::atomic<std::int64_t> outstanding_{0};
+  /// Set at creation (expect_later_roots), read-only afterwards.
+  bool takes_later_roots_ = false;
+  /// Roots still to come: decremented by the threads that hand them over
+  /// (later_root_came), read by the coordinator (stranded). Sequentially
+  /// consistent, as outstanding_, with which it is compared.
+  std::atomic<std::int64_t> later_roots_{0};
   /// Claimed once by the first set_error (any actor); error_ is written only
   /// by the claimer, then has_error_ is released for readers.
   std::atomic<bool> first_error_claimed_{false};

@@ -11,7 +11,11 @@ Cases (CASES): `chain` (WORLD 2 or 3: a layer on every worker in turn
 through rpc_sync and rpc.remote, dist_autograd.backward in a loop, a
 DistributedOptimizer step after each), `remote_error` (a node on worker 1
 raises in backward), `threads` (4 threads, one context each, backward at
-once), `killed` (worker 1 exits in the middle of its backward).
+once), `killed` (worker 1 exits in the middle of its backward),
+`round_trips` (PyTorch's test_backward_multiple_round_trips: a tensor rank 0
+received is sent back twice, so two send functions of rank 0 reach its
+receive node, whose gradient the worker's node then gets once;
+retain_graph=False).
 """
 
 import os
@@ -187,9 +191,33 @@ def killed(world):
     return {"error": error, "seconds": time.monotonic() - start}
 
 
-CASES = {"chain": chain, "remote_error": remote_error, "threads": threads, "killed": killed}
+def round_trips(world):
+    """Round trips to w1; rank 0 sends `val` twice (two send functions reach
+    its receive node): each of STEPS contexts one backward without
+    retain_graph."""
+    out = {}
+    torch.manual_seed(0)
+    t1, t3, t5 = (torch.rand(3, 3, requires_grad=True) for _ in range(3))
+    t2, t4 = torch.rand(3, 3), torch.rand(3, 3)
+    for step in range(STEPS):
+        with dist_autograd.context() as cid:
+            val = rpc.rpc_sync("w1", torch.add, args=(t1, t2))
+            val = rpc.rpc_sync("w1", torch.mul, args=(t3, val))
+            s1 = rpc.rpc_sync("w1", torch.stack, args=((t4, val),))
+            s2 = rpc.rpc_sync("w1", torch.stack, args=((t5, val),))
+            val = rpc.rpc_sync("w1", torch.bmm, args=(s1, s2))
+            val = rpc.rpc_sync("w1", torch.matmul, args=(val, val))
+            dist_autograd.backward(cid, [val.sum()])
+            grads = dist_autograd.get_gradients(cid)
+            for name, t in (("t1", t1), ("t3", t3), ("t5", t5)):
+                out[f"step{step}.{name}"] = grads[t]
+    return out
+
+
+CASES = {"chain": chain, "remote_error": remote_error, "threads": threads, "killed": killed,
+         "round_trips": round_trips}
 # Cases whose rank 0 reads every rank's stats at the end (in `killed`, worker 1 is gone).
-STATS_CASES = ("chain", "threads")
+STATS_CASES = ("chain", "threads", "round_trips")
 
 
 def main(case, engine, world, rank, port, out):

@@ -4,6 +4,7 @@ localhost (dist_cases.py), on torch's engine and with actorgrad installed in
 every process: gradients and parameters bitwise equal, and every process ran
 its part of each backward on the actor engine."""
 
+import json
 import os
 import socket
 import subprocess
@@ -23,12 +24,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_world(case, engine, world, tmp_path):
-    """Runs `case` on `world` processes; returns what rank 0 saved."""
-    out = tmp_path / f"{case}.{engine}.{world}.pt"
+def run_world(case, engine, world, tmp_path, env=None):
+    """Runs `case` on `world` processes (with `env` added to their
+    environment); returns what rank 0 saved."""
+    out = tmp_path / f"{case}.{engine}.{world}{'.env' if env else ''}.pt"
     port = str(free_port())
     procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "dist_cases.py"), case, engine,
-                               str(world), str(rank), port, str(out)])
+                               str(world), str(rank), port, str(out)],
+                              env=dict(os.environ, **(env or {})))
              for rank in range(world)]
     try:
         codes = [p.wait(timeout=TIMEOUT_S) for p in procs]
@@ -76,6 +79,40 @@ def test_contexts_of_4_threads_same_as_stock(tmp_path):
     assert_on_actors(ours.pop("stats"), 2)
     assert ours["threads alive"] == 0
     assert len(stock) == 4 * 3 * 3 + 1
+    assert_bitwise_equal(stock, ours)
+
+
+def test_node_reached_from_two_send_functions_same_as_stock(tmp_path):
+    # Without one task per context and process, the worker's nodes ran once
+    # per gradient the receive node sent, and the second run failed on the
+    # freed graph (retain_graph=False).
+    stock = run_world("round_trips", "stock", 2, tmp_path)
+    ours = run_world("round_trips", "actorgrad", 2, tmp_path)
+    stock.pop("stats")
+    assert_on_actors(ours.pop("stats"), 2)
+    assert len(stock) == 3 * 3
+    assert_bitwise_equal(stock, ours)
+
+
+def test_preload_library_runs_distributed_autograd_on_actors(tmp_path):
+    # An unmodified program (no install()) under LD_PRELOAD: every process
+    # records backward passes on the actor engine (a process that ran none
+    # writes no trace) and the gradients are torch's.
+    preload = os.environ.get("ACTORGRAD_TORCH_PRELOAD")
+    if not preload:
+        pytest.skip("run through ctest: ACTORGRAD_TORCH_PRELOAD names the preload library")
+    stock = run_world("round_trips", "stock", 2, tmp_path)
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    ours = run_world("round_trips", "stock", 2, tmp_path,
+                     env={"LD_PRELOAD": preload, "ACTORGRAD_TRACE": str(traces / "t.%p.json")})
+    written = sorted(traces.glob("t.*.json"))
+    assert len(written) == 2, written
+    for path in written:
+        events = json.loads(path.read_text())["traceEvents"]
+        assert any(e.get("ph") == "X" for e in events), path
+    stock.pop("stats")
+    ours.pop("stats")
     assert_bitwise_equal(stock, ours)
 
 

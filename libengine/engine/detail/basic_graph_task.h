@@ -63,6 +63,25 @@ public:
   create(const edge_list& roots, value_list root_grads, ExecuteOptions options,
          const edge_list& outputs, int reentrant_depth);
 
+  /// Builds a task whose roots come while it runs (libtorch's DistEngine:
+  /// Note [Roots that arrive later]). Its dependencies are counted, as
+  /// from one root, from `root` (null: none; several roots: their graph
+  /// root) and from each node of `later` (nodes without inputs, e.g. a
+  /// process's send functions), which become ready one at a time
+  /// (later_root) and count as outstanding work until they ran, so the
+  /// task ends only when every one came. `arrived`: the node of `later`
+  /// that is the first task (null: the root is). `outputs` are captured as
+  /// for grad(); the nodes of `run_too` run as backward(inputs=)'s do (and
+  /// so every node on a path to them). Returns the task and its first task.
+  static std::pair<std::shared_ptr<BasicGraphTask>, ReadyTask>
+  create_open(const edge* root, value_list root_grads, std::span<const edge> later,
+              const node* arrived, ExecuteOptions options, const edge_list& outputs,
+              std::span<const edge> run_too);
+  /// The ready task of `fn`, a node of create_open's `later` that came: its
+  /// outstanding work was counted at creation. Any thread; send it to the
+  /// coordinator (Engine::add_root).
+  ReadyTask later_root(std::shared_ptr<node> fn);
+
   // -- GraphTaskBase ------------------------------------------------------------
   void run(ReadyTask& t, Dispatch& to) override { run_with(t, t.graph_task, to); }
   void run_all_here(ReadyTask&& first) override;
@@ -155,19 +174,28 @@ private:
             std::find_if(begin, end, [&s](const ExecInfo::Capture& c) { return c.owner != &s; })};
   }
 
+  /// compute_dependencies from `root` toward `outputs` and `run_too`, then
+  /// the captures and the caller's streams: what create and create_open share.
+  void count_from(node* root, const edge_list& outputs, std::span<const edge> run_too,
+                  const value_list& root_grads);
+  /// The first task of `self`, a call from its single root `e` with `root_grads`.
+  static ReadyTask root_task(const std::shared_ptr<BasicGraphTask>& self, const edge& e,
+                             value_list&& root_grads);
   /// Numbers the nodes the call reaches and counts their dependencies; with
-  /// `outputs` (a call with inputs) also marks the nodes it needs, not
-  /// searching below `min_topo_nr`. Returns the bound it kept (0 when the
-  /// graph broke topological order: then it searched everything).
+  /// `outputs` (a call with inputs) or `run_too` also marks the nodes it
+  /// needs, not searching below `min_topo_nr`. Returns the bound it kept (0
+  /// when the graph broke topological order: then it searched everything).
   /// `hinted`: number the nodes through their hints, when G has them.
   std::uint64_t compute_dependencies(node* root, const edge_list& outputs,
-                                     std::uint64_t min_topo_nr, bool hinted = true);
+                                     std::span<const edge> run_too, std::uint64_t min_topo_nr,
+                                     bool hinted = true);
   /// compute_dependencies' walk for a call without inputs; true when an
   /// edge broke topological order.
   bool count_all(node* root);
   /// Its walk for a call with inputs (Note [Dependencies and exec info in
   /// one walk]); true when an edge broke topological order.
-  bool count_toward(const edge_list& outputs, node* root, std::uint64_t min_topo_nr);
+  bool count_toward(const edge_list& outputs, std::span<const edge> run_too, node* root,
+                    std::uint64_t min_topo_nr);
   /// Counts the edge from `fn` to `next`: next's state, and whether this
   /// made it. Notes in `topo_order_broken` an edge that does not descend.
   std::pair<NodeState*, bool> count_edge(const node& fn, node& next, bool& topo_order_broken) {

@@ -100,41 +100,114 @@ BasicGraphTask<G>::create(const edge_list& roots, value_list root_grads, Execute
   auto task = std::allocate_shared<BasicGraphTask>(RecyclingAllocator<BasicGraphTask>{}, options,
                                                    reentrant_depth);
   // With one root the root node itself is the first task (no graph root).
-  const bool single = roots.size() == 1;
-  std::shared_ptr<node> root =
-    single ? G::target_handle(roots[0]) : G::make_graph_root(roots, root_grads);
-  if (!single)
-    task->graph_root_ = root;
+  if (roots.size() == 1) {
+    task->count_from(G::target(roots[0]), outputs, {}, root_grads);
+    ReadyTask first = root_task(task, roots[0], std::move(root_grads));
+    return {std::move(task), std::move(first)};
+  }
+  std::shared_ptr<node> root = G::make_graph_root(roots, root_grads);
+  task->graph_root_ = root;
+  task->count_from(root.get(), outputs, {}, root_grads);
+  G::order_root_grads(root_grads);
+  ReadyTask first = task->make_ready(task, root, *root, task->state_.find(key_of(*root)));
+  return {std::move(task), std::move(first)};
+}
 
+// Note [Roots that arrive later]
+// libtorch's DistEngine runs a process's whole share of a distributed
+// backward pass as one GraphTask: its dependencies are counted once from a
+// graph root that reaches the call's roots (none in a process the pass
+// reaches by RPC) and every send function of the context, each send
+// function counts as outstanding work, and a gradient that arrives by RPC
+// later queues its send function as a ready task of that same GraphTask.
+// So a node that two send functions reach waits for both and runs once,
+// with their gradients summed, and the task ends when every send function
+// ran. create_open builds such a task: the walk's root (walk_root, never
+// run) reaches `root` and each node of `later`; each later node's count of
+// one from walk_root is never decremented (it becomes ready by arriving,
+// not by its inputs), and expect_later_roots counts each as outstanding
+// work. later_root makes a node's ready task when it comes, on any thread
+// (the table is shared, so lookups build nothing); the engine sends it to
+// the task's coordinator as a msg::Task (Engine::add_root), which queues
+// it as any ready task: the coordinator owns every CPU node, the count was
+// taken at creation, so completion stays as Note [Completion without a
+// lock] says. A failed task would wait for ever for roots that its error
+// keeps from coming: its coordinator stops once only those are left
+// (GraphTaskBase::stranded), and a root that still comes later is drained
+// as a straggler without running.
+template <GraphTraits G>
+std::pair<std::shared_ptr<BasicGraphTask<G>>, ReadyTask>
+BasicGraphTask<G>::create_open(const edge* root, value_list root_grads, std::span<const edge> later,
+                               const node* arrived, ExecuteOptions options,
+                               const edge_list& outputs, std::span<const edge> run_too) {
+  if (!root && !arrived)
+    throw EngineError("backward called with no roots");
+  auto task = std::allocate_shared<BasicGraphTask>(RecyclingAllocator<BasicGraphTask>{}, options,
+                                                   /*reentrant_depth=*/0);
+  edge_list reach(later.begin(), later.end());
+  if (root)
+    reach.push_back(*root);
+  std::shared_ptr<node> walk_root = G::make_graph_root(reach, {});
+  task->graph_root_ = walk_root; // never runs; keeps the nodes it reaches for the walk
+  task->count_from(walk_root.get(), outputs, run_too, root_grads);
+  task->state_.share(); // later_root looks up from other threads
+  task->expect_later_roots(static_cast<std::int64_t>(later.size()) - (arrived ? 1 : 0));
+  if (root)
+    return {task, root_task(task, *root, std::move(root_grads))};
+  for (const edge& e : later)
+    if (G::target(e) == arrived)
+      return {task, task->make_ready(task, G::target_handle(e), *arrived,
+                                     task->state_.find(key_of(*arrived)))};
+  throw EngineError("backward: the node that arrived is not one of the later roots");
+}
+
+template <GraphTraits G>
+ReadyTask BasicGraphTask<G>::later_root(std::shared_ptr<node> fn) {
+  NodeState* s = state_.find(key_of(*fn));
+  if (!s)
+    throw EngineError("a root that arrived later is not one the task counted: " +
+                      detail::node_label<G>(*fn));
+  later_root_came();
+  return make_ready(shared_from_this(), std::move(fn), *fn, s);
+}
+
+template <GraphTraits G>
+void BasicGraphTask<G>::count_from(node* root, const edge_list& outputs,
+                                   std::span<const edge> run_too, const value_list& root_grads) {
   std::uint64_t min_topo_nr = 0;
-  if (!outputs.empty() && !topological_order_edited<G>()) {
+  const bool toward = !outputs.empty() || !run_too.empty();
+  if (toward && !topological_order_edited<G>()) {
     min_topo_nr = std::numeric_limits<std::uint64_t>::max();
     for (const auto& e : outputs)
       if (const node* fn = G::target(e))
         min_topo_nr = std::min(min_topo_nr, G::topological_nr(*fn));
+    for (const auto& e : run_too)
+      if (const node* fn = G::target(e))
+        min_topo_nr = std::min(min_topo_nr, G::topological_nr(*fn));
   }
-  task->compute_dependencies(root.get(), outputs, min_topo_nr);
-  if (!outputs.empty())
-    task->capture_outputs(outputs);
-  task->streams_.stash(task->devices_, root_grads);
+  compute_dependencies(root, outputs, run_too, min_topo_nr);
+  if (toward)
+    capture_outputs(outputs);
+  streams_.stash(devices_, root_grads);
+}
 
-  NodeState& root_state = *task->state_.find(key_of(*root));
-  if (single) {
-    const std::uint32_t input_nr = G::input_nr(roots[0]);
-    if (input_nr >= G::num_inputs(*root))
-      throw EngineError("backward: root edge points at input " + std::to_string(input_nr) + " of " +
-                        node_label<G>(*root) + ", which has " +
-                        std::to_string(G::num_inputs(*root)) + " inputs");
-    root_state.buffer = G::make_root_buffer(*root, input_nr, std::move(root_grads));
-  } else {
-    G::order_root_grads(root_grads);
-  }
-  ReadyTask first = task->make_ready(task, root, *root, &root_state);
-  return {std::move(task), std::move(first)};
+template <GraphTraits G>
+ReadyTask BasicGraphTask<G>::root_task(const std::shared_ptr<BasicGraphTask>& self, const edge& e,
+                                       value_list&& root_grads) {
+  node& root = *G::target(e);
+  NodeState& root_state = *self->state_.find(key_of(root));
+  const std::uint32_t input_nr = G::input_nr(e);
+  if (input_nr >= G::num_inputs(root))
+    throw EngineError("backward: root edge points at input " + std::to_string(input_nr) + " of " +
+                      node_label<G>(root) + ", which has " + std::to_string(G::num_inputs(root)) +
+                      " inputs");
+  root_state.buffer = G::make_root_buffer(root, input_nr, std::move(root_grads));
+  return self->make_ready(self, G::target_handle(e), root, &root_state);
 }
 
 template <GraphTraits G>
 std::uint64_t BasicGraphTask<G>::compute_dependencies(node* root, const edge_list& outputs,
+                                                      std::span<const edge> run_too,
                                                       std::uint64_t min_topo_nr, bool hinted) {
   // Note [Cycles in hand-built graphs]
   // Graphs built by ops cannot have cycles: an edge always points at a node
@@ -148,11 +221,12 @@ std::uint64_t BasicGraphTask<G>::compute_dependencies(node* root, const edge_lis
   // The longest path below the root has topological_nr + 1 distinct nodes:
   // a lower bound on the graph's size that saves the table most rehashes.
   state_.reset(G::topological_nr(*root) + 1, has_hints_v<G> && hinted);
-  const bool topo_order_broken =
-    outputs.empty() ? count_all(root) : count_toward(outputs, root, min_topo_nr);
+  const bool topo_order_broken = outputs.empty() && run_too.empty()
+                                   ? count_all(root)
+                                   : count_toward(outputs, run_too, root, min_topo_nr);
   // Several actors look states up when the task has devices.
   if (!state_.finish_numbering(!devices_.empty())) // see Note [Node table hints]
-    return compute_dependencies(root, outputs, min_topo_nr, false);
+    return compute_dependencies(root, outputs, run_too, min_topo_nr, false);
   if (!topo_order_broken)
     return min_topo_nr;
   auto cycle = find_cycle<G>(root);
@@ -165,7 +239,7 @@ std::uint64_t BasicGraphTask<G>::compute_dependencies(node* root, const edge_lis
     throw EngineError(msg.str());
   }
   // The numbers are stale, so the pruning may have cut paths: search it all.
-  return min_topo_nr > 0 ? compute_dependencies(root, outputs, 0, hinted) : 0;
+  return min_topo_nr > 0 ? compute_dependencies(root, outputs, run_too, 0, hinted) : 0;
 }
 
 template <GraphTraits G>
@@ -189,8 +263,8 @@ bool BasicGraphTask<G>::count_all(node* root) {
 }
 
 template <GraphTraits G>
-bool BasicGraphTask<G>::count_toward(const edge_list& outputs, node* root,
-                                     std::uint64_t min_topo_nr) {
+bool BasicGraphTask<G>::count_toward(const edge_list& outputs, std::span<const edge> run_too,
+                                     node* root, std::uint64_t min_topo_nr) {
   // Note [Dependencies and exec info in one walk]
   // A call with inputs runs only the nodes on a path from the root to an
   // input (PyTorch's exec_info, which its init_to_execute builds with a
@@ -215,6 +289,9 @@ bool BasicGraphTask<G>::count_toward(const edge_list& outputs, node* root,
       streams_.note_leaf(*out);
     }
   }
+  for (const edge& e : run_too) // Note [Roots that arrive later]
+    if (const node* out = G::target(e))
+      state_.try_emplace(key_of(*out)).first->exec.set_needed();
   // The root is needed as any node is (PyTorch's init_to_execute adds it
   // not needed): when it is an input of backward(inputs=), or a child
   // executes. Else it only captures, or does nothing: grad(x, x) must not
