@@ -32,7 +32,7 @@ targets=(unit_test_node_deletion actors_test_doorbell actors_test_concurrency ac
          distributed_test_dist_mlp distributed_test_dist_faults
          stress_test_stress_dags stress_test_stress_worker_kills stress_test_stress_engine_teardown
          stress_test_stress_remote_kill stress_test_stress_async_burst actors_test_engine_threads
-         actors_test_parallel_cpu)
+         actors_test_parallel_cpu actors_test_later_roots)
 (( $# > 0 )) && targets=("$@")
 log() { echo "tsan: $*"; }
 
