@@ -156,6 +156,8 @@ void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& 
 void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
   task->cpu_queue = queue_.id;
   auto observer = core_.observers.current();
+  // Note [Parallel CPU nodes], Note [Nested calls stay on one lane] (cpu_lanes.h)
+  const bool spreads = lanes_ && task->devices().empty() && task->reentrant_depth == 0;
   // Note [CPU calls on a caller]
   // A task whose every node is a CPU node, coordinated by an actor that serves
   // nothing else meanwhile, sends no message and needs none: no worker takes
@@ -186,7 +188,7 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
   // (Note [Spreading a call where it branches] in cpu_lanes.h); then it
   // spreads, from the ready tasks it has.
   if (serves_nothing_else() && task->devices().empty() && !observer && !task->takes_later_roots()) {
-    if (!lanes_ || task->reentrant_depth > 0) { // Note [Nested calls stay on one lane]
+    if (!spreads) {
       task->run_all_here(std::move(first));
       return;
     }
@@ -203,8 +205,7 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
     await_frame(task);
     return;
   }
-  // Note [Parallel CPU nodes], Note [Nested calls stay on one lane] (cpu_lanes.h)
-  if (lanes_ && task->devices().empty() && task->reentrant_depth == 0)
+  if (spreads)
     task->spread_cpu_nodes();
   const TaskContext& ctx = start(task, std::move(observer));
   task->hold(); // the first task
