@@ -16,14 +16,23 @@ set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The configuration of tools/run.sh (setup.sh's defaults: the project's own
 # warnings are errors), so the two commands share build/.
-bash "$repo_root/tools/setup.sh" --with-test-deps
-(cd "$repo_root/${BUILD_DIR:-build}" && ctest --output-on-failure --no-tests=error -j2 "$@")
+# Each stage says how long it took (where CI's time goes).
+stage() { # NAME COMMAND...: runs COMMAND, then prints its wall time
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "test.sh: $name took $((SECONDS - start)) s"
+}
+stage "set-up and build" bash "$repo_root/tools/setup.sh" --with-test-deps
+stage ctest bash -c 'cd "$0" && ctest --output-on-failure --no-tests=error -j2 "${@}"' \
+  "$repo_root/${BUILD_DIR:-build}" "$@"
 if (( $# == 0 )); then
-  bash "$repo_root/tools/sanitize.sh"
-  bash "$repo_root/tools/conformance.sh"
+  stage sanitizers bash "$repo_root/tools/sanitize.sh"
+  stage conformance bash "$repo_root/tools/conformance.sh"
   DIST_CONFORMANCE_CI="test_backward_simple test_backward_multiple_roots test_backward_rref
     test_backward_simple_python_udf test_backward_autograd_engine_error test_backward_node_failure
     test_backward_accumulate_grads test_trainer_ps"
   CONFORMANCE_DIST_TESTS="${CONFORMANCE_DIST_TESTS-$DIST_CONFORMANCE_CI}" \
-    CONFORMANCE_DIST_TIMEOUT="${CONFORMANCE_DIST_TIMEOUT:-900}" bash "$repo_root/tools/conformance_dist.sh"
+    CONFORMANCE_DIST_TIMEOUT="${CONFORMANCE_DIST_TIMEOUT:-900}" \
+    stage "distributed conformance" bash "$repo_root/tools/conformance_dist.sh"
 fi

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 namespace actorgrad {
 class GraphTaskBase;
@@ -57,6 +58,19 @@ struct ReadyTask {
   /// The node's state in `graph_task` (its input buffer).
   void* slot = nullptr;
   ReadyKey key;
+
+  ReadyTask() = default;
+  ReadyTask(std::shared_ptr<GraphTaskBase> task, std::shared_ptr<void> handle, void* state,
+            ReadyKey k) noexcept
+    : graph_task(std::move(task)), node(std::move(handle)), slot(state), key(k) {}
+  ReadyTask(const ReadyTask&) = default;
+  ReadyTask(ReadyTask&&) noexcept = default;
+  ReadyTask& operator=(const ReadyTask&) = default;
+  ReadyTask& operator=(ReadyTask&&) noexcept = default;
+  /// Forced inline: every node's routing destroys the moved-from task it
+  /// pushed, and GCC put that out of line once BasicGraphTask::route grew
+  /// (14 instructions a node; callgrind, bench/RESULTS.md).
+  [[gnu::always_inline]] ~ReadyTask() {}
 
   static ReadyTask make_wake_up(int depth = 0) {
     return {nullptr, nullptr, nullptr, {0, depth, false, true}};
