@@ -134,34 +134,35 @@ namespace actorgrad::detail {
 
 // Note [Nested calls stay on one lane]
 // A call made inside a node (reentrant backward: checkpointing) runs all its
-// nodes on the lane that coordinates it, as with one worker: it never
-// spreads (Runner::coordinate_here checks GraphTaskBase::reentrant_depth).
-// The bridge runs a nested call in a libtorch GraphTask of its own, current
-// on its coordinator's thread while it runs (Note [Nodes that need their
-// call's thread]), and a lane's loop runs whatever its heap holds. A
-// nested call that spreads waits for its other lanes, and meanwhile its
-// coordinator ran nodes of other calls inside it: the outer calls' nodes
-// left in its heap (lower reentrant depth: they run once the inner frame
-// has nothing ready) and other nested calls' nodes handed to it. Those
-// nodes read the nested call's exec_info, which does not list their next
-// nodes, so libtorch's formulas did not compute those outputs: an
-// undefined gradient, which adds nothing. That is what made 3 to 16 of 30
-// checkpointed calls (10 to 70 levels, ctest's .cpu_workers_2 settings,
+// nodes on the lane that coordinates it, as with one worker: it never spreads
+// (Runner::coordinate_here checks GraphTaskBase::reentrant_depth). The bridge
+// runs a nested call in a libtorch GraphTask of its own, current on its
+// coordinator's thread while it runs (Note [Nodes that need their call's
+// thread]), and a lane's loop runs whatever its heap holds. A nested call
+// that spreads waits for its other lanes, and meanwhile its coordinator may
+// run nodes of other calls inside it: the outer calls' nodes left in its heap
+// (lower reentrant depth: they run once the inner frame has nothing ready),
+// or other nested calls' nodes handed to it. Those nodes read the nested
+// call's exec_info, which does not list their next nodes, so libtorch's
+// formulas did not compute those outputs: an undefined gradient, which adds
+// nothing. That is what made 3 to 16 of 30 checkpointed calls (10 to 70
+// levels, ctest's .cpu_workers_2 settings,
 // repeated_checkpointed_calls_all_match_stock) give wrong gradients when
-// nested calls spread: in each failing call the CosBackward0 of some
-// levels ran under another call's libtorch GraphTask (logged from
+// nested calls spread: in each failing call the CosBackward0 of some levels
+// ran under another call's libtorch GraphTask (logged from
 // TorchGraph::call_function: a node missing from the current
-// get_current_graph_task_exec_info), and exactly those levels' gradients
+// get_current_graph_task_exec_info; they were the outermost levels', whose
+// Cos nodes wait in the heap longest), and exactly those levels' gradients
 // lacked the one term that flows through cos(x) (-sin(x) * c * g; the two
-// others right to 1e-9); no other call differed. A nested call that does not spread never waits
-// for another lane: until it ends, one of its own nodes is ready here or
-// running, so its coordinator runs no other call's node inside it. To
-// spread nested calls, a lane inside a nested call's frame would have to
-// run only that call's nodes, and no lane could then be handed a task it
-// would not run without risking a wait on each other; actorgrad cannot
-// set libtorch's GraphTask on another thread instead. The top-level call
-// still spreads, so the checkpointed segments of different branches still
-// run at once, each on the coordinator (a checkpoint is user code).
+// others right to 1e-9); no other call differed. A nested call that does not
+// spread never waits for another lane: until it ends, one of its own nodes is
+// ready here or running, so its coordinator runs no other call's node inside
+// it. To spread nested calls, a lane inside a nested call's frame would have
+// to run only that call's nodes, and no lane could then be handed a task it
+// would not run without risking a wait on each other; actorgrad cannot set
+// libtorch's GraphTask on another thread instead. The top-level call still
+// spreads its libtorch formulas; its checkpoint nodes, user code, run on its
+// coordinator one after another, each with its nested call.
 
 /// Hands a share of `heap`'s ready tasks of the spread call on its top to
 /// that call's lanes that wait with nothing to run, in msg::Tasks (Note
