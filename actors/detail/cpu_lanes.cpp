@@ -43,10 +43,11 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
   // calls (a nested call's, another caller's on a shared worker) stop the
   // share. Leaf accumulators (the largest sequence_nr: libtorch's
   // AccumulateGrad) stay: they run next and take a microsecond, less than
-  // a hand-over. Each claimed lane gets as many of the others as this one
-  // keeps, from the top: the ready order puts the branches it would start
-  // next first, and keeps the path they came from (an ensemble's sum of
-  // losses) here.
+  // a hand-over. So do the nodes that need their call's thread (Note
+  // [Nodes that need their call's thread]). Each claimed lane gets as
+  // many of the others as this one keeps, from the top: the ready order
+  // puts the branches it would start next first, and keeps the path they
+  // came from (an ensemble's sum of losses) here.
   boost::container::small_vector<ReadyTask, 16> mine;
   while (!heap.empty() && heap.top().graph_task == task)
     mine.push_back(heap.pop());
@@ -54,17 +55,22 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
   while (first < mine.size() &&
          mine[first].key.sequence_nr == std::numeric_limits<std::uint64_t>::max())
     ++first;
-  const std::size_t give = (mine.size() - first) * idle.size() / (idle.size() + 1);
+  const auto stays = [&](std::size_t i) { return i < first || task->runs_on_coordinator(mine[i]); };
+  std::size_t movable = 0;
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    movable += !stays(i);
+  const std::size_t give = movable * idle.size() / (idle.size() + 1);
   std::size_t given = 0;
-  for (; given < give; ++given) {
-    msg::Task m{std::move(mine[first + given])}; // counted when it was pushed
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    if (given == give || stays(i)) {
+      heap.push(std::move(mine[i]));
+      continue;
+    }
+    msg::Task m{std::move(mine[i])}; // counted when it was pushed
     if (ctx.observer) [[unlikely]]
       observe_sent(*ctx.observer, actor, *task, m);
-    post(idle[given % idle.size()], std::move(m));
+    post(idle[given++ % idle.size()], std::move(m));
   }
-  for (std::size_t i = 0; i < mine.size(); ++i)
-    if (i < first || i >= first + give)
-      heap.push(std::move(mine[i]));
   for (std::size_t i = given; i < idle.size(); ++i)
     engine_actor(idle[i])->set_idle(true); // claimed for nothing: idle again
   core.counters.cpu_tasks_shared.fetch_add(given, std::memory_order_relaxed);

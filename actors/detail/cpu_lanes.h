@@ -23,7 +23,9 @@ namespace actorgrad::detail {
 //   there, so a chain stays on one thread and sends nothing. A node that
 //   several gradients reach (ExecInfo::joins) belongs to the coordinator: a
 //   lane that produces a gradient for it sends it a msg::Grad, as for a
-//   device node (BasicGraphTask::route_spread). Each node's state is still
+//   device node (BasicGraphTask::route_spread); so does a node that needs
+//   its call's thread (Note [Nodes that need their call's thread]). Each
+//   node's state is still
 //   written by one thread at a time (Note [Node state ownership]); a ready
 //   task that moves to another lane travels in a message, which orders it.
 // - Sharing. A lane about to run its next node, with two or more ready
@@ -91,20 +93,76 @@ namespace actorgrad::detail {
 // or an observed call spreads from its start, as before; a nested call does not spread (Note
 // [Nested calls stay on one lane]).
 
+// Note [Nodes that need their call's thread]
+// libtorch keeps the GraphTask of the call a node runs for in a
+// thread-local (current_graph_task in its engine.cpp), which only its
+// thread_main sets, around each node (GraphTaskGuard, not exported). A
+// bridge call that runs in a libtorch GraphTask (actors/torch/
+// bridge_engine.cpp: user code, grad(inputs=), anomaly mode, a profiler,
+// every nested call) has it set on one thread: the one that runs the
+// call's Trampoline, its coordinator. Nodes read it: queue_callback queues
+// on it (and throws without one), needs_input_grad and libtorch's own
+// formulas ask its exec_info which outputs to compute
+// (task_should_compute_output), is_checkpoint_valid and
+// _will_engine_execute_node read it, and TorchGraph::capture finds the
+// capture hooks of grad(inputs=) in it. A spread call's node on a CPU
+// worker found none there: a custom Function's queue_callback threw
+// "Final callbacks can only be installed during backward pass" and its
+// needs_input_grad said true for an input that grad(inputs=) did not ask
+// for; and since a formula then computes every output, grad(igamma(a, x),
+// inputs=[x]) threw "the derivative for 'igamma: input' is not
+// implemented", which stock never computes
+// (tests/torch/test_bridge_reentrant.cpp,
+// custom_functions_on_spread_branches_see_their_call and
+// selective_calls_compute_only_what_they_need). So:
+// - A call with inputs (grad(inputs=), backward(inputs=)), in which every
+//   formula asks the exec_info, does not spread (GraphTaskBase::
+//   may_spread, for a graph type with G::needs_call_thread): it runs on
+//   its coordinator as with one worker.
+// - In another spread call, the nodes that run user code (hooks, custom
+//   Functions: G::needs_call_thread) run on the coordinator, as joining
+//   nodes do (ExecInfo::on_coordinator): their gradients travel to it, and
+//   share_ready_work never hands them away. libtorch's own formulas run on
+//   any lane: with an empty exec_info, as without a GraphTask, they compute
+//   every output, the same as on the coordinator.
+// A CPU worker then runs no user code, so it never makes a nested call and
+// never has another call's GraphTask set. (A nested call made by code that
+// is not a node, a saved tensor's unpack hook, is coordinated by the lane
+// that runs it and does not spread: Note [Nested calls stay on one lane].)
+// actorgrad's own graphs set everything their nodes read around each node
+// (ActorgradGraph::run_scope), on any thread.
+
 // Note [Nested calls stay on one lane]
 // A call made inside a node (reentrant backward: checkpointing) runs all its
-// nodes on the lane that coordinates it, as with one worker: it never
-// spreads (Runner::coordinate_here checks GraphTaskBase::reentrant_depth).
-// When nested calls spread like top-level ones, checkpointed libtorch
-// calls 10 to 70 levels deep gave wrong gradients in 3 to 16 of 30 calls
-// with ctest's .cpu_workers_2 settings (tests/torch/test_bridge_reentrant.cpp,
-// repeated_checkpointed_calls_all_match_stock), with and without the
-// handoff past the depth limit; top-level spread calls (the equivalence
-// suite, 20 bitwise runs each) never did. Which interleaving of the nested
-// frames loses or adds a gradient was not found, so nested calls keep the
-// one-thread order until it is. The top-level call still spreads, so the
-// checkpointed segments of different branches still run at once, each on
-// the lane that ran its checkpoint node.
+// nodes on the lane that coordinates it, as with one worker: it never spreads
+// (Runner::coordinate_here checks GraphTaskBase::reentrant_depth). The bridge
+// runs a nested call in a libtorch GraphTask of its own, current on its
+// coordinator's thread while it runs (Note [Nodes that need their call's
+// thread]), and a lane's loop runs whatever its heap holds. A nested call
+// that spreads waits for its other lanes, and meanwhile its coordinator may
+// run nodes of other calls inside it: the outer calls' nodes left in its heap
+// (lower reentrant depth: they run once the inner frame has nothing ready),
+// or other nested calls' nodes handed to it. Those nodes read the nested
+// call's exec_info, which does not list their next nodes, so libtorch's
+// formulas did not compute those outputs: an undefined gradient, which adds
+// nothing. That is what made 3 to 16 of 30 checkpointed calls (10 to 70
+// levels, ctest's .cpu_workers_2 settings,
+// repeated_checkpointed_calls_all_match_stock) give wrong gradients when
+// nested calls spread: in each failing call the CosBackward0 of some levels
+// ran under another call's libtorch GraphTask (logged from
+// TorchGraph::call_function: a node missing from the current
+// get_current_graph_task_exec_info; they were the outermost levels', whose
+// Cos nodes wait in the heap longest), and exactly those levels' gradients
+// lacked the one term that flows through cos(x) (-sin(x) * c * g; the two
+// others right to 1e-9); no other call differed. A nested call that does not
+// spread never waits for another lane: until it ends, one of its own nodes is
+// ready here or running, so its coordinator runs no other call's node inside
+// it. To spread nested calls, a lane inside a nested call's frame would have
+// to run only that call's nodes, and no lane could then be handed a task it
+// would not run without risking a wait on each other; actorgrad cannot set
+// libtorch's GraphTask on another thread instead. The top-level call still
+// spreads its libtorch formulas; its checkpoint nodes, user code, run on its
+// coordinator one after another, each with its nested call.
 
 /// Hands a share of `heap`'s ready tasks of the spread call on its top to
 /// that call's lanes that wait with nothing to run, in msg::Tasks (Note

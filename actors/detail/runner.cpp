@@ -156,8 +156,10 @@ void Runner::coordinate(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& 
 void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTask&& first) {
   task->cpu_queue = queue_.id;
   auto observer = core_.observers.current();
-  // Note [Parallel CPU nodes], Note [Nested calls stay on one lane] (cpu_lanes.h)
-  const bool spreads = lanes_ && task->devices().empty() && task->reentrant_depth == 0;
+  // Note [Parallel CPU nodes], Note [Nested calls stay on one lane], Note
+  // [Nodes that need their call's thread] (cpu_lanes.h)
+  const bool spreads =
+    lanes_ && task->devices().empty() && task->reentrant_depth == 0 && task->may_spread();
   // Note [CPU calls on a caller]
   // A task whose every node is a CPU node, coordinated by an actor that serves
   // nothing else meanwhile, sends no message and needs none: no worker takes

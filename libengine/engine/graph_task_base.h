@@ -86,8 +86,17 @@ public:
   /// Call on the coordinator's thread before a node runs on another (Note
   /// [Spreading a call where it branches]).
   virtual void spread_cpu_nodes() = 0;
+  /// Whether this CPU-only task may spread at all: not a call with inputs
+  /// (grad(inputs=), backward(inputs=)) of a graph type whose nodes need
+  /// their call's thread (Note [Nodes that need their call's thread] in
+  /// actors/detail/cpu_lanes.h).
+  virtual bool may_spread() const = 0;
   /// Whether spread_cpu_nodes was called.
   bool spread() const { return spread_; }
+  /// Whether ready task `t` of this spread task runs on the task's
+  /// coordinator only, which no lane hands it away from (Note [Nodes that
+  /// need their call's thread] in actors/detail/cpu_lanes.h).
+  virtual bool runs_on_coordinator(const detail::ReadyTask& t) const = 0;
 
   /// The distinct non-CPU devices whose actors run nodes of this task.
   const DeviceList& devices() const { return devices_; }

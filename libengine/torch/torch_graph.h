@@ -143,6 +143,11 @@ struct TorchGraph {
   /// GraphRoot, e.g. a Python or C++ custom Function (see Note [Calls
   /// without a libtorch GraphTask] in actors/torch/bridge_engine.cpp).
   static bool runs_user_code(const node& n);
+  /// Whether `n` reads libtorch's current GraphTask, which only the thread
+  /// that runs its call's has: user code (queue_callback, needs_input_grad,
+  /// nested calls; Note [Nodes that need their call's thread] in
+  /// actors/detail/cpu_lanes.h).
+  static bool needs_call_thread(const node& n) { return runs_user_code(n); }
 
   /// libtorch's call_function: pre-hooks -> (will_release_variables) ->
   /// Node::operator() -> validate_outputs -> post-hooks.

@@ -12,6 +12,7 @@
 
 #include <torch/csrc/autograd/engine.h>
 
+#include <atomic>
 #include <set>
 #include <thread>
 
@@ -92,9 +93,10 @@ BOOST_AUTO_TEST_CASE(checkpoint_nested_past_depth_60_moves_to_another_thread) {
 
 // With CPU workers a nested call once spread over the lanes like a
 // top-level one, and 3 to 16 of 30 such checkpointed calls (depth 10 to 70,
-// ctest's .cpu_workers_2 run) gave wrong gradients; one call in six showed
-// it, so the calls repeat here (Note [Nested calls stay on one lane] in
-// actors/detail/cpu_lanes.h).
+// ctest's .cpu_workers_2 run) gave wrong gradients: nodes of one level ran
+// under another level's libtorch GraphTask and left out an output. One call
+// in six showed it, so the calls repeat here (Note [Nested calls stay on
+// one lane] in actors/detail/cpu_lanes.h).
 BOOST_AUTO_TEST_CASE(repeated_checkpointed_calls_all_match_stock) {
   for (std::int64_t depth : {10, 61})
     for (int run = 0; run < 10; ++run)
@@ -184,4 +186,87 @@ BOOST_AUTO_TEST_CASE(is_checkpoint_valid_and_needs_input_grad_agree) {
   });
   // The values themselves, as libtorch defines them (not only equal to it).
   BOOST_CHECK((Probe::log == std::vector<double>{1, 1, 1, 1, 0, 0, 0, 1, 0, 1, 0, 1}));
+}
+
+namespace {
+
+/// A custom Function on each branch of a wide graph whose backward queues
+/// a final callback on its call.
+struct OnBranch : torch::autograd::Function<OnBranch> {
+  static std::atomic<int> callbacks;
+  static torch::Tensor forward(AutogradContext*, torch::Tensor a, torch::Tensor b) { return a * b; }
+  static variable_list backward(AutogradContext*, variable_list g) {
+    torch::autograd::Engine::get_default_engine().queue_callback([] { ++callbacks; });
+    return {g[0] * 2, g[0] * 3};
+  }
+};
+std::atomic<int> OnBranch::callbacks{0};
+
+/// Two CPU workers, spreading a call at its first fork (whatever ctest's
+/// environment sets).
+actorgrad::EngineConfig spread_at_first_fork() {
+  actorgrad::EngineConfig config = actorgrad::testing::bridge_config();
+  config.cpu_workers = 2;
+  config.cpu_spread_branch = 1;
+  return config;
+}
+
+/// The sum over 8 branches of `end(h, i)`, where h is a chain of `length`
+/// steps h + sin(h) from x * (i + 1): a graph that spreads at its first fork.
+template <class End>
+torch::Tensor sum_of_branches(const torch::Tensor& x, int length, End end) {
+  torch::Tensor sum = torch::zeros({}, f64);
+  for (int i = 0; i < 8; ++i) {
+    auto h = x * (i + 1);
+    for (int k = 0; k < length; ++k)
+      h = h.sin() + h;
+    sum = sum + end(h, i + 1);
+  }
+  return sum;
+}
+
+} // namespace
+
+// With CPU workers the branches of a wide graph run on several lanes; a
+// custom Function must still find its call's libtorch GraphTask, as on
+// libtorch's own threads: on a CPU worker, queue_callback once threw "Final
+// callbacks can only be installed during backward pass" (Note [Nodes that
+// need their call's thread] in actors/detail/cpu_lanes.h).
+BOOST_AUTO_TEST_CASE(custom_functions_on_spread_branches_see_their_call) {
+  for (int run = 0; run < 5; ++run)
+    BOOST_TEST_CONTEXT("run " << run) {
+      check_same(
+        [] {
+          OnBranch::callbacks = 0;
+          torch::manual_seed(13);
+          auto a = torch::randn({4}, f64).requires_grad_(true);
+          auto b = torch::randn({4}, f64).requires_grad_(true);
+          sum_of_branches(a, 6, [&](const torch::Tensor& h, int i) {
+            return OnBranch::apply(h, b * i).sum();
+          }).backward();
+          auto r = grads_of({a, b});
+          r.push_back(torch::tensor(OnBranch::callbacks.load()));
+          return r;
+        },
+        spread_at_first_fork());
+    }
+}
+
+// A call with inputs computes only the gradients on a path to them: the
+// formula of igamma has none for its first argument, and stock never asks
+// for it here. With CPU workers such a call once spread, and IgammaBackward0
+// on a worker, which has no libtorch GraphTask to ask, threw "the derivative
+// for 'igamma: input' is not implemented" (Note [Nodes that need their
+// call's thread] in actors/detail/cpu_lanes.h).
+BOOST_AUTO_TEST_CASE(selective_calls_compute_only_what_they_need) {
+  check_same(
+    [] {
+      torch::manual_seed(14);
+      auto a = (torch::rand({4}, f64) + 1).requires_grad_(true);
+      auto x = torch::rand({4}, f64).requires_grad_(true);
+      auto loss = sum_of_branches(
+        x, 4, [&](const torch::Tensor& h, int i) { return torch::igamma(a * i, h.abs()).sum(); });
+      return Results{torch::autograd::grad({loss}, {x})[0]};
+    },
+    spread_at_first_fork());
 }

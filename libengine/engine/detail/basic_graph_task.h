@@ -92,6 +92,14 @@ public:
     return n ? G::describe(*static_cast<const node*>(n)) : NodeInfo{};
   }
   void spread_cpu_nodes() override;
+  bool may_spread() const override {
+    if constexpr (requires(const node& n) { G::needs_call_thread(n); })
+      return !selective_;
+    return true;
+  }
+  bool runs_on_coordinator(const ReadyTask& t) const override {
+    return static_cast<const NodeState*>(t.slot)->exec.on_coordinator();
+  }
   /// The caller's thread-local state, kept by spread_cpu_nodes for a graph
   /// type that sets it around nodes run on other threads
   /// (G::capture_caller_locals); null otherwise.

@@ -432,6 +432,15 @@ void BasicGraphTask<G>::spread_cpu_nodes() {
     if (s.dependencies > 1)
       const_cast<NodeState&>(s).exec.set_joins();
   });
+  // Note [Nodes that need their call's thread] (actors/detail/cpu_lanes.h)
+  if constexpr (requires(const node& n) { G::needs_call_thread(n); }) {
+    static_assert(!has_hints_v<G>, "the walk reads the nodes from the table's keys");
+    if (runs_user_code_)
+      state_.for_each([](const void* key, const NodeState& s) {
+        if (G::needs_call_thread(*static_cast<const node*>(key)))
+          const_cast<NodeState&>(s).exec.set_on_coordinator();
+      });
+  }
   if constexpr (requires { G::capture_caller_locals(); })
     caller_locals_ = G::capture_caller_locals();
   spread_ = true;
@@ -512,7 +521,7 @@ void BasicGraphTask<G>::route_spread(const std::shared_ptr<GraphTaskBase>& self,
   const InputOrder order(state_.number_of(&from_state), output_nr);
   NodeState* s = state_.find(key_of(consumer));
   const bool joins = s && s->exec.joins();
-  if (joins && !to.owns(cpu_queue, Device::cpu())) {
+  if ((joins || (s && s->exec.on_coordinator())) && !to.owns(cpu_queue, Device::cpu())) {
     to.send(self, SentGrad{G::target_handle(next), input_nr, Device::cpu(), order,
                            SentValue(G::make_in_flight(from, consumer, std::move(grad)))});
     return;

@@ -30,20 +30,29 @@ public:
   void set_seen() { bits_ |= seen_bit; }
   /// The node's first capture: its index in the task's list plus one, 0
   /// when the node captures nothing.
-  std::uint32_t first_capture() const { return bits_ >> 3; }
-  void set_first_capture(std::uint32_t k) { bits_ = (bits_ & 7u) | (k << 3); }
-  bool should_execute() const { return (bits_ & ~(seen_bit | joins_bit)) != 0; }
+  std::uint32_t first_capture() const { return bits_ >> 4; }
+  void set_first_capture(std::uint32_t k) { bits_ = (bits_ & 15u) | (k << 4); }
+  bool should_execute() const {
+    return (bits_ & ~(seen_bit | joins_bit | on_coordinator_bit)) != 0;
+  }
   /// More than one gradient reaches the node: set for a task whose CPU
   /// nodes spread over threads, where such a node's inputs add up on the
   /// task's coordinator, in a fixed order (Note [Parallel CPU nodes] in
   /// actors/detail/cpu_lanes.h).
   bool joins() const { return bits_ & joins_bit; }
   void set_joins() { bits_ |= joins_bit; }
+  /// The node reads thread-local state that only the task's coordinator
+  /// has (Note [Nodes that need their call's thread] in
+  /// actors/detail/cpu_lanes.h): set for a task whose CPU nodes spread over
+  /// threads, where such a node runs on the coordinator.
+  bool on_coordinator() const { return bits_ & on_coordinator_bit; }
+  void set_on_coordinator() { bits_ |= on_coordinator_bit; }
 
 private:
   static constexpr std::uint32_t needed_bit = 1;
   static constexpr std::uint32_t seen_bit = 2;
   static constexpr std::uint32_t joins_bit = 4;
+  static constexpr std::uint32_t on_coordinator_bit = 8;
   /// One word, made with one store for every node of a call (bit fields
   /// with initializers took a read-modify-write each).
   std::uint32_t bits_ = 0;
