@@ -64,7 +64,7 @@ done
 for mode in stock install; do
   env "${common_env[@]}" "$python" "$suite" merge "$results/$mode.json" "$results/$mode"-*[0-9].json
 done
-"$python" "$suite" table "$results/stock.json" "$results/install.json" >"$results/table.md"
+env "${common_env[@]}" "$python" "$suite" table "$results/stock.json" "$results/install.json" >"$results/table.md"
 echo "conformance_dist: per test and process: $results/table.md"
 "$python" "$repo_root/tools/conformance/autograd_suite.py" compare "$results/stock.json" \
   "install=$results/install.json" || failed=1
