@@ -90,6 +90,7 @@ std::shared_ptr<Pass> list_pass(std::int64_t context_id, std::shared_ptr<Pass>& 
     TORCH_CHECK(false, "actorgrad was uninstalled while a distributed backward pass started");
   }
   slot = std::make_shared<Pass>(*bridge);
+  counters().distributed_running.fetch_add(1, std::memory_order_relaxed);
   return slot;
 }
 
@@ -101,8 +102,10 @@ void set_on_stock(Pass& pass) {
 void end_pass(std::int64_t context_id, const std::shared_ptr<Pass>& pass) {
   pass->mark_ended();
   std::lock_guard<std::mutex> lock(passes_mutex);
-  if (auto it = passes.find(context_id); it != passes.end() && it->second == pass)
+  if (auto it = passes.find(context_id); it != passes.end() && it->second == pass) {
     passes.erase(it);
+    counters().distributed_running.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 } // namespace actorgrad::torch::detail

@@ -19,7 +19,9 @@ retain_graph=False), `fan_in` (PyTorch's test_backwards_nested_python_udf
 with a parameter of worker 1: two send functions of worker 1, the one of
 its result and the one of the arguments it sent back to rank 0, reach a
 node of worker 1, which must run once per backward with their sum;
-retain_graph=False).
+retain_graph=False), `released` (as fan_in, but rank 0's node behind the
+arguments worker 1 sent raises: worker 1's pass waits for a gradient that
+will not come until rank 0 leaves the context, which releases it there).
 """
 
 import os
@@ -269,8 +271,37 @@ def fan_in(world):
     return out
 
 
+def boom_add(a, b):
+    return Boom.apply(a + b)
+
+
+def nested_udf_boom(t1, t2):
+    """As nested_udf, but the backward of rank 0's part raises."""
+    t3, t4 = t1 * t2, t1 + t2
+    res = rpc.rpc_sync("w0", boom_add, args=(t3, t4))
+    return t1 * t2 * t3 * t4 * res
+
+
+def released(world):
+    t1, t2 = torch.rand(3, 3, requires_grad=True), torch.rand(3, 3, requires_grad=True)
+    error = None
+    with dist_autograd.context() as cid:
+        loss = rpc.rpc_sync("w1", nested_udf_boom, args=(t1, t2))
+        try:
+            dist_autograd.backward(cid, [loss.sum()])
+        except RuntimeError as e:
+            error = str(e)
+        waiting = rpc.rpc_sync("w1", stats)["distributed_running"]
+    start = time.monotonic()
+    while rpc.rpc_sync("w1", stats)["distributed_running"] and time.monotonic() - start < 20:
+        time.sleep(0.05)
+    return {"error": error, "waiting in the context": waiting,
+            "running after": rpc.rpc_sync("w1", stats)["distributed_running"],
+            "seconds": time.monotonic() - start}
+
+
 CASES = {"chain": chain, "remote_error": remote_error, "threads": threads, "killed": killed,
-         "round_trips": round_trips, "fan_in": fan_in}
+         "round_trips": round_trips, "fan_in": fan_in, "released": released}
 # Cases whose rank 0 reads every rank's stats at the end (in `killed`, worker 1 is gone).
 STATS_CASES = ("chain", "threads", "round_trips", "fan_in")
 

@@ -110,6 +110,18 @@ def test_node_of_a_remote_process_reached_from_two_send_functions_runs_once(tmp_
     assert_bitwise_equal(stock, ours)
 
 
+def test_context_release_ends_a_remote_pass_left_waiting(tmp_path):
+    # Rank 0's node raises, so worker 1's pass never gets the gradient of the
+    # arguments it sent: it waits (it holds a pooled coordinator) until rank 0
+    # leaves the context, whose release there fails and ends it.
+    result = run_world("released", "actorgrad", 2, tmp_path)
+    assert "Error on Node 0" in result["error"], result
+    assert "boom in the backward of worker w0" in result["error"], result
+    assert result["waiting in the context"] == 1, result
+    assert result["running after"] == 0, result
+    assert result["seconds"] < 10, result
+
+
 def test_preload_library_runs_distributed_autograd_on_actors(tmp_path):
     # An unmodified program (no install()) under LD_PRELOAD: every process
     # records backward passes on the actor engine (a process that ran none
