@@ -220,6 +220,13 @@ void Engine::fail(GraphTaskBase& task, std::exception_ptr error) {
     static_cast<detail::EngineActor*>(coordinator)->wake();
 }
 
+void Engine::run_on_coordinator(std::function<void(std::exception_ptr)> job) {
+  detail::spawn_job(
+    core_, detail::make_call_done([job = std::move(job)](std::exception_ptr error, variable_list) {
+      job(std::move(error));
+    }));
+}
+
 std::future<variable_list> Engine::execute_async(edge_list roots, variable_list root_grads,
                                                  ExecuteOptions options, edge_list outputs) {
   detail::BackwardCall call{std::move(roots), std::move(root_grads), options, std::move(outputs)};

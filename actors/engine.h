@@ -90,6 +90,17 @@ public:
   /// waiting for the roots still to come. Any thread.
   void fail(GraphTaskBase& task, std::exception_ptr error);
 
+  /// Runs `job` on a pooled coordinator actor, for code outside the engine
+  /// whose task waits for roots from outside it (a distributed backward's
+  /// part in a process: Note [Jobs that wait outside the engine] in
+  /// actors/detail/async_call.h): never on this thread, never waiting for a
+  /// coordinator (one is started past max_async_coordinators when all are
+  /// busy). A call of run() that `job` makes is coordinated by that actor.
+  /// Called once: with null to run, or with the error that kept it from
+  /// running (no thread could be started; the engine is being destroyed).
+  /// `job` must not throw.
+  void run_on_coordinator(std::function<void(std::exception_ptr)> job);
+
   /// Like execute, on a pooled coordinator actor.
   std::future<variable_list> execute_async(edge_list roots, variable_list root_grads,
                                            ExecuteOptions options, edge_list outputs);

@@ -12,7 +12,7 @@
 /// | WakeUp    | runner.cpp: Runner::finish_one (only for a task with an observer; else a doorbell ring: Note [Wake-up without a message]) | coordinator (the task's) | runner.cpp: Runner::handle (a no-op: the loop re-checks) |
 /// | Job       | engine.cpp: Engine::post                              | DeviceWorker | runner.cpp: Runner::handle |
 /// | Shutdown  | engine.cpp: Engine::~Engine; worker_registry.cpp: WorkerRegistry::replace; coordinator_pool.cpp: CoordinatorPool::stop (idle coordinators, and all at Shutdown) | DeviceWorker, CoordinatorPool, AsyncCoordinator, request actor | runner.cpp: Runner::handle; coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act; request_server.cpp: request_server |
-/// | AsyncCall | async_call.cpp: spawn_call (when no coordinator is parked and the call is not made inside a node; a parked one is handed the call without a message: Note [A call handed to a parked coordinator]); coordinator_pool.cpp: CoordinatorPool::take_call, CoordinatorPool::became_idle (forward, to an idle or new coordinator) | CoordinatorPool, AsyncCoordinator (from the pool) | coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act (run_call in async_call.cpp) |
+/// | AsyncCall | async_call.cpp: spawn_call, spawn_job (when no coordinator is parked and the call is not made inside a node; a parked one is handed the call without a message: Note [A call handed to a parked coordinator]); coordinator_pool.cpp: CoordinatorPool::take_call, CoordinatorPool::became_idle (forward, to an idle or new coordinator) | CoordinatorPool, AsyncCoordinator (from the pool) | coordinator_pool.cpp: CoordinatorPool::act, AsyncCoordinator::act (run_call in async_call.cpp) |
 /// | Idle      | async_call.cpp: run_call (when it cannot park, or calls wait: Note [Calls that wait for a coordinator]) | CoordinatorPool | coordinator_pool.cpp: CoordinatorPool::act (became_idle) |
 ///
 /// The actors that receive them (an actor's handler: the function that
@@ -132,11 +132,17 @@ struct Shutdown {};
 /// captured gradients)` (actors/detail/async_call.h). Sent to the parked
 /// async coordinator, else to the CoordinatorPool, which forwards it to an
 /// idle (or new) one: no thread is started per call.
+///
+/// A job (Engine::run_on_coordinator) is an AsyncCall whose `done` is the
+/// work itself: its coordinator calls it with no error to run it, the pool
+/// with the error that kept it from starting; `call` is unused.
 struct AsyncCall {
   detail::BackwardCall call;
   detail::CallerState caller;
   Executor* engine = nullptr;
   std::shared_ptr<detail::CallDone> done;
+  /// A job (Note [Jobs that wait outside the engine] in async_call.h).
+  bool job = false;
 };
 
 /// An AsyncCoordinator is free again (sent to the CoordinatorPool).

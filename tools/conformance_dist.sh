@@ -3,16 +3,30 @@
 # (DistAutogradTest and TensorPipeAgentDistAutogradTest, shipped with
 # Debian's python3-torch; tools/conformance/dist_autograd_suite.py) on
 # torch's engine and with actorgrad.torch.install() in every process the
-# tests spawn, on localhost. Each mode runs in CONFORMANCE_DIST_SHARDS
-# processes at once (default nproc; each test spawns 4 RPC workers), each
-# killed after CONFORMANCE_DIST_TIMEOUT seconds (default 3600). Prints per
-# mode the tests passed on both, only on stock, only with actorgrad, and
-# how many of the spawned processes ran calls on actorgrad; exits non-zero
-# when a test that passes on stock fails with actorgrad, a run did not
-# finish, or no call ran on actorgrad.
-# CONFORMANCE_DIST_TESTS: space-separated test names (test_backward_simple
-# ...) to run only those (all by default). Needs the target actorgrad_python.
+# tests spawn, on localhost.
+#
+#   tools/conformance_dist.sh           run them (needs the target actorgrad_python)
+#   tools/conformance_dist.sh --help    print this text
+#
+# Each mode runs in CONFORMANCE_DIST_SHARDS processes at once (default
+# nproc; each test spawns 4 RPC workers), each killed after
+# CONFORMANCE_DIST_TIMEOUT seconds (default 3600). Prints per mode the
+# tests passed on both, only on stock, only with actorgrad, and how many of
+# the spawned processes ran calls on actorgrad; exits non-zero when a test
+# that passes on stock fails with actorgrad, a run did not finish, or no
+# call ran on actorgrad. Logs and results: BUILD_DIR/conformance-dist/.
+# Environment: CONFORMANCE_DIST_TESTS (space-separated test names, e.g.
+# "test_backward_simple test_async_dist_autograd", to run only those; all
+# by default), CONFORMANCE_DIST_SHARDS, CONFORMANCE_DIST_TIMEOUT, BUILD_DIR
+# (default build).
 set -euo pipefail
+
+for arg in "$@"; do
+  case "$arg" in
+    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "conformance_dist.sh: unknown argument '$arg' (see --help; tests are chosen with CONFORMANCE_DIST_TESTS)" >&2; exit 2 ;;
+  esac
+done
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$repo_root/${BUILD_DIR:-build}"
@@ -50,6 +64,8 @@ done
 for mode in stock install; do
   env "${common_env[@]}" "$python" "$suite" merge "$results/$mode.json" "$results/$mode"-*[0-9].json
 done
+env "${common_env[@]}" "$python" "$suite" table "$results/stock.json" "$results/install.json" >"$results/table.md"
+echo "conformance_dist: per test and process: $results/table.md"
 "$python" "$repo_root/tools/conformance/autograd_suite.py" compare "$results/stock.json" \
   "install=$results/install.json" || failed=1
 exit "$failed"

@@ -10,6 +10,20 @@
 
 namespace actorgrad::detail {
 
+namespace {
+
+/// A coordinator `self` that finished a call or job parks itself (Note
+/// [Idle coordinator slot]), unless calls wait in the pool (Note [Calls that
+/// wait for a coordinator] in coordinator_pool.cpp): then it reports Idle.
+void park_or_report_idle(EngineCore& core, const caf::actor& self) {
+  caf::actor parked = self; // the slot's reference
+  if (!core.idle_coordinator.park(parked) ||
+      (core.calls_waiting.load() && core.idle_coordinator.unpark(self)))
+    post(core.pool, msg::Idle{self});
+}
+
+} // namespace
+
 void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, BackwardCall call,
                 std::shared_ptr<CallDone> done) {
   caf::actor parked = core->idle_coordinator.take(); // Note [Idle coordinator slot]
@@ -20,6 +34,15 @@ void spawn_call(Executor* engine, const std::shared_ptr<EngineCore>& core, Backw
   }
   msg::AsyncCall m{std::move(call), CallerState::of_this_thread(), engine, std::move(done)};
   if (parked)
+    static_cast<AsyncCoordinator*>(caf::actor_cast<caf::abstract_actor*>(parked))
+      ->hand(std::move(m));
+  else
+    post(core->pool, std::move(m));
+}
+
+void spawn_job(const std::shared_ptr<EngineCore>& core, std::shared_ptr<CallDone> job) {
+  msg::AsyncCall m{{}, {}, nullptr, std::move(job), /*job=*/true};
+  if (caf::actor parked = core->idle_coordinator.take()) // Note [Idle coordinator slot]
     static_cast<AsyncCoordinator*>(caf::actor_cast<caf::abstract_actor*>(parked))
       ->hand(std::move(m));
   else
@@ -38,7 +61,17 @@ void run_here(Executor* engine, BackwardCall&& call, CallDone& done) {
   done(error, std::move(grads));
 }
 
+/// Runs the job in `call` (Note [Jobs that wait outside the engine]) and
+/// parks its coordinator `self` again, or tells the pool that it is idle.
+void run_job(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
+  (*call.done)(nullptr, {}); // must not throw (CallDone)
+  call.done.reset();
+  park_or_report_idle(runner.core(), self);
+}
+
 void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
+  if (call.job)
+    return run_job(runner, std::move(call), self);
   std::exception_ptr error;
   variable_list grads;
   try {
@@ -57,13 +90,7 @@ void run_call(Runner& runner, msg::AsyncCall&& call, const caf::actor& self) {
     error = current_exception_or_unwind(); // Note [A thread that exits inside a node]
   }
   call.call = {}; // its roots and inputs, released before `done` as the task is
-  EngineCore& core = runner.core();
-  // Note [Idle coordinator slot], Note [Calls that wait for a coordinator]
-  // (coordinator_pool.cpp): parks, unless calls wait in the pool.
-  caf::actor parked = self; // the slot's reference
-  if (!core.idle_coordinator.park(parked) ||
-      (core.calls_waiting.load() && core.idle_coordinator.unpark(self)))
-    post(core.pool, msg::Idle{self});
+  park_or_report_idle(runner.core(), self);
   (*call.done)(error, std::move(grads));
 }
 

@@ -74,6 +74,34 @@ namespace actorgrad::detail {
 // it would from a coordinator. PyTorch runs a reentrant call on the thread
 // of its parent as well. EngineStats::async_calls_run_inline counts them.
 
+// Note [Jobs that wait outside the engine]
+// Engine::run_on_coordinator runs a job, not a call, on a pooled
+// coordinator: code outside the engine (a process's part of a distributed
+// backward: Note [Distributed autograd on actors] in
+// actors/torch/dist_engine.cpp) whose task takes roots that arrive later,
+// from other processes, and whose coordinator must therefore be no thread
+// that those roots need (an RPC agent's). A call of Engine::run the job
+// makes is coordinated by its coordinator (Runner::current). Such a job may
+// wait for another process's job, which may wait for one of this process's
+// jobs still to start: a job that found every coordinator busy and waited
+// in the pool, past max_async_coordinators, could close that circle (N
+// contexts crossing two processes, N past the cap, each side's running jobs
+// waiting for the other side's waiting ones), where libtorch, whose
+// DistEngine holds no thread while it waits, goes on. So a job never waits
+// for a coordinator: the pool starts one past the cap when none is idle.
+// Coordinators stay bounded by the jobs in progress (for the distributed
+// case, the contexts whose part runs in this process at once, each started
+// by an application thread that waits for it), and those past the cap stop
+// once idle, as any (Note [Coordinator threads come and go] in
+// coordinator_pool.cpp). A job is never run on the calling thread: the
+// thread that starts one (an RPC agent's) is the one it must not hold.
+
+/// Runs `job` on a pooled async coordinator, never on this thread and never
+/// waiting for one (Note [Jobs that wait outside the engine]): `job(null)`
+/// there, or `job(error)` on the pool's thread when no coordinator could
+/// be started or the engine is going away.
+void spawn_job(const std::shared_ptr<EngineCore>& core, std::shared_ptr<CallDone> job);
+
 /// Runs `call` on a pooled async coordinator, or on this thread when it is
 /// made inside a node and none is parked (Note [Async calls made inside a
 /// node]); `done` is called once (CallDone).

@@ -13,7 +13,9 @@ namespace actorgrad::detail {
 
 // Note [Coordinator threads come and go]
 // Each coordinator is a thread, so the pool bounds them three ways:
-// - At most EngineConfig::max_async_coordinators exist. A call that finds
+// - At most EngineConfig::max_async_coordinators exist, but for those that
+//   jobs need past it (Note [Jobs that wait outside the engine] in
+//   async_call.h), which stop as any idle one does. A call that finds
 //   none idle and the pool full waits in `waiting_` (its future not ready)
 //   and goes to the next coordinator that reports Idle, oldest call first.
 //   Only calls of the application wait so: one made inside a node runs on
@@ -99,7 +101,9 @@ void CoordinatorPool::take_call(caf::mailbox_element_ptr call) {
     forward(c, std::move(call));
     return;
   }
-  if (threads_.size() < core_->config.max_async_coordinators) {
+  // A job never waits (Note [Jobs that wait outside the engine] in async_call.h).
+  const bool job = call->content().get_as<msg::AsyncCall>(0).job;
+  if (job || threads_.size() < core_->config.max_async_coordinators) {
     if (caf::actor c = start_coordinator()) {
       forward(c, std::move(call));
       return;

@@ -54,6 +54,9 @@ struct Counters {
   std::atomic<std::uint64_t> delegated{0};
   /// Parts of distributed backward passes run here (dist_engine.h).
   std::atomic<std::uint64_t> distributed_parts{0};
+  /// Distributed passes listed here now: incremented by list_pass,
+  /// decremented by end_pass (dist_pass.cpp, under its table's lock).
+  std::atomic<std::int64_t> distributed_running{0};
 };
 Counters& counters();
 

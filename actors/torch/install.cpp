@@ -81,6 +81,7 @@ Stats stats() {
   auto& c = detail::counters();
   return {c.calls.load(std::memory_order_relaxed), c.delegated.load(std::memory_order_relaxed),
           c.distributed_parts.load(std::memory_order_relaxed),
+          c.distributed_running.load(std::memory_order_relaxed),
           dist_taken_over.load(std::memory_order_relaxed)};
 }
 

@@ -67,10 +67,13 @@ struct Stats {
   /// delegated call, or they reached an engine already uninstalled.
   std::uint64_t delegated = 0;
   /// Parts of torch.distributed.autograd backward passes run in this
-  /// process (a dist_autograd.backward call here, or a gradient that
-  /// arrived by RPC), each one call counted in `calls` when it reached a
-  /// leaf (actors/torch/dist_engine.h).
+  /// process: one task per pass and process (started by a
+  /// dist_autograd.backward call here, or by the first gradient of the pass
+  /// that arrived by RPC), each one call counted in `calls`
+  /// (actors/torch/dist_engine.h).
   std::uint64_t distributed_parts = 0;
+  /// Those passes still running here now (listed until their task ended).
+  std::int64_t distributed_running = 0;
   /// Whether install() took over libtorch's distributed autograd engine.
   bool distributed_taken_over = false;
 };

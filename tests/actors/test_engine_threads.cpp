@@ -185,6 +185,46 @@ BOOST_AUTO_TEST_CASE(a_call_beyond_the_cap_waits_for_a_coordinator) {
   BOOST_TEST(engine.stats().peak_async_coordinators == 1u);
 }
 
+// Note [Jobs that wait outside the engine]: a job never waits for a
+// coordinator. With a cap of 1, 3 jobs that each wait until all 3 started
+// (as the distributed passes of two processes wait for each other) all run
+// at once, on coordinators past the cap, each coordinating the call it makes;
+// the pool stops those past the cap once they are idle.
+BOOST_AUTO_TEST_CASE(jobs_run_past_the_cap_and_coordinate_their_calls) {
+  const milliseconds idle{200 * testing::kThreadTimeScale};
+  Engine engine{EngineConfig{
+    .max_async_coordinators = 1, .min_async_coordinators = 1, .async_coordinator_idle_time = idle}};
+  constexpr int kJobs = 3;
+  std::atomic<int> started{0}; // written by each job, read by all of them
+  std::vector<std::promise<std::vector<double>>> results(kJobs);
+  std::vector<std::future<std::vector<double>>> got;
+  for (auto& r : results)
+    got.push_back(r.get_future());
+  for (int i = 0; i < kJobs; ++i)
+    engine.run_on_coordinator([&, i](std::exception_ptr not_started) {
+      if (not_started) {
+        results[i].set_exception(not_started);
+        return;
+      }
+      started.fetch_add(1);
+      if (!eventually([&] { return started.load() == kJobs; }, kWaitLimit)) {
+        results[i].set_value({}); // a job waited in the pool for this one's coordinator
+        return;
+      }
+      Tensor x = Tensor::from_vector({1.0, -2.0}, {2}).set_requires_grad(true);
+      results[i].set_value(engine.grad({sum(mul(x, x))}, {x}).at(0).to_vector());
+    });
+  for (auto& f : got) {
+    BOOST_REQUIRE(f.wait_for(2 * kWaitLimit) == std::future_status::ready);
+    BOOST_TEST(f.get() == kGrad);
+  }
+  const EngineStats s = engine.stats();
+  BOOST_TEST(s.peak_async_coordinators == std::size_t{kJobs});
+  BOOST_TEST(s.async_calls_waited == 0);
+  BOOST_TEST(eventually([&] { return engine.stats().async_coordinators == 1; }, 2 * idle),
+             "back to one coordinator within twice the idle time");
+}
+
 // Note [Async calls made inside a node]: with a single coordinator, busy
 // with the outer call, a node that makes an async call and waits for it
 // (three levels deep) does not wait for a coordinator its ancestor holds.

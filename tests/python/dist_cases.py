@@ -15,7 +15,13 @@ once), `killed` (worker 1 exits in the middle of its backward),
 `round_trips` (PyTorch's test_backward_multiple_round_trips: a tensor rank 0
 received is sent back twice, so two send functions of rank 0 reach its
 receive node, whose gradient the worker's node then gets once;
-retain_graph=False).
+retain_graph=False), `fan_in` (PyTorch's test_backwards_nested_python_udf
+with a parameter of worker 1: two send functions of worker 1, the one of
+its result and the one of the arguments it sent back to rank 0, reach a
+node of worker 1, which must run once per backward with their sum;
+retain_graph=False), `released` (as fan_in, but rank 0's node behind the
+arguments worker 1 sent raises: worker 1's pass waits for a gradient that
+will not come until rank 0 leaves the context, which releases it there).
 """
 
 import os
@@ -214,10 +220,90 @@ def round_trips(world):
     return out
 
 
+class Counted(torch.autograd.Function):
+    """Identity whose backward counts its runs in this process."""
+    runs = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        Counted.runs += 1
+        return g
+
+
+FAN_IN_W = torch.Generator().manual_seed(7)
+FAN_IN_W = torch.rand(3, 3, generator=FAN_IN_W, requires_grad=True)
+
+
+def py_add(a, b):
+    return a + b
+
+
+def nested_udf(t1, t2):
+    """On worker 1: its nodes behind t3 and t4 are reached from two of its send
+    functions (the arguments sent to rank 0, and this function's result)."""
+    t3 = Counted.apply(t1 * t2 * FAN_IN_W)
+    t4 = t1 + t2
+    res = rpc.rpc_sync("w0", py_add, args=(t3, t4))
+    return t1 * t2 * t3 * t4 * res
+
+
+def fan_in_state(context_id):
+    """Worker 1's gradient of its parameter in the context, and its Counted runs."""
+    return dist_autograd.get_gradients(context_id)[FAN_IN_W], Counted.runs
+
+
+def fan_in(world):
+    out = {}
+    torch.manual_seed(0)
+    t1, t2 = torch.rand(3, 3, requires_grad=True), torch.rand(3, 3, requires_grad=True)
+    for step in range(STEPS):
+        with dist_autograd.context() as cid:
+            loss = rpc.rpc_sync("w1", nested_udf, args=(t1, t2))
+            dist_autograd.backward(cid, [loss.sum()])
+            grads = dist_autograd.get_gradients(cid)
+            out[f"step{step}.t1"], out[f"step{step}.t2"] = grads[t1], grads[t2]
+            out[f"step{step}.w1.W"], out[f"step{step}.w1.runs"] = rpc.rpc_sync(
+                "w1", fan_in_state, args=(cid,))
+    return out
+
+
+def boom_add(a, b):
+    return Boom.apply(a + b)
+
+
+def nested_udf_boom(t1, t2):
+    """As nested_udf, but the backward of rank 0's part raises."""
+    t3, t4 = t1 * t2, t1 + t2
+    res = rpc.rpc_sync("w0", boom_add, args=(t3, t4))
+    return t1 * t2 * t3 * t4 * res
+
+
+def released(world):
+    t1, t2 = torch.rand(3, 3, requires_grad=True), torch.rand(3, 3, requires_grad=True)
+    error = None
+    with dist_autograd.context() as cid:
+        loss = rpc.rpc_sync("w1", nested_udf_boom, args=(t1, t2))
+        try:
+            dist_autograd.backward(cid, [loss.sum()])
+        except RuntimeError as e:
+            error = str(e)
+        waiting = rpc.rpc_sync("w1", stats)["distributed_running"]
+    start = time.monotonic()
+    while rpc.rpc_sync("w1", stats)["distributed_running"] and time.monotonic() - start < 20:
+        time.sleep(0.05)
+    return {"error": error, "waiting in the context": waiting,
+            "running after": rpc.rpc_sync("w1", stats)["distributed_running"],
+            "seconds": time.monotonic() - start}
+
+
 CASES = {"chain": chain, "remote_error": remote_error, "threads": threads, "killed": killed,
-         "round_trips": round_trips}
+         "round_trips": round_trips, "fan_in": fan_in, "released": released}
 # Cases whose rank 0 reads every rank's stats at the end (in `killed`, worker 1 is gone).
-STATS_CASES = ("chain", "threads", "round_trips")
+STATS_CASES = ("chain", "threads", "round_trips", "fan_in")
 
 
 def main(case, engine, world, rank, port, out):

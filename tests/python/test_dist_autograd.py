@@ -94,6 +94,34 @@ def test_node_reached_from_two_send_functions_same_as_stock(tmp_path):
     assert_bitwise_equal(stock, ours)
 
 
+def test_node_of_a_remote_process_reached_from_two_send_functions_runs_once(tmp_path):
+    # One task per context in the process a pass reaches by RPC too: worker
+    # 1's node behind two of its send functions runs once per backward, with
+    # their gradients summed (retain_graph=False: a second run would fail on
+    # the freed graph), and worker 1 ran one pass per context.
+    stock = run_world("fan_in", "stock", 2, tmp_path)
+    ours = run_world("fan_in", "actorgrad", 2, tmp_path)
+    stock.pop("stats")
+    stats = ours.pop("stats")
+    assert_on_actors(stats, 2)
+    assert stats["w1"]["distributed_parts"] == 3, stats
+    assert [ours[f"step{s}.w1.runs"] for s in range(3)] == [1, 2, 3]
+    assert len(stock) == 3 * 4
+    assert_bitwise_equal(stock, ours)
+
+
+def test_context_release_ends_a_remote_pass_left_waiting(tmp_path):
+    # Rank 0's node raises, so worker 1's pass never gets the gradient of the
+    # arguments it sent: it waits (it holds a pooled coordinator) until rank 0
+    # leaves the context, whose release there fails and ends it.
+    result = run_world("released", "actorgrad", 2, tmp_path)
+    assert "Error on Node 0" in result["error"], result
+    assert "boom in the backward of worker w0" in result["error"], result
+    assert result["waiting in the context"] == 1, result
+    assert result["running after"] == 0, result
+    assert result["seconds"] < 10, result
+
+
 def test_preload_library_runs_distributed_autograd_on_actors(tmp_path):
     # An unmodified program (no install()) under LD_PRELOAD: every process
     # records backward passes on the actor engine (a process that ran none

@@ -16,6 +16,9 @@
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/graph_task.h>
 
+#include "actorgrad/actors/engine.h"
+#include "actorgrad/libengine/torch/torch_graph.h"
+
 namespace {
 
 using actorgrad::testing::check_same;
@@ -317,4 +320,30 @@ BOOST_AUTO_TEST_CASE(capture_hooks_run_when_the_gradient_is_captured) {
              boost::test_tools::per_element());
   BOOST_TEST(capture_events == stock_events, boost::test_tools::per_element());
   actorgrad::testing::check_equal(stock, ours);
+}
+
+// A captured gradient's only reference is the caller's once the task ran,
+// though the task lives on (a distributed pass keeps its task while it adds
+// the leaves' gradients into its context, actors/torch/dist_task.cpp):
+// libtorch's AccumulateGrad::accumulateGrad then takes the gradient over
+// instead of copying it, as with the stock engine, whose input buffer goes
+// when the node has run (PyTorch's test_grad_copy_sparse_indices_extra_ref).
+BOOST_AUTO_TEST_CASE(a_captured_gradient_is_held_by_the_caller_only) {
+  actorgrad::Engine engine(actorgrad::testing::bridge_config());
+  auto x = leaf({4});
+  auto y = (x * 2).sum();
+  const torch::autograd::edge_list roots{torch::autograd::impl::gradient_edge(y)};
+  const torch::autograd::edge_list outputs{torch::autograd::impl::gradient_edge(x)};
+  auto [task, first] = actorgrad::TorchGraphTask::create(
+    roots, {torch::ones_like(y)}, actorgrad::ExecuteOptions{.accumulate_grad = false}, outputs,
+    /*reentrant_depth=*/0);
+  {
+    actorgrad::TorchGraph::call_scope state;
+    engine.run(task, std::move(first));
+  }
+  torch::autograd::variable_list got = task->finish();
+  BOOST_TEST_REQUIRE(got.size() == 1u);
+  BOOST_TEST(torch::equal(got[0], torch::full({4}, 2.0, f64)));
+  BOOST_TEST(got[0].use_count() == 1,
+             "references to the captured gradient: " << got[0].use_count());
 }

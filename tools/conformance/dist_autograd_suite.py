@@ -16,6 +16,10 @@ with actorgrad installed in every process; tools/conformance_dist.sh runs it.
         it runs its test).
     dist_autograd_suite.py merge OUT.json SHARD.json...
         joins the shards of one mode into one file.
+    dist_autograd_suite.py table STOCK.json INSTALL.json
+        prints one line per test (Markdown): its outcome on stock and with
+        actorgrad, and per process (rank) the calls and distributed passes
+        each ran on actorgrad.
 
 Comparing two merged files: autograd_suite.py compare.
 """
@@ -95,15 +99,21 @@ class StatsResult(RecordingResult):
         name = test.id().rsplit(".", 1)[-1]
         if test.id() in self.outcomes:
             self.outcomes[test.id()]["seconds"] = round(time.monotonic() - self.started, 1)
+        per_rank = {}
         for path in glob.glob(os.path.join(self.stats_dir, f"{name}.*.json")):
             with open(path) as f:
                 s = json.load(f)
             os.remove(path)
+            per_rank[int(path.rsplit(".", 2)[-2])] = [s.get("calls", 0),
+                                                      s.get("distributed_parts", 0)]
             self.header["processes"] += 1
             if s.get("calls", 0) > 0:
                 self.header["on_actors"] += 1
             for key in self.header["stats"]:
                 self.header["stats"][key] += s.get(key, 0)
+        if test.id() in self.outcomes:
+            # [calls, distributed passes] of each rank, by rank.
+            self.outcomes[test.id()]["ranks"] = [per_rank[r] for r in sorted(per_rank)]
         super().stopTest(test)
 
 
@@ -154,12 +164,32 @@ def merge(out, shards):
           f"stats {merged['stats']}")
 
 
+def table(stock_path, install_path):
+    with open(stock_path) as f:
+        stock = json.load(f)["tests"]
+    with open(install_path) as f:
+        install = json.load(f)["tests"]
+    print("| test | stock | actorgrad | ranks with calls | calls per rank | passes per rank |")
+    print("|---|---|---|---|---|---|")
+    for test_id in sorted(set(stock) | set(install)):
+        ours = install.get(test_id, {})
+        ranks = ours.get("ranks", [])
+        print(f"| {test_id.rsplit('.', 1)[-1]} ({test_id.split('.')[-2]}) "
+              f"| {stock.get(test_id, {}).get('outcome', 'not run')} "
+              f"| {ours.get('outcome', 'not run')} "
+              f"| {sum(1 for c, _ in ranks if c > 0)}/{len(ranks)} "
+              f"| {' '.join(str(c) for c, _ in ranks)} | {' '.join(str(p) for _, p in ranks)} |")
+
+
 def main(argv):
     if len(argv) >= 5 and argv[0] == "run":
         run(argv[1], argv[2], int(argv[3]), int(argv[4]), set(argv[5:]))
         return 0
     if len(argv) >= 3 and argv[0] == "merge":
         merge(argv[1], argv[2:])
+        return 0
+    if len(argv) == 3 and argv[0] == "table":
+        table(argv[1], argv[2])
         return 0
     print(__doc__, file=sys.stderr)
     return 2

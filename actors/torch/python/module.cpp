@@ -121,6 +121,7 @@ PYBIND11_MODULE(_C, m) {
     return py::dict(py::arg("calls") = s.calls, py::arg("delegated") = s.delegated,
                     py::arg("fast_backward") = actorgrad::python::fast_backward_calls(),
                     py::arg("distributed_parts") = s.distributed_parts,
+                    py::arg("distributed_running") = s.distributed_running,
                     py::arg("distributed_taken_over") = s.distributed_taken_over);
   });
   m.def(

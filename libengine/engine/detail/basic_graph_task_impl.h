@@ -627,10 +627,17 @@ typename BasicGraphTask<G>::value_list BasicGraphTask<G>::evaluate_node(node& fn
     // A reference when the graph type's buffer already is the input list
     // (no new vector and no destructor for the moved-from one).
     auto&& inputs = G::take_inputs(std::move(s.buffer));
-    // Most nodes of a call with inputs run and capture nothing.
+    // Most nodes of a call with inputs run and capture nothing. A node that
+    // only captures drops its inputs now, as libtorch's InputBuffer goes
+    // when evaluate_function returns: the captured gradients are then the
+    // only references, which AccumulateGrad::accumulateGrad needs to take
+    // one over instead of copying it (a distributed pass adds them into
+    // its context while its task lives on: actors/torch/dist_task.cpp).
     if (selective() && (s.exec.first_capture() != 0 || !s.exec.needed()) &&
-        !capture_inputs(fn, s, inputs))
+        !capture_inputs(fn, s, inputs)) {
+      inputs = {};
       return {};
+    }
     value_list outputs = G::call_function(fn, std::move(inputs));
     if constexpr (requires { G::recycle_inputs(std::move(inputs)); })
       G::recycle_inputs(std::move(inputs)); // Note [Recycled input lists]

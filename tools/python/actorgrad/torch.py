@@ -198,7 +198,8 @@ def stats():
     "fast_backward": Tensor.backward calls the fast method ran itself,
     "distributed_parts": parts of torch.distributed.autograd backward passes
     run in this process (Note [Distributed autograd on actors] in
-    actors/torch/dist_engine.cpp), "distributed_taken_over": whether
+    actors/torch/dist_engine.cpp), "distributed_running": those still
+    running here now, "distributed_taken_over": whether
     install() took over torch's distributed autograd engine}."""
     return _C.stats()
 
