@@ -31,7 +31,7 @@ if (( $# == 0 )); then
   stage conformance bash "$repo_root/tools/conformance.sh"
   DIST_CONFORMANCE_CI="test_backward_simple test_backward_multiple_roots test_backward_rref
     test_backward_simple_python_udf test_backward_autograd_engine_error test_backward_node_failure
-    test_backward_accumulate_grads test_trainer_ps"
+    test_backward_accumulate_grads test_trainer_ps test_debug_info"
   CONFORMANCE_DIST_TESTS="${CONFORMANCE_DIST_TESTS-$DIST_CONFORMANCE_CI}" \
     CONFORMANCE_DIST_TIMEOUT="${CONFORMANCE_DIST_TIMEOUT:-900}" \
     stage "distributed conformance" bash "$repo_root/tools/conformance_dist.sh"

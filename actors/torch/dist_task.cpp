@@ -66,13 +66,18 @@ Leaves leaves_of(const edge_list& roots) {
 }
 
 /// Adds a leaf's gradient into the context through the leaf's hooks
-/// (libtorch's DistAccumulateGradCaptureHook).
-void accumulate_into(dist::DistAutogradContext& ctx, AccumulateGrad& leaf, at::Tensor&& grad) {
-  variable_list grads{std::move(grad)};
+/// (libtorch's DistAccumulateGradCaptureHook). The caller's list of the
+/// pass's leaf gradients holds `grad` until every one is added, as
+/// libtorch's captured_vars_ does: so a gradient that two leaves received
+/// (or that anything else still holds) has more than the two expected
+/// references and the context stores a copy of it, and one that only this
+/// leaf received is stored as it is (PyTorch's test_no_grad_copy).
+void accumulate_into(dist::DistAutogradContext& ctx, AccumulateGrad& leaf, const at::Tensor& grad) {
+  variable_list grads{grad};
   for (const auto& hook : leaf.pre_hooks())
     grads = (*hook)(grads);
   if (grads[0].defined())
-    ctx.accumulateGrad(leaf.variable, grads[0], /*num_expected_refs=*/1);
+    ctx.accumulateGrad(leaf.variable, grads[0], /*num_expected_refs=*/2);
   for (const auto& hook : leaf.post_hooks())
     (*hook)(variable_list{}, grads);
 }
@@ -145,7 +150,6 @@ void run_task(const std::weak_ptr<dist::DistAutogradContext>& weak_ctx, Pass& pa
                                              open.accumulate, open.keep_graph);
   if (auto ctx = weak_ctx.lock())
     for (std::size_t i = 0; i < open.accumulate.size(); ++i)
-      accumulate_into(*ctx, static_cast<AccumulateGrad&>(*open.accumulate[i].function),
-                      std::move(got[i]));
+      accumulate_into(*ctx, static_cast<AccumulateGrad&>(*open.accumulate[i].function), got[i]);
 }
 } // namespace actorgrad::torch::detail

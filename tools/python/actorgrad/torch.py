@@ -45,6 +45,7 @@ class _ActorEngine:
 _stock_engine = None
 _stock_tensor_backward = None
 _stock_will_engine_execute_node = None
+_stock_get_debug_info = None
 
 
 def _will_engine_execute_node(node):
@@ -146,6 +147,7 @@ def install(devices="", max_recursion_depth=60, fast_backward=True, cpu_workers=
     torch.autograd.Variable._execution_engine = _ActorEngine()
     _stock_will_engine_execute_node = torch._C._will_engine_execute_node
     torch._C._will_engine_execute_node = _will_engine_execute_node
+    _take_over_debug_info()
     if fast_backward:
         stock = torch.Tensor.__dict__["backward"]
         frames = _prologue_frames(stock)
@@ -155,9 +157,43 @@ def install(devices="", max_recursion_depth=60, fast_backward=True, cpu_workers=
                 stock, torch.autograd.backward, torch.autograd.Variable._execution_engine, frames)
 
 
+def _dist_autograd():
+    """torch.distributed.autograd, or None in a torch built without it."""
+    try:
+        import torch.distributed.autograd as dist_autograd
+    except ImportError:
+        return None
+    return dist_autograd if hasattr(dist_autograd, "_get_debug_info") else None
+
+
+def _take_over_debug_info():
+    """dist_autograd._get_debug_info() counts in "num_current_backward_passes"
+    the passes of torch's DistEngine, which runs none once install() took
+    over distributed autograd: it adds the passes that run here on actors
+    (stats()["distributed_running"]), as PyTorch's test_debug_info expects."""
+    global _stock_get_debug_info
+    dist_autograd = _dist_autograd()
+    if dist_autograd is None or not _C.stats()["distributed_taken_over"]:
+        return
+    stock = dist_autograd._get_debug_info
+
+    def _get_debug_info():
+        info = stock()
+        running = int(info["num_current_backward_passes"])
+        info["num_current_backward_passes"] = running + _C.stats()["distributed_running"]
+        return info
+
+    _stock_get_debug_info = stock
+    dist_autograd._get_debug_info = _get_debug_info
+
+
 def uninstall():
     """Restores torch's engine. Does nothing when not installed."""
     global _stock_engine, _stock_tensor_backward, _stock_will_engine_execute_node
+    global _stock_get_debug_info
+    if _stock_get_debug_info is not None:
+        _dist_autograd()._get_debug_info = _stock_get_debug_info
+        _stock_get_debug_info = None
     if _stock_will_engine_execute_node is not None:
         torch._C._will_engine_execute_node = _stock_will_engine_execute_node
         _stock_will_engine_execute_node = None
