@@ -24,8 +24,8 @@ stage() { # NAME COMMAND...: runs COMMAND, then prints its wall time
   echo "test.sh: $name took $((SECONDS - start)) s"
 }
 stage "set-up and build" bash "$repo_root/tools/setup.sh" --with-test-deps
-stage ctest bash -c 'cd "$0" && ctest --output-on-failure --no-tests=error -j2 "${@}"' \
-  "$repo_root/${BUILD_DIR:-build}" "$@"
+stage ctest ctest --test-dir "$repo_root/${BUILD_DIR:-build}" --output-on-failure --no-tests=error \
+  -j2 "$@"
 if (( $# == 0 )); then
   stage sanitizers bash "$repo_root/tools/sanitize.sh"
   stage conformance bash "$repo_root/tools/conformance.sh"
