@@ -4,7 +4,11 @@ install(fast_backward=False) with torch's own Tensor.backward), side by side in 
 intra-op thread. Then the ensemble of issue #60 (16 MLPs of 4 x
 (Linear(64, 64) + Tanh), batch 32, loss = the sum of their outputs' sums) on
 torch's engine, install(cpu_workers=1) and install(cpu_workers=2): the
-median and the minimum of the calls, each the median over the rounds.
+median and the minimum of the calls, each the median over the rounds; and
+the same ensemble with each MLP under torch.utils.checkpoint, whose
+backward nodes run Python (user code, which a call spread over CPU workers
+runs on its own thread: Note [Nodes that need their call's thread] in
+actors/detail/cpu_lanes.h).
 
     PYTHONPATH=build/python /usr/bin/python3 bench/bench_python_bridge.py [--repeats N]
         [--rounds N] [--only engines|cpu_workers]
@@ -16,6 +20,7 @@ import time
 
 import torch
 import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
 
 import actorgrad.torch as ag
 
@@ -59,6 +64,20 @@ def ensemble(models=16):
     return total
 
 
+def checkpointed_ensemble(models=16):
+    """ensemble() with each MLP under torch.utils.checkpoint (reentrant, as
+    1.13's default): its input requires grad, so that the MLPs get theirs."""
+    torch.manual_seed(0)
+    x = torch.randn(32, 64, requires_grad=True)
+    total = 0
+    for _ in range(models):
+        layers = []
+        for _ in range(4):
+            layers += [nn.Linear(64, 64), nn.Tanh()]
+        total = total + checkpoint(nn.Sequential(*layers), x).sum()
+    return total
+
+
 CASES = {"1,000 scalar adds": add_chain, "MLP 4x Linear(64)+ReLU": mlp, "one-node call": one_node,
          "TransformerEncoderLayer": transformer}
 
@@ -92,9 +111,8 @@ def engines_table(args):
         print(f"{name:28} {s:10.1f} {o:13.1f} {o / s:7.2f} {m:16.1f} {m / s:7.2f}")
 
 
-def cpu_workers_table(args):
-    """The ensemble on torch's engine and on 1 and 2 CPU workers."""
-    root = ensemble()
+def cpu_workers_table(args, title, root):
+    """`root`'s backward on torch's engine and on 1 and 2 CPU workers."""
     repeats = max(1, args.repeats // 20)
     engines = {"stock": None, "cpu_workers=1": 1, "cpu_workers=2": 2}
     medians = {name: [] for name in engines}
@@ -109,7 +127,7 @@ def cpu_workers_table(args):
                     times = call_times_us(root, repeats)
             medians[name].append(statistics.median(times))
             minima[name].append(min(times))
-    print(f"\nensemble of 16 MLPs, {repeats} calls x {args.rounds} rounds")
+    print(f"\n{title}, {repeats} calls x {args.rounds} rounds")
     print(f"{'engine':16} {'median us':>10} {'min us':>10} {'median vs stock':>16} "
           f"{'vs 1 worker':>12}")
     med = {name: statistics.median(v) for name, v in medians.items()}
@@ -130,7 +148,8 @@ def main():
     if args.only != "cpu_workers":
         engines_table(args)
     if args.only != "engines":
-        cpu_workers_table(args)
+        cpu_workers_table(args, "ensemble of 16 MLPs", ensemble())
+        cpu_workers_table(args, "ensemble of 16 checkpointed MLPs", checkpointed_ensemble())
 
 
 if __name__ == "__main__":

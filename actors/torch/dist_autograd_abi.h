@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -66,8 +67,18 @@ public:
 /// process sends for a tensor this process sent it (functions/sendrpc_backward.h).
 class SendRpcBackward : public ::torch::autograd::Node {};
 
-/// libtorch's distributed engine (engine/dist_engine.h); only named here.
-class DistEngine;
+/// libtorch's distributed engine (engine/dist_engine.h).
+class DistEngine {
+public:
+  /// Counts of the process's distributed autograd state by name
+  /// ("num_current_backward_passes", "num_autograd_contexts"):
+  /// dist_autograd._get_debug_info(). The values are ints (the mangled
+  /// name does not say; objdump: it fills them with
+  /// `unordered_map<string, int>::operator[]`). The preload library defines
+  /// it over libtorch's (Note [Counting the passes that run on actors] in
+  /// preload.cpp).
+  std::unordered_map<std::string, int> getDebugInfo() const;
+};
 
 /// What std::type_info::name() says of a RecvRpcBackward node (its class is
 /// not declared here: it is recognized by name).

@@ -32,9 +32,7 @@ void install(EngineConfig config = {});
 /// by RPC) run their local parts on the installed engine; not installed,
 /// on libtorch's. Returns false when this libtorch does not call its
 /// distributed engine through its PLT (then nothing changes). The Python
-/// install() calls it; the preload library does not yet (a Python RPC
-/// program run under LD_PRELOAD, where torch's Python engine replaces the
-/// preload's as the default engine, hung: not yet understood).
+/// install() and the preload library call it.
 bool take_over_distributed_autograd();
 
 /// Restores libtorch's stock engine. Waits for nothing: calls in flight

@@ -30,17 +30,24 @@
 ///
 /// Distributed autograd (torch::distributed::autograd::backward and the
 /// gradients other processes send) runs on the actor engine too
-/// (take_over_distributed_autograd, install.h).
+/// (take_over_distributed_autograd, install.h), and DistEngine::getDebugInfo
+/// counts its passes (Note [Counting the passes that run on actors]).
 ///
 /// A bad value is reported on stderr and the program runs on libtorch's own
 /// engine.
+
+#include <dlfcn.h>
+
+#include <c10/util/Exception.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <unordered_map>
 
 #include "actorgrad/actors/default_engine.h"
+#include "actorgrad/actors/torch/dist_autograd_abi.h"
 #include "actorgrad/actors/torch/install.h"
 #include "actorgrad/tools/trace/trace_request.h"
 
@@ -101,3 +108,28 @@ __attribute__((constructor)) void install_from_environment() {
 } // namespace
 
 } // namespace actorgrad::torch
+
+// Note [Counting the passes that run on actors]
+// DistEngine::getDebugInfo (dist_autograd._get_debug_info() in Python)
+// says in "num_current_backward_passes" how many distributed backward
+// passes run in this process; libtorch counts those of its own DistEngine,
+// which runs none once they run on actors. The preload library defines the
+// function itself: loaded first, its definition is the one every caller
+// binds to, the program and libraries loaded later alike (libtorch_python.so
+// calls it through its PLT), and it adds the passes running on actors
+// (stats().distributed_running) to what libtorch's definition, the next one
+// (dlsym(RTLD_NEXT), called as a function whose first argument is the
+// object, as dist_engine.cpp calls DistEngine's), counts. The Python module cannot interpose (Python
+// loads it after libtorch, with RTLD_LOCAL): install() wraps
+// dist_autograd._get_debug_info instead (tools/python/actorgrad/torch.py).
+std::unordered_map<std::string, int>
+torch::distributed::autograd::DistEngine::getDebugInfo() const {
+  using DebugInfoFn = std::unordered_map<std::string, int> (*)(const DistEngine*);
+  static const auto libtorchs = reinterpret_cast<DebugInfoFn>(
+    dlsym(RTLD_NEXT, "_ZNK5torch11distributed8autograd10DistEngine12getDebugInfoB5cxx11Ev"));
+  TORCH_CHECK(libtorchs, "actorgrad preload: libtorch's DistEngine::getDebugInfo not found");
+  auto info = libtorchs(this);
+  info["num_current_backward_passes"] +=
+    static_cast<int>(actorgrad::torch::stats().distributed_running);
+  return info;
+}

@@ -21,7 +21,10 @@ its result and the one of the arguments it sent back to rank 0, reach a
 node of worker 1, which must run once per backward with their sum;
 retain_graph=False), `released` (as fan_in, but rank 0's node behind the
 arguments worker 1 sent raises: worker 1's pass waits for a gradient that
-will not come until rank 0 leaves the context, which releases it there).
+will not come until rank 0 leaves the context, which releases it there),
+`debug_info` (a node of rank 0 and one of worker 1 read
+dist_autograd._get_debug_info()["num_current_backward_passes"] while
+their part of the pass runs).
 """
 
 import os
@@ -300,8 +303,43 @@ def released(world):
             "seconds": time.monotonic() - start}
 
 
+class ReadsDebugInfo(torch.autograd.Function):
+    """Identity whose backward notes how many distributed passes this
+    process says are running."""
+    seen = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        info = dist_autograd._get_debug_info()
+        ReadsDebugInfo.seen.append(int(info["num_current_backward_passes"]))
+        return g
+
+
+def reads_debug_info(x):
+    return ReadsDebugInfo.apply(x) * 2
+
+
+def debug_info_seen():
+    return ReadsDebugInfo.seen
+
+
+def debug_info(world):
+    """One backward through a ReadsDebugInfo node on rank 0 and one on w1:
+    what each saw."""
+    x = torch.rand(3, requires_grad=True)
+    with dist_autograd.context() as cid:
+        y = rpc.rpc_sync("w1", reads_debug_info, args=(ReadsDebugInfo.apply(x),))
+        dist_autograd.backward(cid, [y.sum()])
+    return {"w0": ReadsDebugInfo.seen, "w1": rpc.rpc_sync("w1", debug_info_seen)}
+
+
 CASES = {"chain": chain, "remote_error": remote_error, "threads": threads, "killed": killed,
-         "round_trips": round_trips, "fan_in": fan_in, "released": released}
+         "round_trips": round_trips, "fan_in": fan_in, "released": released,
+         "debug_info": debug_info}
 # Cases whose rank 0 reads every rank's stats at the end (in `killed`, worker 1 is gone).
 STATS_CASES = ("chain", "threads", "round_trips", "fan_in")
 
