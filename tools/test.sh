@@ -6,8 +6,9 @@
 # and the conformance stage (tools/conformance.sh: PyTorch's own autograd
 # tests on torch's engine and on actorgrad's), then the distributed
 # conformance stage (tools/conformance_dist.sh: PyTorch's distributed
-# autograd tests, all 94, on torch's engine and with actorgrad in every
-# process; CONFORMANCE_DIST_TESTS="test_a test_b" runs only those).
+# autograd tests, all 94, with actorgrad in every process, and on torch's
+# engine those that did not pass; CONFORMANCE_DIST_TESTS="test_a test_b"
+# runs only those).
 # Exits non-zero when any test fails. Extra arguments go to ctest and skip
 # the sanitizer and conformance stages (e.g. tools/test.sh -R semantics).
 set -euo pipefail

@@ -16,14 +16,19 @@ the test modules (Note [Test processes come from a forkserver]).
         whose calls ran on actorgrad). MODE: stock, or install
         (actorgrad.torch.install() in every process the tests spawn, before
         it runs its test).
-    dist_autograd_suite.py merge OUT.json SHARD.json...
-        joins the shards of one mode into one file.
+    dist_autograd_suite.py merge OUT.json [SHARD.json...]
+        joins the shards of one mode into one file (none: an empty run).
     dist_autograd_suite.py table STOCK.json INSTALL.json
         prints one line per test (Markdown): its outcome on stock and with
         actorgrad, and per process (rank) the calls and distributed passes
         each ran on actorgrad.
-
-Comparing two merged files: autograd_suite.py compare.
+    dist_autograd_suite.py not-passed INSTALL.json
+        prints the names of the tests that did not pass with actorgrad.
+    dist_autograd_suite.py check STOCK.json INSTALL.json
+        prints how many tests passed with actorgrad, and of the others
+        (which STOCK.json holds: the stock run is the oracle for them only)
+        which pass on stock; exits non-zero when one of those does or is
+        not in STOCK.json, a run is incomplete, or no call ran on actorgrad.
 """
 
 import glob
@@ -35,7 +40,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from autograd_suite import RecordingResult  # noqa: E402
+from autograd_suite import PASSED, RecordingResult  # noqa: E402
 
 # common_utils parses the command line when imported: give it none.
 _argv, sys.argv = sys.argv, sys.argv[:1]
@@ -165,7 +170,7 @@ def _flatten(suite):
 
 
 def merge(out, shards):
-    merged = {"tests": {}, "complete": True, "seconds": 0.0, "processes": 0, "on_actors": 0,
+    merged = {"mode": None, "tests": {}, "complete": True, "seconds": 0.0, "processes": 0, "on_actors": 0,
               "stats": {"calls": 0, "distributed_parts": 0}, "total": 0}
     for path in shards:
         with open(path) as f:
@@ -181,7 +186,7 @@ def merge(out, shards):
             merged["stats"][key] += s.get("stats", {}).get(key, 0)
     with open(out, "w") as f:
         json.dump(merged, f, indent=0, sort_keys=True)
-    print(f"{merged['mode']}: {len(merged['tests'])} of {merged['total']} tests, "
+    print(f"{merged['mode'] or 'no run'}: {len(merged['tests'])} of {merged['total']} tests, "
           f"{merged['processes']} processes, {merged['on_actors']} ran calls on actorgrad, "
           f"stats {merged['stats']}")
 
@@ -203,16 +208,58 @@ def table(stock_path, install_path):
               f"| {' '.join(str(c) for c, _ in ranks)} | {' '.join(str(p) for _, p in ranks)} |")
 
 
+def not_passed(install_path):
+    with open(install_path) as f:
+        tests = json.load(f)["tests"]
+    print(" ".join(sorted(t.rsplit(".", 1)[-1] for t, r in tests.items()
+                          if r["outcome"] not in PASSED)))
+
+
+def check(stock_path, install_path):
+    with open(stock_path) as f:
+        stock = json.load(f)
+    with open(install_path) as f:
+        install = json.load(f)
+    passed = [t for t, r in install["tests"].items() if r["outcome"] in PASSED]
+    others = sorted(set(install["tests"]) - set(passed))
+    only_stock = [t for t in others
+                  if stock["tests"].get(t, {}).get("outcome") in PASSED]
+    print(f"install: {len(passed)} of {len(install['tests'])} passed with actorgrad; "
+          f"of the {len(others)} others, {len(only_stock)} pass on stock; "
+          f"{install['on_actors']} of {install['processes']} processes ran calls on actorgrad "
+          f"({install['stats']['calls']} calls)")
+    for t in only_stock:
+        print(f"  passes on stock only: {t}: {install['tests'][t].get('error', '')}")
+    ok = True
+    for t in others:
+        if t not in stock["tests"]:
+            print(f"  not run on stock: {t}")
+            ok = False
+    for name, run in (("stock", stock), ("install", install)):
+        if not run.get("complete", False):
+            print(f"the {name} run did not finish")
+            ok = False
+    if install["stats"]["calls"] == 0:
+        print("no call ran on actorgrad")
+        ok = False
+    return 0 if ok and not only_stock else 1
+
+
 def main(argv):
     if len(argv) >= 5 and argv[0] == "run":
         run(argv[1], argv[2], int(argv[3]), int(argv[4]), set(argv[5:]))
         return 0
-    if len(argv) >= 3 and argv[0] == "merge":
+    if len(argv) >= 2 and argv[0] == "merge":
         merge(argv[1], argv[2:])
         return 0
     if len(argv) == 3 and argv[0] == "table":
         table(argv[1], argv[2])
         return 0
+    if len(argv) == 2 and argv[0] == "not-passed":
+        not_passed(argv[1])
+        return 0
+    if len(argv) == 3 and argv[0] == "check":
+        return check(argv[1], argv[2])
     print(__doc__, file=sys.stderr)
     return 2
 
