@@ -98,7 +98,12 @@ namespace actorgrad::torch::detail {
 //   initiator throws it, a remote pass answers the first gradient's RPC with
 //   it, so the caller's error names every worker on the way.
 // - A task with a device (CUDA) goes to libtorch's DistEngine whole, with
-//   the gradients that arrived for it meanwhile.
+//   the gradients that arrived for it meanwhile (hand_to_stock). One that
+//   arrives while it goes is either queued before set_on_stock, and taken
+//   with them, or refused by Pass::arrive after it, and handed to libtorch
+//   by its RPC thread: both decide under the table's lock. (Before, the
+//   check and the queueing were apart, and a gradient between them waited
+//   for a task that never ran; found by reading, this path needs CUDA.)
 
 namespace {
 
@@ -227,8 +232,7 @@ void execute_on_actors(dist::DistEngine* self, int64_t context_id, const variabl
                       ? edges[0]
                       : Edge(std::make_shared<::torch::autograd::GraphRoot>(edges, grads), 0);
   std::shared_ptr<Pass> running;
-  bool on_stock = false;
-  std::shared_ptr<Pass> pass = list_pass(context_id, running, on_stock);
+  std::shared_ptr<Pass> pass = list_pass(context_id, running);
   TORCH_CHECK(pass, "dist_autograd.backward: a backward pass of context ", context_id,
               " is already running in this process");
   try {
@@ -260,12 +264,11 @@ FuturePtr execute_send_on_actors(dist::DistEngine* self, const ContextPtr& ctx,
   std::shared_ptr<OpenTask> open;
   try {
     std::shared_ptr<Pass> running;
-    bool on_stock = false;
-    pass = list_pass(context_id, running, on_stock);
+    pass = list_pass(context_id, running);
     if (!pass) {
-      if (on_stock)
+      if (!running->arrive(send)) // libtorch's DistEngine runs the pass
         return stock<SendFn>(stock_send)(self, ctx, send, retain_graph);
-      running->arrive(send); // libtorch answers it at once, too
+      // Answered at once, as libtorch does.
       auto done = c10::make_intrusive<Future>(c10::NoneType::get());
       done->markCompleted();
       return done;

@@ -49,12 +49,22 @@ void Pass::hand_over() {
   }
 }
 
-void Pass::arrive(std::shared_ptr<::torch::autograd::Node> send) {
-  auto* a = new Arrival{std::move(send), arrivals_.load()};
-  while (!arrivals_.compare_exchange_weak(a->next, a)) {
+bool Pass::arrive(std::shared_ptr<::torch::autograd::Node> send) {
+  auto a = std::make_unique<Arrival>(Arrival{std::move(send), nullptr});
+  {
+    // A gradient that read "not on stock" and queued itself after
+    // hand_to_stock took the queue would wait for a task that never runs.
+    std::lock_guard<std::mutex> lock(passes_mutex);
+    if (on_stock_)
+      return false;
+    a->next = arrivals_.load();
+    while (!arrivals_.compare_exchange_weak(a->next, a.get())) {
+    }
+    a.release(); // the stack owns it
   }
   if (coordinated_.load())
     hand_over();
+  return true;
 }
 
 std::vector<std::shared_ptr<::torch::autograd::Node>> Pass::take_arrivals() {
@@ -75,13 +85,11 @@ void Pass::fail(std::exception_ptr error) {
     task_->set_error(std::move(error));
 }
 
-std::shared_ptr<Pass> list_pass(std::int64_t context_id, std::shared_ptr<Pass>& running,
-                                bool& on_stock) {
+std::shared_ptr<Pass> list_pass(std::int64_t context_id, std::shared_ptr<Pass>& running) {
   std::lock_guard<std::mutex> lock(passes_mutex);
   auto& slot = passes[context_id];
   if (slot) {
     running = slot;
-    on_stock = slot->on_stock;
     return nullptr;
   }
   BridgeEngine* bridge = installed_bridge_engine();
@@ -96,7 +104,7 @@ std::shared_ptr<Pass> list_pass(std::int64_t context_id, std::shared_ptr<Pass>& 
 
 void set_on_stock(Pass& pass) {
   std::lock_guard<std::mutex> lock(passes_mutex);
-  pass.on_stock = true;
+  pass.on_stock_ = true;
 }
 
 void end_pass(std::int64_t context_id, const std::shared_ptr<Pass>& pass) {

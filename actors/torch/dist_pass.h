@@ -38,10 +38,13 @@ public:
   void set_task(std::shared_ptr<TorchGraphTask> task);
 
   /// A gradient came for send function `send`: it becomes a ready root of
-  /// the task, by message to its coordinator once that is known. Any thread.
-  void arrive(std::shared_ptr<::torch::autograd::Node> send);
+  /// the task, by message to its coordinator once that is known, and
+  /// arrive returns true; or, when libtorch's DistEngine runs the pass
+  /// (set_on_stock), false: the caller hands `send` to it. Any thread.
+  bool arrive(std::shared_ptr<::torch::autograd::Node> send);
   /// Takes the send functions that arrived and were not handed over (the
-  /// pass goes to libtorch's DistEngine instead).
+  /// pass goes to libtorch's DistEngine instead: after set_on_stock, so
+  /// that every gradient is either taken here or refused by arrive).
   std::vector<std::shared_ptr<::torch::autograd::Node>> take_arrivals();
   /// Fails the task with `error` (a gradient RPC it sent failed, the
   /// context was released), unless the pass ended: its coordinator stops
@@ -50,11 +53,13 @@ public:
   /// The pass's task ended (end_pass): fail() does nothing from now on.
   void mark_ended() { ended_.store(true); }
 
-  /// libtorch's DistEngine runs the pass (its task has a device). Under
-  /// the table's lock (list_pass, hand_to_stock in dist_engine.cpp).
-  bool on_stock = false;
-
 private:
+  friend void set_on_stock(Pass& pass);
+
+  /// libtorch's DistEngine runs the pass (its task has a device). Written
+  /// and read under the table's lock (set_on_stock, arrive), so that no
+  /// gradient is queued after hand_to_stock (dist_engine.cpp) took them.
+  bool on_stock_ = false;
   /// A send function's gradient that came before the coordinator was known.
   struct Arrival {
     std::shared_ptr<::torch::autograd::Node> send;
@@ -75,11 +80,11 @@ private:
 };
 
 /// Lists a pass of `context_id` on the installed bridge and returns it;
-/// when one is listed already returns null and sets `running` to it (and
-/// `on_stock` to its on_stock). Throws when actorgrad is not installed.
-std::shared_ptr<Pass> list_pass(std::int64_t context_id, std::shared_ptr<Pass>& running,
-                                bool& on_stock);
-/// Marks `pass` of `context_id` libtorch's (Pass::on_stock).
+/// when one is listed already returns null and sets `running` to it.
+/// Throws when actorgrad is not installed.
+std::shared_ptr<Pass> list_pass(std::int64_t context_id, std::shared_ptr<Pass>& running);
+/// Marks `pass` libtorch's: Pass::arrive refuses the gradients that come
+/// from now on.
 void set_on_stock(Pass& pass);
 /// Unlists `pass` of `context_id` (if it is the one listed) and marks it ended.
 void end_pass(std::int64_t context_id, const std::shared_ptr<Pass>& pass);

@@ -117,11 +117,12 @@ __attribute__((constructor)) void install_from_environment() {
 // function itself: loaded first, its definition is the one every caller
 // binds to, the program and libraries loaded later alike (libtorch_python.so
 // calls it through its PLT), and it adds the passes running on actors
-// (stats().distributed_running) to what libtorch's definition, the next one
-// (dlsym(RTLD_NEXT), called as a function whose first argument is the
-// object, as dist_engine.cpp calls DistEngine's), counts. The Python module cannot interpose (Python
-// loads it after libtorch, with RTLD_LOCAL): install() wraps
-// dist_autograd._get_debug_info instead (tools/python/actorgrad/torch.py).
+// (stats().distributed_running) to what libtorch's definition, the next
+// one (dlsym(RTLD_NEXT), called as a function whose first argument is the
+// object, as dist_engine.cpp calls DistEngine's), counts. The Python
+// module cannot interpose (Python loads it after libtorch, with
+// RTLD_LOCAL): install() wraps dist_autograd._get_debug_info instead
+// (tools/python/actorgrad/torch.py).
 std::unordered_map<std::string, int>
 torch::distributed::autograd::DistEngine::getDebugInfo() const {
   using DebugInfoFn = std::unordered_map<std::string, int> (*)(const DistEngine*);
