@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the actor-engine tests that stress concurrency, reentrancy, faults,
-# recording (stream tracks included), pooled async calls, sim streams, the
+# recording (stream tracks included), pooled async calls, CPU nodes spread
+# over several workers (actors_test_parallel_cpu), sim streams, the
 # input buffers' per-thread recycled lists and the storage a thread keeps
 # for its next calls (freed when it ends: LeakSanitizer checks)
 # with ASan + UBSan (build-asan/) and runs them: any leak (LeakSanitizer),
@@ -13,7 +14,7 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$repo_root/${ASAN_BUILD_DIR:-build-asan}"
 targets=(actors_test_concurrency actors_test_reentrant actors_test_faults actors_test_thread_exit
          actors_test_recorder actors_test_recording_window actors_test_stream_tracks
-         actors_test_engine_calls
+         actors_test_engine_calls actors_test_parallel_cpu
          semantics_test_backward_semantics semantics_test_hook_results
          semantics_test_hook_handles streams_test_sim_streams
          streams_test_input_buffer_streams streams_test_engine_streams streams_test_pending_reads
