@@ -99,9 +99,9 @@ namespace actorgrad::torch::detail {
 //   it, so the caller's error names every worker on the way.
 // - A task with a device (CUDA) goes to libtorch's DistEngine whole, with
 //   the gradients that arrived for it meanwhile (hand_to_stock). One that
-//   arrives while it goes is either queued before set_on_stock, and taken
-//   with them, or refused by Pass::arrive after it, and handed to libtorch
-//   by its RPC thread: both decide under the table's lock. (Before, the
+//   arrives while it goes is either queued before Pass::set_on_stock, and
+//   taken with them, or refused by Pass::arrive after it, and handed to
+//   libtorch by its RPC thread: both decide under the table's lock. (Before, the
 //   check and the queueing were apart, and a gradient between them waited
 //   for a task that never ran; found by reading, this path needs CUDA.)
 
@@ -146,7 +146,7 @@ std::string on_this_node(const std::exception& e) {
 /// Hands a listed pass that has a device, and the gradients that arrived
 /// for it meanwhile, to libtorch's DistEngine.
 void hand_to_stock(dist::DistEngine* self, const ContextPtr& ctx, Pass& pass, bool retain_graph) {
-  set_on_stock(pass);
+  pass.set_on_stock();
   for (auto& send : pass.take_arrivals())
     stock<SendFn>(stock_send)(self, ctx, std::static_pointer_cast<dist::SendRpcBackward>(send),
                               retain_graph);

@@ -67,6 +67,11 @@ bool Pass::arrive(std::shared_ptr<::torch::autograd::Node> send) {
   return true;
 }
 
+void Pass::set_on_stock() {
+  std::lock_guard<std::mutex> lock(passes_mutex);
+  on_stock_ = true;
+}
+
 std::vector<std::shared_ptr<::torch::autograd::Node>> Pass::take_arrivals() {
   std::vector<std::shared_ptr<::torch::autograd::Node>> taken;
   for (Arrival* a = arrivals_.exchange(nullptr); a != nullptr;) {
@@ -100,11 +105,6 @@ std::shared_ptr<Pass> list_pass(std::int64_t context_id, std::shared_ptr<Pass>& 
   slot = std::make_shared<Pass>(*bridge);
   counters().distributed_running.fetch_add(1, std::memory_order_relaxed);
   return slot;
-}
-
-void set_on_stock(Pass& pass) {
-  std::lock_guard<std::mutex> lock(passes_mutex);
-  pass.on_stock_ = true;
 }
 
 void end_pass(std::int64_t context_id, const std::shared_ptr<Pass>& pass) {

@@ -42,6 +42,9 @@ public:
   /// arrive returns true; or, when libtorch's DistEngine runs the pass
   /// (set_on_stock), false: the caller hands `send` to it. Any thread.
   bool arrive(std::shared_ptr<::torch::autograd::Node> send);
+  /// Marks the pass libtorch's (its task has a device): arrive refuses the
+  /// gradients that come from now on.
+  void set_on_stock();
   /// Takes the send functions that arrived and were not handed over (the
   /// pass goes to libtorch's DistEngine instead: after set_on_stock, so
   /// that every gradient is either taken here or refused by arrive).
@@ -54,8 +57,6 @@ public:
   void mark_ended() { ended_.store(true); }
 
 private:
-  friend void set_on_stock(Pass& pass);
-
   /// libtorch's DistEngine runs the pass (its task has a device). Written
   /// and read under the table's lock (set_on_stock, arrive), so that no
   /// gradient is queued after hand_to_stock (dist_engine.cpp) took them.
@@ -83,9 +84,6 @@ private:
 /// when one is listed already returns null and sets `running` to it.
 /// Throws when actorgrad is not installed.
 std::shared_ptr<Pass> list_pass(std::int64_t context_id, std::shared_ptr<Pass>& running);
-/// Marks `pass` libtorch's: Pass::arrive refuses the gradients that come
-/// from now on.
-void set_on_stock(Pass& pass);
 /// Unlists `pass` of `context_id` (if it is the one listed) and marks it ended.
 void end_pass(std::int64_t context_id, const std::shared_ptr<Pass>& pass);
 

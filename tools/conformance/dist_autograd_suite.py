@@ -58,15 +58,14 @@ sys.argv = _argv
 # PyTorch's fixture spawns each test's 4 RPC workers: every one starts a
 # fresh interpreter that imports torch and the test modules again, about
 # 2 s of CPU each (test_backward_simple: 8.4 s spawned, 1.4 s forked, on
-# 2 cores). Here they
-# are forked from multiprocessing's forkserver, a process that imported
-# only those modules (`run` names them; preloading "__main__" itself does
-# not work in Python 3.11, whose forkserver is given no main path) and
-# never runs a test, starts no thread, RPC agent or actorgrad. So each
-# worker is still a process of its own that starts clean: it installs
-# actorgrad (in install mode) and initialises RPC itself, as before; only
-# the imports are shared. The whole suite takes about 4.5 minutes in both
-# modes at 2 shards instead of about 23.
+# 2 cores). Here they are forked from multiprocessing's forkserver, a
+# process that imported only those modules (`run` names them; preloading
+# "__main__" itself does not work in Python 3.11, whose forkserver is given
+# no main path) and never runs a test, starts no thread, RPC agent or
+# actorgrad. So each worker is still a process of its own that starts
+# clean: it installs actorgrad (in install mode) and initialises RPC
+# itself, as before; only the imports are shared. The whole suite took
+# about 4.5 minutes in both modes at 2 shards, against about 23 spawned.
 _FORKSERVER = torch.multiprocessing.get_context("forkserver")
 
 #: Where each spawned process writes its stats (set by `run` for its children).
@@ -170,8 +169,8 @@ def _flatten(suite):
 
 
 def merge(out, shards):
-    merged = {"mode": None, "tests": {}, "complete": True, "seconds": 0.0, "processes": 0, "on_actors": 0,
-              "stats": {"calls": 0, "distributed_parts": 0}, "total": 0}
+    merged = {"mode": None, "tests": {}, "complete": True, "seconds": 0.0, "processes": 0,
+              "on_actors": 0, "stats": {"calls": 0, "distributed_parts": 0}, "total": 0}
     for path in shards:
         with open(path) as f:
             s = json.load(f)
@@ -208,11 +207,15 @@ def table(stock_path, install_path):
               f"| {' '.join(str(c) for c, _ in ranks)} | {' '.join(str(p) for _, p in ranks)} |")
 
 
+def _not_passed(tests):
+    """The ids of `tests` (a result file's "tests") that did not pass."""
+    return sorted(t for t, r in tests.items() if r["outcome"] not in PASSED)
+
+
 def not_passed(install_path):
     with open(install_path) as f:
         tests = json.load(f)["tests"]
-    print(" ".join(sorted(t.rsplit(".", 1)[-1] for t, r in tests.items()
-                          if r["outcome"] not in PASSED)))
+    print(" ".join(t.rsplit(".", 1)[-1] for t in _not_passed(tests)))
 
 
 def check(stock_path, install_path):
@@ -220,11 +223,11 @@ def check(stock_path, install_path):
         stock = json.load(f)
     with open(install_path) as f:
         install = json.load(f)
-    passed = [t for t, r in install["tests"].items() if r["outcome"] in PASSED]
-    others = sorted(set(install["tests"]) - set(passed))
+    others = _not_passed(install["tests"])
     only_stock = [t for t in others
                   if stock["tests"].get(t, {}).get("outcome") in PASSED]
-    print(f"install: {len(passed)} of {len(install['tests'])} passed with actorgrad; "
+    passed = len(install["tests"]) - len(others)
+    print(f"install: {passed} of {len(install['tests'])} passed with actorgrad; "
           f"of the {len(others)} others, {len(only_stock)} pass on stock; "
           f"{install['on_actors']} of {install['processes']} processes ran calls on actorgrad "
           f"({install['stats']['calls']} calls)")
