@@ -60,20 +60,12 @@ using namespace actorgrad::bench;
 
 namespace {
 
-/// Side of the wide DAG's matrices: one MmBackward of [28, 28] is about 5 us.
-constexpr int kWideSize = 28;
-
 /// Best ns of each row so far, by case then engine.
 std::map<std::string, std::map<std::string, double>> g_best;
 
 /// `actor_Nw` / `torch_actor_Nw`.
 std::string engine_name(const char* prefix, std::size_t workers) {
   return std::string(prefix) + "_" + std::to_string(workers) + "w";
-}
-
-/// `kind`, or `kind_Nt` for libtorch with N intra-op threads (N > 1).
-std::string case_name(const std::string& kind, int intra_op) {
-  return intra_op > 1 ? kind + "_" + std::to_string(intra_op) + "t" : kind;
 }
 
 /// Times `once` over the state's iterations and sets the counters of row
@@ -114,15 +106,10 @@ Engine& engine_with(std::size_t workers) {
   return *e;
 }
 
-/// actorgrad's graph `kind` (wide_dag, or a case of build_case).
-Graph actorgrad_graph(const std::string& kind, int n) {
-  return kind == "wide_dag" ? wide_dag(64, n, kWideSize) : build_case(kind, n);
-}
-
 /// actorgrad's own graph `kind` on `workers` CPU workers.
 void actorgrad_case(benchmark::State& state, const std::string& kind, int n, std::size_t workers) {
   Engine& engine = engine_with(workers);
-  const Graph g = actorgrad_graph(kind, n);
+  const Graph g = build_case(kind, n);
   time_row(state, kind + "/" + std::to_string(n), engine_name("actor", workers), g.nodes,
            [&] { run_backward(engine, g); });
 }
@@ -130,14 +117,19 @@ void actorgrad_case(benchmark::State& state, const std::string& kind, int n, std
 /// Two copies of actorgrad's graph `kind` at once, each on 1 worker.
 void actorgrad_two_copies(benchmark::State& state, const std::string& kind, int n) {
   Engine& engine = engine_with(1);
-  const Graph mine = actorgrad_graph(kind, n);
-  const Graph partner = actorgrad_graph(kind, n);
+  const Graph mine = build_case(kind, n);
+  const Graph partner = build_case(kind, n);
   PairedRun pair([&] { run_backward(engine, mine); }, [&] { run_backward(engine, partner); });
   time_row(
     state, kind + "/" + std::to_string(n), "two_copies", mine.nodes, [&] { pair.run(); }, 2);
 }
 
 #if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
+/// `kind`, or `kind_Nt` for libtorch with N intra-op threads (N > 1).
+std::string case_name(const std::string& kind, int intra_op) {
+  return intra_op > 1 ? kind + "_" + std::to_string(intra_op) + "t" : kind;
+}
+
 /// libtorch's graph `kind` on its stock engine (workers 0) or through the
 /// bridge on `workers` CPU workers.
 void torch_case(benchmark::State& state, const std::string& kind, int n, std::size_t workers,

@@ -21,7 +21,7 @@
 namespace actorgrad::bench {
 
 /// The graph of a case by name (chain_passthrough, chain_mul, fan, mlp,
-/// random_dag; pipeline, branches and hops: n sim devices, nodes that do
+/// random_dag, wide_dag; pipeline, branches and hops: n sim devices, nodes that do
 /// nothing); throws std::invalid_argument naming an unknown one.
 inline Graph build_case(const std::string& kind, int n) {
   if (kind == "chain_passthrough")
@@ -34,6 +34,10 @@ inline Graph build_case(const std::string& kind, int n) {
     return mlp();
   if (kind == "random_dag")
     return random_dag(n);
+  // 64 independent chains of n [28, 28] matrix products (one product's
+  // backward: about 5 us), joined at the end: work for CPU workers.
+  if (kind == "wide_dag")
+    return wide_dag(64, n, 28);
   // The multi-device graphs of bench_engines with no busy work (n = devices):
   // what is left is the engines' own cost of running nodes on device workers.
   if (kind == "pipeline")

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <cctype>
 #include <functional>
 #include <mutex>
 #include <queue>
@@ -297,11 +298,15 @@ std::vector<Device> sim_devices() {
 
 std::optional<EngineConfig> actor_config(const std::string& name, std::vector<Device> devices) {
   const std::string spin = "actor_spin";
-  if (name != "actor" && name.rfind(spin, 0) != 0)
+  const bool workers = name.size() > 7 && name.rfind("actor_", 0) == 0 && name.back() == 'w' &&
+                       std::isdigit(static_cast<unsigned char>(name[6]));
+  if (name != "actor" && name.rfind(spin, 0) != 0 && !workers)
     return std::nullopt;
   EngineConfig c;
   c.devices = std::move(devices);
-  if (name != "actor")
+  if (workers)
+    c.cpu_workers = static_cast<std::size_t>(std::stoi(name.substr(6)));
+  else if (name != "actor")
     c.spin_before_block = std::chrono::microseconds(std::stoi(name.substr(spin.size())));
   return c;
 }

@@ -131,11 +131,11 @@ private:
 };
 
 /// The configuration of the actor engine named `name`, serving `devices`:
-/// "actor", or "actor_spinN" (EngineConfig::spin_before_block of N µs);
-/// nullopt for any other name.
+/// "actor", "actor_spinN" (EngineConfig::spin_before_block of N µs) or
+/// "actor_Nw" (EngineConfig::cpu_workers N); nullopt for any other name.
 std::optional<EngineConfig> actor_config(const std::string& name, std::vector<Device> devices);
 
-/// Engines by name: "actor" (or "actor_spinN", see actor_config),
+/// Engines by name: "actor" (or "actor_spinN", "actor_Nw": see actor_config),
 /// "baseline", "reference". Built on first use, each serving sim:0..sim:3,
 /// shared by the whole process.
 Executor& engine(const std::string& name);

@@ -76,8 +76,42 @@ Exit status: 0 on success, 1 on failure, 2 on a bad command line.
 /// Independent MLPs of `--model ensemble`.
 constexpr std::int64_t kEnsemble = 16;
 
+/// `--model wide`: branches, matrix products per branch and the matrices' side
+/// (bench_cpu_workers' wide_dag/64x20: one product's backward takes about 5 us).
+constexpr std::int64_t kWideBranches = 64;
+constexpr std::int64_t kWideDepth = 20;
+constexpr std::int64_t kWideSide = 28;
+
+/// `--model wide`: kWideBranches chains of kWideDepth products by matrices
+/// near the identity, all from one leaf, their sums added.
+std::function<Tensor()> wide_model(std::uint64_t seed) {
+  Tensor x = Tensor::randn({kWideSide, kWideSide}, seed);
+  x.set_requires_grad(true);
+  std::vector<double> identity(static_cast<std::size_t>(kWideSide * kWideSide), 0.0);
+  for (std::int64_t i = 0; i < kWideSide; ++i)
+    identity[static_cast<std::size_t>(i * kWideSide + i)] = 1.0;
+  const Tensor eye = Tensor::from_vector(identity, {kWideSide, kWideSide});
+  std::vector<Tensor> weights;
+  const double spread = 0.1 / kWideSide;
+  for (std::int64_t b = 0; b < kWideBranches; ++b)
+    weights.push_back(add(eye, Tensor::uniform({kWideSide, kWideSide}, -spread, spread,
+                                               seed + 1000 + static_cast<std::uint64_t>(b))));
+  return [x, weights] {
+    Tensor total;
+    for (const Tensor& w : weights) {
+      Tensor y = x;
+      for (std::int64_t d = 0; d < kWideDepth; ++d)
+        y = matmul(y, w);
+      total = total.defined() ? add(total, sum(y)) : sum(y);
+    }
+    return total;
+  };
+}
+
 /// A backward pass to record: builds the model's graph and returns the loss.
 std::function<Tensor()> make_model(const TraceOptions& o) {
+  if (o.model == "wide")
+    return wide_model(o.seed);
   std::vector<Device> devices = device_list(o.devices);
   if (o.model == "chain") {
     Tensor x = Tensor::randn({1}, o.seed);
@@ -135,9 +169,10 @@ CLI::App* add_trace(CLI::App& app, TraceOptions& o) {
     ->add_option("--model", o.model,
                  "the MLP of `actorgrad train` (2 -> hidden -> hidden -> 2 on two spirals), "
                  "16 such MLPs with their losses summed (ensemble: independent branches "
-                 "that CPU workers can run at once), or a chain of --nodes multiplications "
-                 "of a [1] tensor")
-    ->check(one_of({"mlp", "ensemble", "chain"}));
+                 "that CPU workers can run at once), a chain of --nodes multiplications "
+                 "of a [1] tensor, or 64 chains of 20 [28, 28] matrix products from one "
+                 "leaf, their sums added (wide: on the CPU, bench_cpu_workers' wide_dag)")
+    ->check(one_of({"mlp", "ensemble", "chain", "wide"}));
   cmd
     ->add_option("--devices", o.devices,
                  "MLP layers round-robin on sim:0..sim:N-1 (or cuda:0..cuda:N-1), chain in N "
