@@ -174,6 +174,19 @@ BOOST_AUTO_TEST_CASE(trace_of_an_ensemble_on_cpu_workers_shows_its_parallelism) 
   BOOST_TEST(!contains(r.out, "sim:"), "no device worker: " << r.out);
 }
 
+BOOST_AUTO_TEST_CASE(trace_of_the_wide_graph_runs_its_branches_on_both_lanes) {
+  // `trace --model wide`: bench_cpu_workers' wide_dag/64x20 (64 chains of
+  // 20 matrix products, their sums added: 1408 nodes), on 2 CPU lanes.
+  TempDir dir;
+  const RunResult r =
+    run_actorgrad({"trace", "--model", "wide", "--cpu-workers", "2", "--summary", "-", "--all"},
+                  dir.path.string());
+  BOOST_TEST(r.status == 0, r.err);
+  for (const char* part : {"1408 node executions", "MmBackward", "1280", "caller", "cpu worker",
+                           "parallelism of GraphTask"})
+    BOOST_TEST(contains(r.out, part), part << " not in: " << r.out);
+}
+
 BOOST_AUTO_TEST_CASE(dash_is_stdin_and_stdout) {
   TempDir dir;
   // --out - : the Chrome trace on stdout, nothing else there.
