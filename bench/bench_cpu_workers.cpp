@@ -32,17 +32,28 @@
 /// graph over two threads could reach here (when both cores are free and
 /// fast, 0.5). Each 2-worker row of those cases adds
 ///   vs_two_copies       best / the two_copies row's best
+/// host/cache_line_round_trip measures the machine too: one cache line passed
+/// back and forth between the caller and a thread of its own (counter
+/// round_trip_ns, the best iteration's time per round trip), what two
+/// threads that hand each other work pay per exchange; on the development VM
+/// it changed by itself, and the 2-worker rows with it (bench/RESULTS.md,
+/// "the host's two modes").
 /// Keep the default order: a row's ratios need the rows registered before it.
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "actorgrad/actors/engine.h"
 #include "bench/common/benchmark_main.h"
@@ -124,6 +135,39 @@ void actorgrad_two_copies(benchmark::State& state, const std::string& kind, int 
     state, kind + "/" + std::to_string(n), "two_copies", mine.nodes, [&] { pair.run(); }, 2);
 }
 
+/// host/cache_line_round_trip: see the file's comment.
+void host_cache_line_round_trip(benchmark::State& state) {
+  constexpr int kRoundTrips = 20000;
+  // The caller writes an odd value, the partner answers with the next one.
+  alignas(64) std::atomic<std::int64_t> line{0}; // written by both, in turn
+  std::atomic<bool> stop{false};                 // written by the caller, read by the partner
+  std::thread partner([&] {
+    for (std::int64_t odd = 1;; odd += 2) {
+      while (line.load(std::memory_order_acquire) != odd)
+        if (stop.load(std::memory_order_relaxed))
+          return;
+      line.store(odd + 1, std::memory_order_release);
+    }
+  });
+  std::int64_t value = 0;
+  double best = std::numeric_limits<double>::infinity();
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int k = 0; k < kRoundTrips; ++k) {
+      line.store(++value, std::memory_order_release);
+      while (line.load(std::memory_order_acquire) != value + 1) {
+      }
+      ++value;
+    }
+    best = std::min(
+      best,
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
+  }
+  stop.store(true, std::memory_order_relaxed);
+  partner.join();
+  state.counters["round_trip_ns"] = best / kRoundTrips;
+}
+
 #if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
 /// `kind`, or `kind_Nt` for libtorch with N intra-op threads (N > 1).
 std::string case_name(const std::string& kind, int intra_op) {
@@ -184,6 +228,7 @@ void register_all() {
           [c, workers](benchmark::State& s) { torch_case(s, c.kind, c.n, workers, c.intra_op); });
     }
 #endif
+  add("host/cache_line_round_trip", host_cache_line_round_trip);
   for (const Case& c : {Case{"wide_dag", 20}, Case{"chain_mul", 1000}, Case{"mlp", 4}})
     for (std::size_t workers : {1, 2}) {
       const std::string key =

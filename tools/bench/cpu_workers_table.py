@@ -12,7 +12,8 @@ engine's row; for the 2-worker rows of the cases with a `two_copies` row
 this machine gives two threads that share nothing, per graph), the ratio of
 the minima to it, which says how much of the wall-time ratio is the engine's
 and how much the machine's. Then each target of the issue with the figure it is judged by
-(the minima's ratio) and whether it is met.
+(the minima's ratio) and whether it is met, and the cache-line round trip
+between two threads (host/cache_line_round_trip) over the repetitions.
 """
 import json
 import statistics
@@ -76,6 +77,12 @@ def main(path):
         med = engines[row][1] / engines[against][1]
         print(f"| {case}: {row} ≤ {most}× {against} | {low:.3f}× | {med:.3f}× | "
               f"{'met' if low <= most else 'not met'} |")
+    trips = [b["round_trip_ns"] for b in json.load(open(path))["benchmarks"]
+             if b.get("run_type") == "iteration" and "round_trip_ns" in b]
+    if trips:
+        print(f"\ncache-line round trip between two threads: {min(trips):.0f} to "
+              f"{max(trips):.0f} ns over {len(trips)} repetitions "
+              f"(median {statistics.median(trips):.0f} ns)")
 
 
 if __name__ == "__main__":
