@@ -42,13 +42,10 @@
 
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -150,22 +147,17 @@ void host_cache_line_round_trip(benchmark::State& state) {
     }
   });
   std::int64_t value = 0;
-  double best = std::numeric_limits<double>::infinity();
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
+  const LoopTimes t = timed_loop(state, [&] {
     for (int k = 0; k < kRoundTrips; ++k) {
       line.store(++value, std::memory_order_release);
       while (line.load(std::memory_order_acquire) != value + 1) {
       }
       ++value;
     }
-    best = std::min(
-      best,
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
-  }
+  });
   stop.store(true, std::memory_order_relaxed);
   partner.join();
-  state.counters["round_trip_ns"] = best / kRoundTrips;
+  state.counters["round_trip_ns"] = t.best / kRoundTrips;
 }
 
 #if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE

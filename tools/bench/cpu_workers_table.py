@@ -35,10 +35,10 @@ TARGETS = [
 ]
 
 
-def load(path):
+def load(benchmarks):
     """{case: {engine: (min us, median us, nodes)}} over the repetitions."""
     runs = {}
-    for b in json.load(open(path))["benchmarks"]:
+    for b in benchmarks:
         if b.get("run_type") != "iteration" or "best_us" not in b:
             continue
         case, _, engine = b["run_name"].removesuffix("/real_time").rpartition("/")
@@ -51,7 +51,9 @@ def load(path):
 
 
 def main(path):
-    rows = load(path)
+    with open(path) as f:
+        benchmarks = json.load(f)["benchmarks"]
+    rows = load(benchmarks)
     print("| case | nodes | engine | min µs | median µs | min / 1 worker | median / 1 worker "
           "| min / stock | median / stock | min / two copies |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -77,7 +79,7 @@ def main(path):
         med = engines[row][1] / engines[against][1]
         print(f"| {case}: {row} ≤ {most}× {against} | {low:.3f}× | {med:.3f}× | "
               f"{'met' if low <= most else 'not met'} |")
-    trips = [b["round_trip_ns"] for b in json.load(open(path))["benchmarks"]
+    trips = [b["round_trip_ns"] for b in benchmarks
              if b.get("run_type") == "iteration" and "round_trip_ns" in b]
     if trips:
         print(f"\ncache-line round trip between two threads: {min(trips):.0f} to "
