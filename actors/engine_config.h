@@ -60,6 +60,12 @@ struct EngineConfig {
   /// branch too short to pay for a hand-over (Note [Spreading a call where
   /// it branches] in actors/detail/cpu_lanes.h).
   std::size_t cpu_spread_branch = 8;
+  /// With cpu_workers > 1: a spread call over nodes that a spread call ran
+  /// before (retain_graph) sends the branches of each fork to the threads
+  /// that ran them then, so their memory stays in that core's cache (Note
+  /// [Lanes that stay] in actors/detail/cpu_lanes.h). false places every
+  /// node by timing alone (for comparison). Results do not depend on it.
+  bool cpu_keep_lanes = true;
   /// How long an engine thread with nothing to do (a device worker, or a
   /// caller waiting for its call's workers) polls its mailbox before it
   /// blocks (zero or more; 0, the default, blocks at once). Spinning spends

@@ -29,6 +29,12 @@ struct EngineStats {
   /// (EngineConfig::cpu_workers; Note [Parallel CPU nodes] in
   /// actors/detail/cpu_lanes.h).
   std::int64_t cpu_tasks_shared = 0;
+  /// Nodes of spread calls that ran on another thread than the one that ran
+  /// them in the previous spread call over them (Note [Lanes that stay] in
+  /// actors/detail/cpu_lanes.h): a repeated call over the same graph (with
+  /// retain_graph) that keeps its placement moves none. Only actorgrad's own
+  /// nodes keep the lane that ran them.
+  std::int64_t cpu_nodes_moved = 0;
 };
 
 } // namespace actorgrad

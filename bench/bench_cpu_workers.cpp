@@ -10,7 +10,8 @@
 ///   wide_dag/64x20    actorgrad's own ops: 64 independent branches of 20
 ///                     [28, 28] matrix products (one per MmBackward, about 5
 ///                     us each), joined by a chain of adds (`actor_1w`,
-///                     `actor_2w`)
+///                     `actor_2w`; `actor_2w_timing_placed`: 2 workers with
+///                     EngineConfig::cpu_keep_lanes false)
 ///   nothing to parallelise: actorgrad's chain_mul/1000 and mlp/4
 ///   (`actor_1w`, `actor_2w`); libtorch's transformer/1, mlp/4 and
 ///   chain_passthrough/1000 of bench_torch_bridge (`torch`,
@@ -25,6 +26,13 @@
 ///   nodes, ns_per_node  nodes the backward runs, best / nodes
 ///   vs_1w               2-worker rows: best / the same case's 1-worker best
 ///   vs_torch            torch_actor rows: best / the stock engine's best
+///   vs_timing_placed    wide_dag's actor_2w: best / actor_2w_timing_placed's
+///                       best, the same engine with EngineConfig::
+///                       cpu_keep_lanes false (Note [Lanes that stay])
+///   moved_per_call      actor rows: nodes run on another thread than in the
+///                       call before (EngineStats::cpu_nodes_moved), a call
+///   shared_per_call     actor rows: ready nodes handed to another thread
+///                       (EngineStats::cpu_tasks_shared), a call
 /// The `two_copies` rows of ensemble/16 and wide_dag/64x20 measure the
 /// machine rather than the engine: two copies of the graph, each run on 1
 /// worker by its own thread at the same time (PairedRun); their time is the
@@ -95,6 +103,8 @@ void time_row(benchmark::State& state, const std::string& key, const std::string
     if (other != eng && row.count(other))
       state.counters[counter] = t.best / row[other];
   };
+  if (eng == "actor_2w")
+    ratio_to("vs_timing_placed", "actor_2w_timing_placed");
   if (const auto w = eng.rfind("_2w"); w != std::string::npos) {
     ratio_to("vs_1w", eng.substr(0, w) + "_1w");
     ratio_to("vs_two_copies", "two_copies");
@@ -105,21 +115,33 @@ void time_row(benchmark::State& state, const std::string& key, const std::string
     ratio_to("vs_torch", "torch");
 }
 
-/// The engine with `workers` CPU workers, shared by the process.
-Engine& engine_with(std::size_t workers) {
-  static std::map<std::size_t, std::unique_ptr<Engine>> engines;
-  auto& e = engines[workers];
+/// The engine with `workers` CPU workers (EngineConfig::cpu_keep_lanes
+/// `keep_lanes`), shared by the process.
+Engine& engine_with(std::size_t workers, bool keep_lanes = true) {
+  static std::map<std::pair<std::size_t, bool>, std::unique_ptr<Engine>> engines;
+  auto& e = engines[{workers, keep_lanes}];
   if (!e)
-    e = std::make_unique<Engine>(EngineConfig{.cpu_workers = workers});
+    e =
+      std::make_unique<Engine>(EngineConfig{.cpu_workers = workers, .cpu_keep_lanes = keep_lanes});
   return *e;
 }
 
-/// actorgrad's own graph `kind` on `workers` CPU workers.
-void actorgrad_case(benchmark::State& state, const std::string& kind, int n, std::size_t workers) {
-  Engine& engine = engine_with(workers);
+/// actorgrad's own graph `kind` on `workers` CPU workers; `keep_lanes`
+/// false adds `_timing_placed` to the row's name.
+void actorgrad_case(benchmark::State& state, const std::string& kind, int n, std::size_t workers,
+                    bool keep_lanes = true) {
+  Engine& engine = engine_with(workers, keep_lanes);
   const Graph g = build_case(kind, n);
-  time_row(state, kind + "/" + std::to_string(n), engine_name("actor", workers), g.nodes,
+  const EngineStats before = engine.stats();
+  time_row(state, kind + "/" + std::to_string(n),
+           engine_name("actor", workers) + (keep_lanes ? "" : "_timing_placed"), g.nodes,
            [&] { run_backward(engine, g); });
+  const EngineStats after = engine.stats();
+  const auto calls = static_cast<double>(state.iterations() + 1);
+  state.counters["moved_per_call"] =
+    static_cast<double>(after.cpu_nodes_moved - before.cpu_nodes_moved) / calls;
+  state.counters["shared_per_call"] =
+    static_cast<double>(after.cpu_tasks_shared - before.cpu_tasks_shared) / calls;
 }
 
 /// Two copies of actorgrad's graph `kind` at once, each on 1 worker.
@@ -225,8 +247,11 @@ void register_all() {
     for (std::size_t workers : {1, 2}) {
       const std::string key =
         c.kind + "/" + (c.kind == "wide_dag" ? "64x" : "") + std::to_string(c.n) + "/";
-      if (workers == 2 && c.kind == "wide_dag")
+      if (workers == 2 && c.kind == "wide_dag") {
         add(key + "two_copies", [c](benchmark::State& s) { actorgrad_two_copies(s, c.kind, c.n); });
+        add(key + "actor_2w_timing_placed",
+            [c](benchmark::State& s) { actorgrad_case(s, c.kind, c.n, 2, false); });
+      }
       add(key + engine_name("actor", workers),
           [c, workers](benchmark::State& s) { actorgrad_case(s, c.kind, c.n, workers); });
     }

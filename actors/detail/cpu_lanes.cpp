@@ -1,5 +1,6 @@
 #include "actorgrad/actors/detail/cpu_lanes.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -21,33 +22,17 @@ EngineActor* engine_actor(const caf::actor& a) {
 } // namespace
 
 void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedActor& actor,
-                      ReadyHeap& heap) {
-  if (heap.top().is_shutdown() || !heap.top().graph_task->spread())
-    return;
+                      ReadyHeap& heap, unsigned lane) {
   const std::shared_ptr<GraphTaskBase> task = heap.top().graph_task;
   const TaskContext& ctx = context_of(*task);
-  // Claim at most one idle lane per task this lane does not keep.
-  const std::size_t most = heap.size() - 1;
-  boost::container::small_vector<caf::actor, 8> idle;
-  const auto claim = [&](const caf::actor& lane) {
-    EngineActor* a = engine_actor(lane);
-    if (idle.size() < most && a != self && a->claim_idle())
-      idle.push_back(lane);
-  };
-  claim(ctx.coordinator);
-  for (const caf::actor& worker : core.cpu_workers)
-    claim(worker);
-  if (idle.empty())
-    return;
   // The call's tasks on top of the heap, in the ready order; tasks of other
   // calls (a nested call's, another caller's on a shared worker) stop the
   // share. Leaf accumulators (the largest sequence_nr: libtorch's
   // AccumulateGrad) stay: they run next and take a microsecond, less than
   // a hand-over. So do the nodes that need their call's thread (Note
-  // [Nodes that need their call's thread]). Each claimed lane gets as
-  // many of the others as this one keeps, from the top: the ready order
-  // puts the branches it would start next first, and keeps the path they
-  // came from (an ensemble's sum of losses) here.
+  // [Nodes that need their call's thread]). A task that this lane ran
+  // last time (Note [Lanes that stay]) goes only to a lane that waits with
+  // nothing to run, when no other task can.
   boost::container::small_vector<ReadyTask, 16> mine;
   while (!heap.empty() && heap.top().graph_task == task)
     mine.push_back(heap.pop());
@@ -55,25 +40,77 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
   while (first < mine.size() &&
          mine[first].key.sequence_nr == std::numeric_limits<std::uint64_t>::max())
     ++first;
-  const auto stays = [&](std::size_t i) { return i < first || task->runs_on_coordinator(mine[i]); };
-  std::size_t movable = 0;
-  for (std::size_t i = 0; i < mine.size(); ++i)
-    movable += !stays(i);
+  const bool stay = core.config.cpu_keep_lanes;
+  const auto placed_here = [&](std::size_t i) {
+    return stay && task->last_lane(mine[i]) == lane + 1;
+  };
+  std::size_t free = 0;
+  std::size_t placed = 0;
+  for (std::size_t i = first; i < mine.size(); ++i)
+    if (!task->runs_on_coordinator(mine[i]))
+      ++(placed_here(i) ? placed : free);
+  const bool give_placed = free == 0;
+  const std::size_t movable = give_placed ? placed : free;
+  // Claim at most one lane per task this lane does not keep.
+  const std::size_t most = std::min(movable, heap.size() + mine.size() - 1);
+  const EngineActor::Want least =
+    give_placed ? EngineActor::Want::waiting : EngineActor::Want::hungry;
+  boost::container::small_vector<std::pair<caf::actor, EngineActor::Want>, 8> idle;
+  const auto claim = [&](const caf::actor& other) {
+    EngineActor* a = engine_actor(other);
+    if (idle.size() >= most || a == self)
+      return;
+    if (const EngineActor::Want level = a->claim_idle(least); level != EngineActor::Want::none)
+      idle.emplace_back(other, level);
+  };
+  if (movable > 0) {
+    claim(ctx.coordinator);
+    for (const caf::actor& worker : core.cpu_workers)
+      claim(worker);
+  }
+  // Each claimed lane gets as many of the movable tasks as this one keeps,
+  // from the top: the ready order puts the branches it would start next
+  // first, and keeps the path they came from (an ensemble's sum of losses)
+  // here.
   const std::size_t give = movable * idle.size() / (idle.size() + 1);
   std::size_t given = 0;
   for (std::size_t i = 0; i < mine.size(); ++i) {
-    if (given == give || stays(i)) {
+    if (given == give || i < first || task->runs_on_coordinator(mine[i]) ||
+        placed_here(i) != give_placed) {
       heap.push(std::move(mine[i]));
       continue;
     }
     msg::Task m{std::move(mine[i])}; // counted when it was pushed
     if (ctx.observer) [[unlikely]]
       observe_sent(*ctx.observer, actor, *task, m);
-    post(idle[given++ % idle.size()], std::move(m));
+    post(idle[given++ % idle.size()].first, std::move(m));
   }
   for (std::size_t i = given; i < idle.size(); ++i)
-    engine_actor(idle[i])->set_idle(true); // claimed for nothing: idle again
+    engine_actor(idle[i].first)->set_idle(idle[i].second); // claimed for nothing
   core.counters.cpu_tasks_shared.fetch_add(given, std::memory_order_relaxed);
+}
+
+bool send_to_last_lane(EngineCore& core, const ObservedActor& actor, ReadyTask& t, unsigned lane) {
+  GraphTaskBase& task = *t.graph_task;
+  const unsigned last = task.last_lane(t);
+  if (last == 0 || last - 1 == lane || last - 1 > core.cpu_workers.size() ||
+      task.runs_on_coordinator(t))
+    return false;
+  const TaskContext& ctx = context_of(task);
+  const caf::actor& to = last == 1 ? ctx.coordinator : core.cpu_workers[last - 2];
+  msg::Task m{std::move(t)}; // counted when it was made ready
+  if (ctx.observer) [[unlikely]]
+    observe_sent(*ctx.observer, actor, *m.task.graph_task, m);
+  post(to, std::move(m));
+  core.counters.cpu_tasks_shared.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+unsigned lane_of_worker(const EngineCore& core, const EngineActor* self) {
+  for (std::size_t i = 0; i < core.cpu_workers.size(); ++i)
+    if (engine_actor(core.cpu_workers[i]) == self)
+      return static_cast<unsigned>(i + 1);
+  return 0;
 }
 
 } // namespace actorgrad::detail

@@ -34,22 +34,21 @@ namespace actorgrad::detail {
 //   such lanes each gets 1/(k + 1) of the tasks, in msg::Tasks, taken from
 //   the top (the branches the ready order starts next, while the path they
 //   came from stays) but for leaf accumulators (AccumulateGrad), which
-//   take less time than a hand-over. A ready
-//   task's inputs are complete and it holds nothing of its lane, so any lane
-//   may run it; what it makes ready stays on the lane that ran it. A lane
-//   announces that it waits with nothing to run (EngineActor::set_idle) and
-//   a sharer claims it (claim_idle), so two sharers do not both hand it
-//   work. A lane also announces it when it starts the last task of its
-//   heap (hungry, in Runner::dispatch_until), until its own node makes a
+//   take less time than a hand-over. A ready task's inputs are complete and
+//   it holds nothing of its lane, so any lane may run it; what it makes
+//   ready stays on the lane that ran it (but for forks over a graph run
+//   before: Note [Lanes that stay]). A lane announces that it waits with
+//   nothing to run (EngineActor::set_idle, Want::waiting) and a sharer
+//   claims it (claim_idle), so two sharers do not both hand it work. A
+//   lane also announces it when it starts the last task of its heap
+//   (Want::hungry, in Runner::dispatch_until), until its own node makes a
 //   task ready: the task handed over then waits in its mailbox when the
 //   node ends, instead of the lane waiting a whole node of its sharer's
 //   for it (a sharer shares only between its nodes). Each lane runs its
-//   heap in the ready order (depth, then
-//   sequence_nr), as every actor does. A lane with nothing to run polls
-//   its mailbox for EngineConfig::cpu_worker_spin before it sleeps (Note
-//   [Spinning before blocking] in runner.cpp): a node handed to a polling
-//   lane, and the last gradient sent to a polling coordinator, cost no
-//   wake-up, which on a VM takes longer than many nodes.
+//   heap in the ready order (depth, then sequence_nr), as every actor does. A lane with nothing to
+//   run polls its mailbox for EngineConfig::cpu_worker_spin before it sleeps (Note [Spinning before
+//   blocking] in runner.cpp): a node handed to a polling lane, and the last gradient sent to a
+//   polling coordinator, cost no wake-up, which on a VM takes longer than many nodes.
 // - Order. A joining node's gradients come from several threads in an order
 //   set by timing, and floating-point addition is not associative. In a
 //   spread call they wait on the coordinator until the last one came, then
@@ -92,6 +91,38 @@ namespace actorgrad::detail {
 // were added in the one-thread order, the rest wait and sort (rule Order above). A worker's call
 // or an observed call spreads from its start, as before; a nested call does not spread (Note
 // [Nested calls stay on one lane]).
+
+// Note [Lanes that stay]
+// Which lane takes which branch of a spread call depends on timing: who was
+// idle when a sharer looked. Over the same graph again (retain_graph), a
+// node that another lane ran last time finds its state, reference counts
+// and saved tensors' counts in that lane's cache, and each line it writes
+// moves between cores: wide_dag/64x20 on 2 workers took 1.04-1.09x the
+// time of two independent copies (which share nothing) when this VM's
+// cores passed a cache line in ~100 ns, 1.27-1.43x when they took 370-490
+// ns, and about 420 of its 1408 nodes ran on the other lane than the call
+// before (bench/RESULTS.md, "the host's two modes" and "Lanes that stay").
+// So, unless EngineConfig::cpu_keep_lanes is off:
+// - actorgrad's nodes keep the lane that last ran them (G::lane_hint;
+//   Runner::run writes it only when it changes, so a node that stays
+//   keeps its line unwritten);
+// - when a node makes several tasks of its spread call ready (a fork), and
+//   for the ready tasks a call has when it spreads, each goes to the lane
+//   that ran it last time (send_to_last_lane); one that a node makes ready
+//   alone stays, as before, so a chain runs where its head went;
+// - a sharer keeps the tasks it ran itself last time from a hungry lane:
+//   those go only to a lane that waits with nothing to run (Want::waiting),
+//   when it has no other task to give. A hungry lane, still running its
+//   last node, would otherwise take the next node of the sharer's chain
+//   at nearly every node of its own, and placement would follow timing.
+// Sharing still corrects what timing unbalances, so some nodes still move
+// (about 120-150 a call on wide_dag). Handing over every task whose lane
+// changed, a chain's next node included, moved almost none (about 7) but
+// handed over twice as many tasks and was slower. The placement is a hint:
+// results do not depend on it (rule Order above), and a node without one (a
+// new graph; libtorch's nodes, which have no room for it) stays where it
+// became ready. EngineStats::cpu_nodes_moved counts the nodes that ran on
+// another lane than last time.
 
 // Note [Nodes that need their call's thread]
 // libtorch keeps the GraphTask of the call a node runs for in a
@@ -166,9 +197,20 @@ namespace actorgrad::detail {
 
 /// Hands a share of `heap`'s ready tasks of the spread call on its top to
 /// that call's lanes that wait with nothing to run, in msg::Tasks (Note
-/// [Parallel CPU nodes]). `self` is the lane sharing, `actor` it as
-/// observers see it. Call with two or more tasks in `heap`.
+/// [Parallel CPU nodes]). `self` is the lane sharing, `lane` its number in
+/// that call (Note [Lanes that stay]), `actor` it as observers see it.
+/// Call with two or more tasks in `heap`, a spread call's on top.
 void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedActor& actor,
-                      ReadyHeap& heap);
+                      ReadyHeap& heap, unsigned lane);
+
+/// Posts ready task `t` of a spread call, made ready on lane `lane`, to the
+/// lane that ran its node last time, if another (Note [Lanes that stay]);
+/// returns false, with `t` untouched, when it stays. `actor` is the sender
+/// as observers see it.
+bool send_to_last_lane(EngineCore& core, const ObservedActor& actor, ReadyTask& t, unsigned lane);
+
+/// The CPU lane of CPU worker `self` (1 for the first of
+/// EngineCore::cpu_workers), 0 for an actor that is none.
+unsigned lane_of_worker(const EngineCore& core, const EngineActor* self);
 
 } // namespace actorgrad::detail

@@ -54,15 +54,22 @@ public:
   /// the owner's `stop()` true: wakes the owner if it sleeps.
   void wake() noexcept { doorbell_.ring(); }
 
-  /// The owner, as it starts and stops waiting for mail with nothing to
-  /// run (Runner::await_message).
-  void set_idle(bool idle) noexcept { idle_.store(idle, std::memory_order_relaxed); }
-  /// Another CPU lane of a spread call: true when this actor waits with
-  /// nothing to run, and it is now taken to be busy (so that two lanes do
-  /// not both hand it work: Note [Parallel CPU nodes] in cpu_lanes.h).
-  bool claim_idle() noexcept {
-    return idle_.load(std::memory_order_relaxed) &&
-           idle_.exchange(false, std::memory_order_relaxed);
+  /// How much a CPU lane of a spread call wants work (Note [Parallel CPU
+  /// nodes] in cpu_lanes.h): it runs its last ready task (hungry), or waits
+  /// for mail with nothing to run (waiting).
+  enum class Want : std::uint8_t { none, hungry, waiting };
+  /// The owner, as its want of work changes (Runner::dispatch_until,
+  /// Runner::await_message), or a lane that claimed it for nothing.
+  void set_idle(Want level) noexcept { idle_.store(level, std::memory_order_relaxed); }
+  /// Another CPU lane of a spread call: when this actor wants work at
+  /// `least` or more, takes it to want none (so that two lanes do not both
+  /// hand it work) and returns how much it wanted; else returns none.
+  Want claim_idle(Want least) noexcept {
+    Want level = idle_.load(std::memory_order_relaxed);
+    if (level == Want::none || level < least ||
+        !idle_.compare_exchange_strong(level, Want::none, std::memory_order_relaxed))
+      return Want::none;
+    return level;
   }
 
 private:
@@ -70,7 +77,7 @@ private:
   /// Written by the owner (set_idle) and by a lane that claims it
   /// (claim_idle); read by the lanes of spread calls. A hint only: work
   /// handed over is a message, which the mailbox orders.
-  std::atomic<bool> idle_{false};
+  std::atomic<Want> idle_{Want::none};
 };
 
 } // namespace actorgrad::detail

@@ -30,6 +30,8 @@ struct EngineCounters {
   std::atomic<std::int64_t> async_calls_run_inline{0};
   /// Ready CPU tasks one lane handed to another (share_ready_work; any lane).
   std::atomic<std::int64_t> cpu_tasks_shared{0};
+  /// Nodes that ran on another lane than last time (Runner::run; any lane).
+  std::atomic<std::int64_t> cpu_nodes_moved{0};
 
   /// Raises max_reentrant_frames to `frames`.
   void note_reentrant_frames(int frames) {
@@ -47,7 +49,8 @@ struct EngineCounters {
             peak_async_coordinators.load(std::memory_order_relaxed),
             async_calls_waited.load(std::memory_order_relaxed),
             async_calls_run_inline.load(std::memory_order_relaxed),
-            cpu_tasks_shared.load(std::memory_order_relaxed)};
+            cpu_tasks_shared.load(std::memory_order_relaxed),
+            cpu_nodes_moved.load(std::memory_order_relaxed)};
   }
 };
 

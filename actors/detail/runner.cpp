@@ -202,8 +202,10 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
     while (!branched.empty()) {
       ReadyTask t = branched.pop();
       t.graph_task = task; // run_all_here's tasks hold no task
-      ready(std::move(t));
+      task->hold();
+      forked_.push_back(std::move(t));
     }
+    place_forked(); // the branches go where they ran last time: Note [Lanes that stay]
     await_frame(task);
     return;
   }
@@ -266,11 +268,12 @@ void Runner::dispatch_until(Done done) {
         await_message(done); // the rest of the work is on other actors
       continue;
     }
-    if (lanes_ && queue_.heap.size() > 1)
-      share_ready_work(core_, self_, actor_, queue_.heap); // Note [Parallel CPU nodes]
+    if (lanes_ && queue_.heap.size() > 1 && !queue_.heap.top().is_shutdown() &&
+        queue_.heap.top().graph_task->spread()) // Note [Parallel CPU nodes]
+      share_ready_work(core_, self_, actor_, queue_.heap, cpu_lane(*queue_.heap.top().graph_task));
     ReadyTask t = queue_.heap.pop();
     if (lanes_ && queue_.heap.empty() && !t.is_shutdown() && t.graph_task->spread()) {
-      self_->set_idle(true); // hungry: Note [Parallel CPU nodes] in cpu_lanes.h
+      self_->set_idle(EngineActor::Want::hungry); // Note [Parallel CPU nodes] in cpu_lanes.h
       hungry_ = true;
     }
     if (t.is_shutdown()) {
@@ -289,6 +292,8 @@ void Runner::dispatch_until(Done done) {
 void Runner::run(ReadyTask&& t) {
   GraphTaskBase& task = *t.graph_task;
   if (!task.has_error()) {
+    if (task.spread() && task.set_last_lane(t, cpu_lane(task))) [[unlikely]]
+      core_.counters.cpu_nodes_moved.fetch_add(1, std::memory_order_relaxed);
     if (EngineObserver* observer = observer_of(task)) [[unlikely]] {
       run_observed(t, *observer);
     } else {
@@ -305,15 +310,41 @@ void Runner::run(ReadyTask&& t) {
 }
 
 void Runner::ready(ReadyTask&& t) {
-  if (t.graph_task.get() == routing_)
+  if (t.graph_task.get() == routing_) {
     ++routed_ready_; // counted in routed(): Note [A node passes its hold on]
-  else
+    if (routing_->spread()) [[unlikely]] {
+      forked_.push_back(std::move(t)); // placed in routed(): Note [Lanes that stay]
+      return;
+    }
+  } else {
     t.graph_task->hold();
+  }
+  keep_ready(std::move(t));
+}
+
+void Runner::keep_ready(ReadyTask&& t) {
   push_ready(std::move(t));
   if (hungry_) [[unlikely]] { // fed by its own node: Note [Parallel CPU nodes] in cpu_lanes.h
-    self_->set_idle(false);
+    self_->set_idle(EngineActor::Want::none);
     hungry_ = false;
   }
+}
+
+void Runner::place_forked() {
+  // Note [Lanes that stay] in cpu_lanes.h: one task continues the path here.
+  const bool fork = forked_.size() > 1 && core_.config.cpu_keep_lanes;
+  for (ReadyTask& t : forked_)
+    if (!fork || !send_to_last_lane(core_, actor_, t, cpu_lane(*t.graph_task)))
+      keep_ready(std::move(t));
+  forked_.clear();
+}
+
+unsigned Runner::cpu_lane(const GraphTaskBase& task) {
+  if (task.cpu_queue == queue_.id)
+    return 0; // its coordinator
+  if (worker_lane_ == 0)
+    worker_lane_ = lane_of_worker(core_, self_);
+  return worker_lane_;
 }
 
 void Runner::routing(const ReadyTask& t) {
@@ -326,6 +357,8 @@ void Runner::routed() {
     routing_->hold(routed_ready_ - 1);
   hold_passed_ = routed_ready_ > 0;
   routing_ = nullptr;
+  if (!forked_.empty()) [[unlikely]]
+    place_forked(); // counted above: another lane may finish them at once
 }
 
 void Runner::send(const std::shared_ptr<GraphTaskBase>& task, SentGrad&& g) {
@@ -406,7 +439,7 @@ void Runner::await_message(Done done) {
   if (!self_)
     throw EngineError("internal: a coordinator without a mailbox waits for messages");
   if (lanes_)
-    self_->set_idle(true); // Note [Parallel CPU nodes] in cpu_lanes.h
+    self_->set_idle(EngineActor::Want::waiting); // Note [Parallel CPU nodes] in cpu_lanes.h
   const auto spin = lanes_ ? std::max(core_.config.spin_before_block, core_.config.cpu_worker_spin)
                            : core_.config.spin_before_block;
   if (spin.count() > 0) {
@@ -416,7 +449,7 @@ void Runner::await_message(Done done) {
   }
   self_->await_mail_or(done); // Note [Wake-up without a message]
   if (lanes_)
-    self_->set_idle(false);
+    self_->set_idle(EngineActor::Want::none);
   hungry_ = false;
   if (self_->mailbox().empty())
     return; // done, woken without a message

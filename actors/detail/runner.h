@@ -103,6 +103,14 @@ private:
   /// an observer a node is ready. Inlined into its callers (ready() runs
   /// once per node).
   [[gnu::always_inline]] inline void push_ready(ReadyTask&& t);
+  /// push_ready for a task this lane runs, fed by its own node.
+  void keep_ready(ReadyTask&& t);
+  /// Places the tasks of a spread call that one node made ready (forked_),
+  /// counted already: each goes to the lane that ran it last when there are
+  /// several (Note [Lanes that stay] in cpu_lanes.h).
+  void place_forked();
+  /// This runner's CPU lane in spread task `task` (0: its coordinator).
+  unsigned cpu_lane(const GraphTaskBase& task);
   /// Posts `m` (about `task`, whose context is `ctx`) to `to`: the one
   /// place that tells an observer of a message sent.
   template <class Message>
@@ -167,6 +175,11 @@ private:
   GraphTaskBase* routing_ = nullptr;
   std::int64_t routed_ready_ = 0;
   bool hold_passed_ = false;
+  /// The tasks of a spread call the routing made ready so far, placed at
+  /// its end (place_forked).
+  boost::container::small_vector<ReadyTask, 4> forked_;
+  /// This CPU worker's lane, found on first use (0: not yet, or no worker).
+  unsigned worker_lane_ = 0;
   /// Reentrant coordinate calls nested on the stack this thread runs on.
   int reentrant_frames_ = 0;
   bool stop_ = false;

@@ -134,6 +134,10 @@ public:
   /// Scratch of the engine's node table (Note [Node table hints] in
   /// libengine/engine/detail/node_table.h), not part of the node's value.
   std::atomic<std::uint32_t>& table_hint() const { return table_hint_; }
+  /// Scratch of the engine's CPU lanes: the lane that last ran this node in
+  /// a spread call, plus one (Note [Lanes that stay] in
+  /// actors/detail/cpu_lanes.h), not part of the node's value.
+  std::atomic<std::uint16_t>& last_lane() const { return last_lane_; }
 
 protected:
   std::uint64_t sequence_nr_;
@@ -166,6 +170,10 @@ protected:
   /// Set (never cleared) by the thread that makes an edge to this node;
   /// read by raise_topological_nr of this node. Here it fills padding.
   std::atomic<bool> has_parent_{false};
+  /// Written by the lane that runs this node in a spread call, read by the
+  /// lane that makes it ready; a hint, never trusted for correctness.
+  /// Here it fills padding.
+  mutable std::atomic<std::uint16_t> last_lane_{0};
   /// Written by the numbering pass of any call over this node, read by its
   /// lookups; never trusted unchecked (Note [Node table hints]).
   mutable std::atomic<std::uint32_t> table_hint_{0};

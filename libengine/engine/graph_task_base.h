@@ -97,6 +97,13 @@ public:
   /// coordinator only, which no lane hands it away from (Note [Nodes that
   /// need their call's thread] in actors/detail/cpu_lanes.h).
   virtual bool runs_on_coordinator(const detail::ReadyTask& t) const = 0;
+  /// The CPU lane that last ran ready task `t`'s node in a spread call, plus
+  /// one; 0 when none did or the graph type keeps no such hint (Note [Lanes
+  /// that stay] in actors/detail/cpu_lanes.h).
+  virtual unsigned last_lane(const detail::ReadyTask& t) const = 0;
+  /// Records that CPU lane `lane` runs `t`'s node now; returns whether
+  /// another lane ran it last.
+  virtual bool set_last_lane(const detail::ReadyTask& t, unsigned lane) = 0;
 
   /// The distinct non-CPU devices whose actors run nodes of this task.
   const DeviceList& devices() const { return devices_; }

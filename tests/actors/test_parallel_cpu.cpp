@@ -8,6 +8,7 @@
 // hold on the workers (errors naming their node, reentrant calls, the
 // current task and grad mode inside a node).
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -137,6 +138,57 @@ BOOST_AUTO_TEST_CASE(wide_call_runs_on_several_threads_with_fixed_bits) {
     }
   }
   BOOST_TEST(g.bad_state.load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(repeated_calls_count_the_nodes_that_change_lanes) {
+  // Note [Lanes that stay]: a spread call writes into each node it runs
+  // there the lane that ran it; EngineStats::cpu_nodes_moved counts exactly
+  // the nodes whose lane changed since the call before, and where the
+  // nodes go changes no bit.
+  WideGraph g;
+  std::vector<Node*> nodes{g.loss.grad_fn().get()};
+  std::set<Node*> seen{nodes[0]};
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    for (const Edge& e : nodes[i]->next_edges())
+      if (e.is_valid() && seen.insert(e.function.get()).second)
+        nodes.push_back(e.function.get());
+  const auto lanes = [&] {
+    std::vector<unsigned> out;
+    for (Node* fn : nodes)
+      out.push_back(fn->last_lane().load());
+    return out;
+  };
+  Engine one(with_cpu_workers(1));
+  g.grads(one);
+  const std::vector<unsigned> unspread = lanes();
+  BOOST_TEST(std::count(unspread.begin(), unspread.end(), 0u) == static_cast<long>(nodes.size()));
+
+  std::vector<std::vector<double>> reference;
+  for (bool keep : {true, false}) {
+    BOOST_TEST_CONTEXT("cpu_keep_lanes " << keep) {
+      EngineConfig config = with_cpu_workers(2);
+      config.cpu_keep_lanes = keep;
+      Engine two(config);
+      for (int run = 0; run < 20; ++run) {
+        const std::vector<unsigned> before = lanes();
+        const std::int64_t moved = two.stats().cpu_nodes_moved;
+        const auto got = g.grads(two);
+        if (reference.empty())
+          reference = got;
+        BOOST_TEST(same_bits(got, reference), "run " << run);
+        const std::vector<unsigned> after = lanes();
+        long changed = 0;
+        for (std::size_t i = 0; i < nodes.size(); ++i) {
+          BOOST_TEST(after[i] <= 2u); // lane 0 (the caller) or 1 (the worker), plus one
+          changed += before[i] != 0 && after[i] != before[i];
+        }
+        BOOST_TEST(two.stats().cpu_nodes_moved - moved == changed, "run " << run);
+        // The branches ran spread: they all hold a lane.
+        BOOST_TEST(std::count(after.begin(), after.end(), 0u) <
+                   static_cast<long>(nodes.size()) / 4);
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(narrow_calls_stay_on_the_caller_with_one_thread_bits) {

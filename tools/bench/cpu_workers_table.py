@@ -11,9 +11,11 @@ engine's row; for the 2-worker rows of the cases with a `two_copies` row
 (two copies of the graph run at once by two threads on 1 worker each: what
 this machine gives two threads that share nothing, per graph), the ratio of
 the minima to it, which says how much of the wall-time ratio is the engine's
-and how much the machine's. Then each target of the issue with the figure it is judged by
+and how much the machine's (and wide_dag's `actor_2w_timing_placed`, the
+same without EngineConfig::cpu_keep_lanes). Then each target of the issue with the figure it is judged by
 (the minima's ratio) and whether it is met, and the cache-line round trip
-between two threads (host/cache_line_round_trip) over the repetitions.
+between two threads (host/cache_line_round_trip) over the repetitions, and
+the 2-worker rows' nodes moved between threads from one call to the next.
 """
 import json
 import statistics
@@ -59,11 +61,12 @@ def main(path):
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for case, engines in rows.items():
         for e, (low, med, nodes) in engines.items():
-            one = (engines.get(e.replace("_2w", "_1w")) if e.endswith("_2w") else
+            two = "_2w" in e
+            one = (engines.get(e[:e.index("_2w")] + "_1w") if two else
                    engines.get("actor_1w", engines.get("torch_actor_1w"))
                    if e == "two_copies" else None)
             stock = engines.get("torch") if e.startswith("torch_actor") else None
-            pair = engines.get("two_copies") if e.endswith("_2w") else None
+            pair = engines.get("two_copies") if two else None
             cells = [f"{low / one[0]:.3f}" if one else "", f"{med / one[1]:.3f}" if one else "",
                      f"{low / stock[0]:.3f}" if stock else "",
                      f"{med / stock[1]:.3f}" if stock else "",
@@ -79,6 +82,14 @@ def main(path):
         med = engines[row][1] / engines[against][1]
         print(f"| {case}: {row} ≤ {most}× {against} | {low:.3f}× | {med:.3f}× | "
               f"{'met' if low <= most else 'not met'} |")
+    moved = {}
+    for b in benchmarks:
+        if b.get("run_type") == "iteration" and "moved_per_call" in b and "_2w" in b["run_name"]:
+            moved.setdefault(b["run_name"].removesuffix("/real_time"), []).append(b["moved_per_call"])
+    if moved:
+        print("\nnodes run on another thread than in the call before, a call (median over the "
+              "repetitions): " + "; ".join(f"{name} {statistics.median(m):.0f}"
+                                           for name, m in moved.items()))
     trips = [b["round_trip_ns"] for b in benchmarks
              if b.get("run_type") == "iteration" and "round_trip_ns" in b]
     if trips:

@@ -17,6 +17,7 @@
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/autograd/node.h"
 #include "actorgrad/libengine/engine/detail/current_graph_task.h"
+#include "actorgrad/libengine/engine/detail/graph_interface.h"
 #include "actorgrad/libengine/engine/detail/input_buffer.h"
 #include "actorgrad/libengine/engine/detail/node_call.h"
 #include "actorgrad/libengine/engine/detail/node_table.h"
@@ -91,6 +92,7 @@ struct ActorgradGraph {
   static std::size_t num_inputs(const Node& n) { return n.num_inputs(); }
   static Device device(const Node& n) { return n.device(); }
   static NodeHint& table_hint(const Node& n) { return n.table_hint(); }
+  static LaneHint& lane_hint(const Node& n) { return n.last_lane(); }
   static bool topological_order_edited() { return Node::topological_order_edited(); }
   static NodeInfo describe(const Node& n);
 

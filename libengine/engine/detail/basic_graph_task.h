@@ -100,6 +100,22 @@ public:
   bool runs_on_coordinator(const ReadyTask& t) const override {
     return static_cast<const NodeState*>(t.slot)->exec.on_coordinator();
   }
+  unsigned last_lane(const ReadyTask& t) const override {
+    if constexpr (requires(const node& n) { G::lane_hint(n); })
+      return G::lane_hint(node_of(t)).load(std::memory_order_relaxed);
+    return 0;
+  }
+  bool set_last_lane(const ReadyTask& t, unsigned lane) override {
+    if constexpr (requires(const node& n) { G::lane_hint(n); }) {
+      LaneHint& hint = G::lane_hint(node_of(t));
+      const auto last = hint.load(std::memory_order_relaxed);
+      if (last == lane + 1)
+        return false; // no write: the node's line stays shared
+      hint.store(static_cast<std::uint16_t>(lane + 1), std::memory_order_relaxed);
+      return last != 0;
+    }
+    return false;
+  }
   /// The caller's thread-local state, kept by spread_cpu_nodes for a graph
   /// type that sets it around nodes run on other threads
   /// (G::capture_caller_locals); null otherwise.

@@ -3,6 +3,7 @@
 /// The graph interface: what the scheduler needs from a graph type.
 /// Internal (libengine/engine/detail/, not installed).
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -59,12 +60,18 @@ namespace actorgrad::detail {
 /// for its whole graph (BasicGraphTask::runs_user_code).
 /// `G::table_hint(n)`, a NodeHint& kept in the node: the task's node table
 /// then finds states without hashing (Note [Node table hints]).
+/// `G::lane_hint(n)`, a LaneHint& kept in the node: the CPU lane that last
+/// ran it in a spread call, plus one (Note [Lanes that stay] in
+/// actors/detail/cpu_lanes.h).
 /// `G::recycle_inputs(list&&)`, given a node's input list after its call
 /// (Note [Recycled input lists]).
 /// `G::topological_order_edited()`, true when an edit of the graph may have
 /// left a node's topological_nr above its parents': a call with inputs then
 /// prunes nothing (Note [Edited topological numbers] in
 /// libengine/autograd/node.cpp).
+/// The CPU lane that last ran a node, plus one; 0: none did.
+using LaneHint = std::atomic<std::uint16_t>;
+
 template <class G>
 concept GraphTraits = requires(const typename G::node& n, typename G::node& m,
                                const typename G::edge& e, typename G::value v,
