@@ -32,8 +32,8 @@ struct EngineStats {
   /// Nodes of spread calls that ran on another thread than the one that ran
   /// them in the previous spread call over them (Note [Lanes that stay] in
   /// actors/detail/cpu_lanes.h): a repeated call over the same graph (with
-  /// retain_graph) that keeps its placement moves none. Only actorgrad's own
-  /// nodes keep the lane that ran them.
+  /// retain_graph) that keeps its placement moves none. libtorch's nodes
+  /// keep theirs in a table that two nodes may share, which counts as a move.
   std::int64_t cpu_nodes_moved = 0;
 };
 

@@ -6,7 +6,9 @@
 ///   ensemble/16       16 MLPs of 4 x (Linear(64, 64) + Tanh), batch 32,
 ///                     loss = the sum of their outputs' sums: libtorch on
 ///                     its stock engine (`torch`) and through the bridge
-///                     (`torch_actor_1w`, `torch_actor_2w`)
+///                     (`torch_actor_1w`, `torch_actor_2w`;
+///                     `torch_actor_2w_timing_placed`: 2 workers with
+///                     EngineConfig::cpu_keep_lanes false)
 ///   wide_dag/64x20    actorgrad's own ops: 64 independent branches of 20
 ///                     [28, 28] matrix products (one per MmBackward, about 5
 ///                     us each), joined by a chain of adds (`actor_1w`,
@@ -26,8 +28,8 @@
 ///   nodes, ns_per_node  nodes the backward runs, best / nodes
 ///   vs_1w               2-worker rows: best / the same case's 1-worker best
 ///   vs_torch            torch_actor rows: best / the stock engine's best
-///   vs_timing_placed    wide_dag's actor_2w: best / actor_2w_timing_placed's
-///                       best, the same engine with EngineConfig::
+///   vs_timing_placed    actor_2w, torch_actor_2w: best / the `_timing_placed`
+///                       row's best, the same engine with EngineConfig::
 ///                       cpu_keep_lanes false (Note [Lanes that stay])
 ///   moved_per_call      actor rows: nodes run on another thread than in the
 ///                       call before (EngineStats::cpu_nodes_moved), a call
@@ -103,8 +105,8 @@ void time_row(benchmark::State& state, const std::string& key, const std::string
     if (other != eng && row.count(other))
       state.counters[counter] = t.best / row[other];
   };
-  if (eng == "actor_2w")
-    ratio_to("vs_timing_placed", "actor_2w_timing_placed");
+  if (eng == "actor_2w" || eng == "torch_actor_2w")
+    ratio_to("vs_timing_placed", eng + "_timing_placed");
   if (const auto w = eng.rfind("_2w"); w != std::string::npos) {
     ratio_to("vs_1w", eng.substr(0, w) + "_1w");
     ratio_to("vs_two_copies", "two_copies");
@@ -191,16 +193,17 @@ std::string case_name(const std::string& kind, int intra_op) {
 /// libtorch's graph `kind` on its stock engine (workers 0) or through the
 /// bridge on `workers` CPU workers.
 void torch_case(benchmark::State& state, const std::string& kind, int n, std::size_t workers,
-                int intra_op) {
+                int intra_op, bool keep_lanes = true) {
   torchb::intra_op_threads(intra_op);
   const auto graph = torchb::make(kind, n);
   std::optional<actorgrad::torch::Scope> scope;
   if (workers > 0)
-    scope.emplace(EngineConfig{.cpu_workers = workers});
+    scope.emplace(EngineConfig{.cpu_workers = workers, .cpu_keep_lanes = keep_lanes});
   const auto calls = actorgrad::torch::stats().calls;
   time_row(state, case_name(kind, intra_op) + "/" + std::to_string(n),
-           workers > 0 ? engine_name("torch_actor", workers) : "torch", torchb::nodes(*graph),
-           [&] { torchb::backward(*graph); });
+           workers > 0 ? engine_name("torch_actor", workers) + (keep_lanes ? "" : "_timing_placed")
+                       : "torch",
+           torchb::nodes(*graph), [&] { torchb::backward(*graph); });
   if (workers > 0 &&
       actorgrad::torch::stats().calls - calls != static_cast<std::uint64_t>(state.iterations()) + 1)
     state.SkipWithError("a backward call did not run on actorgrad");
@@ -236,8 +239,11 @@ void register_all() {
                         Case{"mlp", 4}, Case{"chain_passthrough", 1000}})
     for (std::size_t workers : {0, 1, 2}) {
       const std::string key = case_name(c.kind, c.intra_op) + "/" + std::to_string(c.n) + "/";
-      if (workers == 2 && key == "ensemble/16/")
+      if (workers == 2 && key == "ensemble/16/") {
         add(key + "two_copies", [c](benchmark::State& s) { torch_two_copies(s, c.kind, c.n); });
+        add(key + "torch_actor_2w_timing_placed",
+            [c](benchmark::State& s) { torch_case(s, c.kind, c.n, 2, 1, false); });
+      }
       add(key + (workers > 0 ? engine_name("torch_actor", workers) : "torch"),
           [c, workers](benchmark::State& s) { torch_case(s, c.kind, c.n, workers, c.intra_op); });
     }

@@ -103,9 +103,10 @@ namespace actorgrad::detail {
 // ns, and about 420 of its 1408 nodes ran on the other lane than the call
 // before (bench/RESULTS.md, "the host's two modes" and "Lanes that stay").
 // So, unless EngineConfig::cpu_keep_lanes is off:
-// - actorgrad's nodes keep the lane that last ran them (G::lane_hint;
-//   Runner::run writes it only when it changes, so a node that stays
-//   keeps its line unwritten);
+// - nodes keep the lane that last ran them (G::lane_hint: a field of
+//   actorgrad's nodes, a slot of a table for libtorch's; Runner::run writes
+//   it only when it changes, so a node that stays keeps its line
+//   unwritten);
 // - when a node makes several tasks of its spread call ready (a fork), and
 //   for the ready tasks a call has when it spreads, each goes to the lane
 //   that ran it last time (send_to_last_lane); one that a node makes ready
@@ -120,8 +121,7 @@ namespace actorgrad::detail {
 // changed, a chain's next node included, moved almost none (about 7) but
 // handed over twice as many tasks and was slower. The placement is a hint:
 // results do not depend on it (rule Order above), and a node without one (a
-// new graph; libtorch's nodes, which have no room for it) stays where it
-// became ready. EngineStats::cpu_nodes_moved counts the nodes that ran on
+// new graph) stays where it became ready. EngineStats::cpu_nodes_moved counts the nodes that ran on
 // another lane than last time.
 
 // Note [Nodes that need their call's thread]

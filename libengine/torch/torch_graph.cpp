@@ -302,6 +302,20 @@ bool TorchGraph::runs_user_code(const node& n) {
          type != typeid(::torch::autograd::GraphRoot);
 }
 
+namespace {
+
+/// TorchGraph::lane_hint's table: 16,384 slots of 2 bytes, so that the
+/// nodes of a graph of a few thousand rarely share one.
+constexpr int kLaneHintBits = 14;
+std::array<detail::LaneHint, std::size_t{1} << kLaneHintBits> lane_hints;
+
+} // namespace
+
+detail::LaneHint& TorchGraph::lane_hint(const node& n) {
+  const std::uint64_t address = reinterpret_cast<std::uintptr_t>(&n) >> 4; // nodes are 16-aligned
+  return lane_hints[(address * 0x9E3779B97F4A7C15ull) >> (64 - kLaneHintBits)]; // Fibonacci hashing
+}
+
 NodeInfo TorchGraph::describe(const node& n) {
   return {&n, n.name(), n.sequence_nr(), device(n), 0};
 }

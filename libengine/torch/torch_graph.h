@@ -138,6 +138,12 @@ struct TorchGraph {
     return Device::cpu();
   }
   static NodeInfo describe(const node& n);
+  /// The CPU lane that last ran `n` (Note [Lanes that stay] in
+  /// actors/detail/cpu_lanes.h), plus one. libtorch's Node has no room for
+  /// it, so it is a slot of a table of the process that the node's address
+  /// picks: two nodes may share one (a hint, never trusted), and a graph
+  /// built again at the same addresses finds its previous placement.
+  static detail::LaneHint& lane_hint(const node& n);
   /// Whether calling `n` may run code other than libtorch's own: a hook,
   /// or any node but a generated one (its formulas), AccumulateGrad and
   /// GraphRoot, e.g. a Python or C++ custom Function (see Note [Calls
