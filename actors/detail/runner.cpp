@@ -49,7 +49,11 @@ namespace actorgrad::detail {
 // sit in this actor's heap, which nothing else pops and which this actor
 // does not pop while it routes (routing runs no node, so no nested call
 // runs a loop in between). A gradient sent to another actor is held before
-// it is sent, as before: its receiver may handle it at once.
+// it is sent, as before: its receiver may handle it at once. So is a fork's
+// task that goes to another lane (Note [Lanes that stay] in cpu_lanes.h):
+// the finished node keeps its hold then, since the other lanes could end
+// the call before this one lets go of the node (Runner::run), and the
+// caller's graph would lose its last node on a worker after the call.
 //
 // Note [Wake-up without a message]
 // A coordinator whose task's last work ran on another actor sleeps until
@@ -205,7 +209,7 @@ void Runner::coordinate_here(const std::shared_ptr<GraphTaskBase>& task, ReadyTa
       task->hold();
       forked_.push_back(std::move(t));
     }
-    place_forked(); // the branches go where they ran last time: Note [Lanes that stay]
+    place_forked(core_.config.cpu_keep_lanes); // Note [Lanes that stay] in cpu_lanes.h
     await_frame(task);
     return;
   }
@@ -330,9 +334,7 @@ void Runner::keep_ready(ReadyTask&& t) {
   }
 }
 
-void Runner::place_forked() {
-  // Note [Lanes that stay] in cpu_lanes.h: one task continues the path here.
-  const bool fork = forked_.size() > 1 && core_.config.cpu_keep_lanes;
+void Runner::place_forked(bool fork) {
   for (ReadyTask& t : forked_)
     if (!fork || !send_to_last_lane(core_, actor_, t, cpu_lane(*t.graph_task)))
       keep_ready(std::move(t));
@@ -353,12 +355,14 @@ void Runner::routing(const ReadyTask& t) {
 }
 
 void Runner::routed() {
-  if (routed_ready_ > 1)
-    routing_->hold(routed_ready_ - 1);
-  hold_passed_ = routed_ready_ > 0;
+  // A fork's tasks may go to other lanes: Note [A node passes its hold on]
+  const bool fork = forked_.size() > 1 && core_.config.cpu_keep_lanes;
+  hold_passed_ = routed_ready_ > 0 && !fork;
+  if (const std::int64_t more = routed_ready_ - hold_passed_; more > 0)
+    routing_->hold(more);
   routing_ = nullptr;
   if (!forked_.empty()) [[unlikely]]
-    place_forked(); // counted above: another lane may finish them at once
+    place_forked(fork); // counted above: another lane may finish them at once
 }
 
 void Runner::send(const std::shared_ptr<GraphTaskBase>& task, SentGrad&& g) {

@@ -106,9 +106,10 @@ private:
   /// push_ready for a task this lane runs, fed by its own node.
   void keep_ready(ReadyTask&& t);
   /// Places the tasks of a spread call that one node made ready (forked_),
-  /// counted already: each goes to the lane that ran it last when there are
-  /// several (Note [Lanes that stay] in cpu_lanes.h).
-  void place_forked();
+  /// counted already: with `fork` (several of them, EngineConfig::
+  /// cpu_keep_lanes), each goes to the lane that ran it last time (Note
+  /// [Lanes that stay] in cpu_lanes.h); the others stay here.
+  void place_forked(bool fork);
   /// This runner's CPU lane in spread task `task` (0: its coordinator).
   unsigned cpu_lane(const GraphTaskBase& task);
   /// Posts `m` (about `task`, whose context is `ctx`) to `to`: the one
