@@ -25,6 +25,14 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
                       ReadyHeap& heap, unsigned lane) {
   const std::shared_ptr<GraphTaskBase> task = heap.top().graph_task;
   const TaskContext& ctx = context_of(*task);
+  // Most nodes find every other lane busy: look before sorting the heap.
+  const auto wants_work = [&](const caf::actor& other) {
+    const EngineActor* a = engine_actor(other);
+    return a != self && a->wants_work();
+  };
+  if (!wants_work(ctx.coordinator) &&
+      std::none_of(core.cpu_workers.begin(), core.cpu_workers.end(), wants_work))
+    return;
   // The call's tasks on top of the heap, in the ready order; tasks of other
   // calls (a nested call's, another caller's on a shared worker) stop the
   // share. Leaf accumulators (the largest sequence_nr: libtorch's

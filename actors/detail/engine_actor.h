@@ -61,6 +61,8 @@ public:
   /// The owner, as its want of work changes (Runner::dispatch_until,
   /// Runner::await_message), or a lane that claimed it for nothing.
   void set_idle(Want level) noexcept { idle_.store(level, std::memory_order_relaxed); }
+  /// Whether this actor wants work now (a glance: claim_idle decides).
+  bool wants_work() const noexcept { return idle_.load(std::memory_order_relaxed) != Want::none; }
   /// Another CPU lane of a spread call: when this actor wants work at
   /// `least` or more, takes it to want none (so that two lanes do not both
   /// hand it work) and returns how much it wanted; else returns none.
