@@ -31,9 +31,9 @@
 ///   vs_timing_placed    actor_2w, torch_actor_2w: best / the `_timing_placed`
 ///                       row's best, the same engine with EngineConfig::
 ///                       cpu_keep_lanes false (Note [Lanes that stay])
-///   moved_per_call      actor rows: nodes run on another thread than in the
+///   moved_per_call      actor and torch_actor rows: nodes run on another thread than in the
 ///                       call before (EngineStats::cpu_nodes_moved), a call
-///   shared_per_call     actor rows: ready nodes handed to another thread
+///   shared_per_call     the same rows: ready nodes handed to another thread
 ///                       (EngineStats::cpu_tasks_shared), a call
 /// The `two_copies` rows of ensemble/16 and wide_dag/64x20 measure the
 /// machine rather than the engine: two copies of the graph, each run on 1
@@ -117,6 +117,17 @@ void time_row(benchmark::State& state, const std::string& key, const std::string
     ratio_to("vs_torch", "torch");
 }
 
+/// Sets the counters moved_per_call and shared_per_call of a row whose
+/// engine's stats were `before` and `after` it (the warm-up call counts).
+void count_lane_changes(benchmark::State& state, const EngineStats& before,
+                        const EngineStats& after) {
+  const auto calls = static_cast<double>(state.iterations() + 1);
+  state.counters["moved_per_call"] =
+    static_cast<double>(after.cpu_nodes_moved - before.cpu_nodes_moved) / calls;
+  state.counters["shared_per_call"] =
+    static_cast<double>(after.cpu_tasks_shared - before.cpu_tasks_shared) / calls;
+}
+
 /// The engine with `workers` CPU workers (EngineConfig::cpu_keep_lanes
 /// `keep_lanes`), shared by the process.
 Engine& engine_with(std::size_t workers, bool keep_lanes = true) {
@@ -138,12 +149,7 @@ void actorgrad_case(benchmark::State& state, const std::string& kind, int n, std
   time_row(state, kind + "/" + std::to_string(n),
            engine_name("actor", workers) + (keep_lanes ? "" : "_timing_placed"), g.nodes,
            [&] { run_backward(engine, g); });
-  const EngineStats after = engine.stats();
-  const auto calls = static_cast<double>(state.iterations() + 1);
-  state.counters["moved_per_call"] =
-    static_cast<double>(after.cpu_nodes_moved - before.cpu_nodes_moved) / calls;
-  state.counters["shared_per_call"] =
-    static_cast<double>(after.cpu_tasks_shared - before.cpu_tasks_shared) / calls;
+  count_lane_changes(state, before, engine.stats());
 }
 
 /// Two copies of actorgrad's graph `kind` at once, each on 1 worker.
@@ -200,10 +206,13 @@ void torch_case(benchmark::State& state, const std::string& kind, int n, std::si
   if (workers > 0)
     scope.emplace(EngineConfig{.cpu_workers = workers, .cpu_keep_lanes = keep_lanes});
   const auto calls = actorgrad::torch::stats().calls;
+  const EngineStats before = workers > 0 ? actorgrad::torch::engine().stats() : EngineStats{};
   time_row(state, case_name(kind, intra_op) + "/" + std::to_string(n),
            workers > 0 ? engine_name("torch_actor", workers) + (keep_lanes ? "" : "_timing_placed")
                        : "torch",
            torchb::nodes(*graph), [&] { torchb::backward(*graph); });
+  if (workers > 0)
+    count_lane_changes(state, before, actorgrad::torch::engine().stats());
   if (workers > 0 &&
       actorgrad::torch::stats().calls - calls != static_cast<std::uint64_t>(state.iterations()) + 1)
     state.SkipWithError("a backward call did not run on actorgrad");
