@@ -164,25 +164,32 @@ BOOST_AUTO_TEST_CASE(repeated_calls_count_the_nodes_that_change_lanes) {
   BOOST_TEST(std::count(unspread.begin(), unspread.end(), 0u) == static_cast<long>(nodes.size()));
 
   std::vector<std::vector<double>> reference;
-  for (bool keep : {true, false}) {
-    BOOST_TEST_CONTEXT("cpu_keep_lanes " << keep) {
-      EngineConfig config = with_cpu_workers(2);
-      config.cpu_keep_lanes = keep;
-      Engine two(config);
+  // 4 workers first: their lanes 3 and 4 name no lane of the 2-worker
+  // engines after them, whose forks keep such a task where it became ready
+  // and whose first call writes their own lanes.
+  struct Run {
+    std::size_t workers;
+    bool keep;
+  };
+  for (const Run r : {Run{4, true}, Run{2, true}, Run{2, false}}) {
+    BOOST_TEST_CONTEXT("cpu_workers " << r.workers << ", cpu_keep_lanes " << r.keep) {
+      EngineConfig config = with_cpu_workers(r.workers);
+      config.cpu_keep_lanes = r.keep;
+      Engine engine(config);
       for (int run = 0; run < 20; ++run) {
         const std::vector<unsigned> before = lanes();
-        const std::int64_t moved = two.stats().cpu_nodes_moved;
-        const auto got = g.grads(two);
+        const std::int64_t moved = engine.stats().cpu_nodes_moved;
+        const auto got = g.grads(engine);
         if (reference.empty())
           reference = got;
         BOOST_TEST(same_bits(got, reference), "run " << run);
         const std::vector<unsigned> after = lanes();
         long changed = 0;
         for (std::size_t i = 0; i < nodes.size(); ++i) {
-          BOOST_TEST(after[i] <= 2u); // lane 0 (the caller) or 1 (the worker), plus one
+          BOOST_TEST(after[i] <= r.workers); // a lane of this engine, plus one (0: never spread)
           changed += before[i] != 0 && after[i] != before[i];
         }
-        BOOST_TEST(two.stats().cpu_nodes_moved - moved == changed, "run " << run);
+        BOOST_TEST(engine.stats().cpu_nodes_moved - moved == changed, "run " << run);
         // The branches ran spread: they all hold a lane.
         BOOST_TEST(std::count(after.begin(), after.end(), 0u) <
                    static_cast<long>(nodes.size()) / 4);
