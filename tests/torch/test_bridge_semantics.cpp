@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -346,4 +347,47 @@ BOOST_AUTO_TEST_CASE(a_captured_gradient_is_held_by_the_caller_only) {
   BOOST_TEST(torch::equal(got[0], torch::full({4}, 2.0, f64)));
   BOOST_TEST(got[0].use_count() == 1,
              "references to the captured gradient: " << got[0].use_count());
+}
+
+// Note [Lanes that stay] (actors/detail/cpu_lanes.h): backward again over a
+// libtorch graph on CPU workers places each fork's branches on the threads
+// that ran them before, which libtorch's nodes keep in a table
+// (TorchGraph::lane_hint). Every node that ran spread holds a lane of the
+// engine there, and the gradient has the same bits on every call.
+BOOST_AUTO_TEST_CASE(repeated_spread_calls_keep_libtorch_nodes_lanes) {
+  actorgrad::EngineConfig config = actorgrad::testing::bridge_config();
+  config.cpu_workers = 2;
+  config.cpu_spread_branch = 1; // spread at the first fork
+  const actorgrad::torch::Scope scope(config);
+  torch::manual_seed(7);
+  torch::Tensor x = leaf({8});
+  torch::Tensor loss = torch::zeros({}, f64);
+  for (int i = 0; i < 8; ++i) {
+    torch::Tensor h = x * (i + 1);
+    for (int k = 0; k < 6; ++k)
+      h = h.sin() + h;
+    loss = loss + h.sum();
+  }
+  std::vector<torch::autograd::Node*> nodes{loss.grad_fn().get()};
+  std::set<torch::autograd::Node*> seen{nodes[0]};
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    for (const torch::autograd::Edge& e : nodes[i]->next_edges())
+      if (e.function && seen.insert(e.function.get()).second)
+        nodes.push_back(e.function.get());
+
+  torch::Tensor first;
+  for (int run = 0; run < 10; ++run) {
+    x.mutable_grad() = torch::Tensor();
+    loss.backward({}, /*retain_graph=*/true);
+    if (!first.defined())
+      first = x.grad().clone();
+    BOOST_TEST(torch::equal(x.grad(), first), "run " << run);
+  }
+  std::size_t placed = 0;
+  for (torch::autograd::Node* fn : nodes) {
+    const unsigned lane = actorgrad::TorchGraph::lane_hint(*fn).load();
+    BOOST_TEST(lane <= 2u, fn->name()); // the caller or the worker, plus one
+    placed += lane != 0;
+  }
+  BOOST_TEST(placed * 4 >= nodes.size() * 3, placed << " of " << nodes.size() << " nodes");
 }
