@@ -59,27 +59,26 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
       ++(placed_here(i) ? placed : free);
   const bool give_placed = free == 0;
   const std::size_t movable = give_placed ? placed : free;
-  // Claim at most one lane per task this lane does not keep.
-  const std::size_t most = std::min(movable, heap.size() + mine.size() - 1);
+  // Claim at most one lane fewer than the tasks to give, so that each lane
+  // claimed gets one (give below): a lane claimed for nothing would have
+  // to be told it wants work again, and by then it may have gone from
+  // hungry to waiting, which that would undo.
+  const std::size_t most = movable > 0 ? movable - 1 : 0;
   const EngineActor::Want least =
     give_placed ? EngineActor::Want::waiting : EngineActor::Want::hungry;
-  boost::container::small_vector<std::pair<caf::actor, EngineActor::Want>, 8> idle;
+  boost::container::small_vector<caf::actor, 8> idle;
   const auto claim = [&](const caf::actor& other) {
     EngineActor* a = engine_actor(other);
-    if (idle.size() >= most || a == self)
-      return;
-    if (const EngineActor::Want level = a->claim_idle(least); level != EngineActor::Want::none)
-      idle.emplace_back(other, level);
+    if (idle.size() < most && a != self && a->claim_idle(least))
+      idle.push_back(other);
   };
-  if (movable > 0) {
-    claim(ctx.coordinator);
-    for (const caf::actor& worker : core.cpu_workers)
-      claim(worker);
-  }
-  // Each claimed lane gets as many of the movable tasks as this one keeps,
-  // from the top: the ready order puts the branches it would start next
-  // first, and keeps the path they came from (an ensemble's sum of losses)
-  // here.
+  claim(ctx.coordinator);
+  for (const caf::actor& worker : core.cpu_workers)
+    claim(worker);
+  // Each claimed lane gets as many of the movable tasks as this one keeps
+  // (k lanes of at most movable - 1: at least one each), from the top: the
+  // ready order puts the branches it would start next first, and keeps the
+  // path they came from (an ensemble's sum of losses) here.
   const std::size_t give = movable * idle.size() / (idle.size() + 1);
   std::size_t given = 0;
   for (std::size_t i = 0; i < mine.size(); ++i) {
@@ -91,10 +90,8 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
     msg::Task m{std::move(mine[i])}; // counted when it was pushed
     if (ctx.observer) [[unlikely]]
       observe_sent(*ctx.observer, actor, *task, m);
-    post(idle[given++ % idle.size()].first, std::move(m));
+    post(idle[given++ % idle.size()], std::move(m));
   }
-  for (std::size_t i = given; i < idle.size(); ++i)
-    engine_actor(idle[i].first)->set_idle(idle[i].second); // claimed for nothing
   core.counters.cpu_tasks_shared.fetch_add(given, std::memory_order_relaxed);
 }
 

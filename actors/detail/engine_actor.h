@@ -59,19 +59,17 @@ public:
   /// for mail with nothing to run (waiting).
   enum class Want : std::uint8_t { none, hungry, waiting };
   /// The owner, as its want of work changes (Runner::dispatch_until,
-  /// Runner::await_message), or a lane that claimed it for nothing.
+  /// Runner::await_message).
   void set_idle(Want level) noexcept { idle_.store(level, std::memory_order_relaxed); }
   /// Whether this actor wants work now (a glance: claim_idle decides).
   bool wants_work() const noexcept { return idle_.load(std::memory_order_relaxed) != Want::none; }
   /// Another CPU lane of a spread call: when this actor wants work at
   /// `least` or more, takes it to want none (so that two lanes do not both
-  /// hand it work) and returns how much it wanted; else returns none.
-  Want claim_idle(Want least) noexcept {
+  /// hand it work) and returns true.
+  bool claim_idle(Want least) noexcept {
     Want level = idle_.load(std::memory_order_relaxed);
-    if (level == Want::none || level < least ||
-        !idle_.compare_exchange_strong(level, Want::none, std::memory_order_relaxed))
-      return Want::none;
-    return level;
+    return level != Want::none && level >= least &&
+           idle_.compare_exchange_strong(level, Want::none, std::memory_order_relaxed);
   }
 
 private:
