@@ -81,9 +81,11 @@ namespace {
 /// Best ns of each row so far, by case then engine.
 std::map<std::string, std::map<std::string, double>> g_best;
 
-/// `actor_Nw` / `torch_actor_Nw`.
-std::string engine_name(const char* prefix, std::size_t workers) {
-  return std::string(prefix) + "_" + std::to_string(workers) + "w";
+/// `actor_Nw` / `torch_actor_Nw`, with `_timing_placed` when not
+/// `keep_lanes` (EngineConfig::cpu_keep_lanes).
+std::string engine_name(const char* prefix, std::size_t workers, bool keep_lanes = true) {
+  return std::string(prefix) + "_" + std::to_string(workers) + "w" +
+         (keep_lanes ? "" : "_timing_placed");
 }
 
 /// Times `once` over the state's iterations and sets the counters of row
@@ -139,16 +141,15 @@ Engine& engine_with(std::size_t workers, bool keep_lanes = true) {
   return *e;
 }
 
-/// actorgrad's own graph `kind` on `workers` CPU workers; `keep_lanes`
-/// false adds `_timing_placed` to the row's name.
+/// actorgrad's own graph `kind` on `workers` CPU workers (with
+/// EngineConfig::cpu_keep_lanes `keep_lanes`).
 void actorgrad_case(benchmark::State& state, const std::string& kind, int n, std::size_t workers,
                     bool keep_lanes = true) {
   Engine& engine = engine_with(workers, keep_lanes);
   const Graph g = build_case(kind, n);
   const EngineStats before = engine.stats();
-  time_row(state, kind + "/" + std::to_string(n),
-           engine_name("actor", workers) + (keep_lanes ? "" : "_timing_placed"), g.nodes,
-           [&] { run_backward(engine, g); });
+  time_row(state, kind + "/" + std::to_string(n), engine_name("actor", workers, keep_lanes),
+           g.nodes, [&] { run_backward(engine, g); });
   count_lane_changes(state, before, engine.stats());
 }
 
@@ -208,8 +209,7 @@ void torch_case(benchmark::State& state, const std::string& kind, int n, std::si
   const auto calls = actorgrad::torch::stats().calls;
   const EngineStats before = workers > 0 ? actorgrad::torch::engine().stats() : EngineStats{};
   time_row(state, case_name(kind, intra_op) + "/" + std::to_string(n),
-           workers > 0 ? engine_name("torch_actor", workers) + (keep_lanes ? "" : "_timing_placed")
-                       : "torch",
+           workers > 0 ? engine_name("torch_actor", workers, keep_lanes) : "torch",
            torchb::nodes(*graph), [&] { torchb::backward(*graph); });
   if (workers > 0)
     count_lane_changes(state, before, actorgrad::torch::engine().stats());
@@ -250,7 +250,7 @@ void register_all() {
       const std::string key = case_name(c.kind, c.intra_op) + "/" + std::to_string(c.n) + "/";
       if (workers == 2 && key == "ensemble/16/") {
         add(key + "two_copies", [c](benchmark::State& s) { torch_two_copies(s, c.kind, c.n); });
-        add(key + "torch_actor_2w_timing_placed",
+        add(key + engine_name("torch_actor", 2, false),
             [c](benchmark::State& s) { torch_case(s, c.kind, c.n, 2, 1, false); });
       }
       add(key + (workers > 0 ? engine_name("torch_actor", workers) : "torch"),
@@ -264,7 +264,7 @@ void register_all() {
         c.kind + "/" + (c.kind == "wide_dag" ? "64x" : "") + std::to_string(c.n) + "/";
       if (workers == 2 && c.kind == "wide_dag") {
         add(key + "two_copies", [c](benchmark::State& s) { actorgrad_two_copies(s, c.kind, c.n); });
-        add(key + "actor_2w_timing_placed",
+        add(key + engine_name("actor", 2, false),
             [c](benchmark::State& s) { actorgrad_case(s, c.kind, c.n, 2, false); });
       }
       add(key + engine_name("actor", workers),

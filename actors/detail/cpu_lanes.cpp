@@ -19,6 +19,17 @@ EngineActor* engine_actor(const caf::actor& a) {
   return static_cast<EngineActor*>(caf::actor_cast<caf::abstract_actor*>(a));
 }
 
+/// Hands ready task `t` (counted when it was made ready) of the call whose
+/// context is `ctx` to lane `to`, in a msg::Task; `actor` is the sender as
+/// observers see it.
+void hand_over(const TaskContext& ctx, const ObservedActor& actor, ReadyTask&& t,
+               const caf::actor& to) {
+  msg::Task m{std::move(t)};
+  if (ctx.observer) [[unlikely]]
+    observe_sent(*ctx.observer, actor, *m.task.graph_task, m);
+  post(to, std::move(m));
+}
+
 } // namespace
 
 void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedActor& actor,
@@ -87,10 +98,7 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
       heap.push(std::move(mine[i]));
       continue;
     }
-    msg::Task m{std::move(mine[i])}; // counted when it was pushed
-    if (ctx.observer) [[unlikely]]
-      observe_sent(*ctx.observer, actor, *task, m);
-    post(idle[given++ % idle.size()], std::move(m));
+    hand_over(ctx, actor, std::move(mine[i]), idle[given++ % idle.size()]);
   }
   core.counters.cpu_tasks_shared.fetch_add(given, std::memory_order_relaxed);
 }
@@ -102,11 +110,7 @@ bool send_to_last_lane(EngineCore& core, const ObservedActor& actor, ReadyTask& 
       task.runs_on_coordinator(t))
     return false;
   const TaskContext& ctx = context_of(task);
-  const caf::actor& to = last == 1 ? ctx.coordinator : core.cpu_workers[last - 2];
-  msg::Task m{std::move(t)}; // counted when it was made ready
-  if (ctx.observer) [[unlikely]]
-    observe_sent(*ctx.observer, actor, *m.task.graph_task, m);
-  post(to, std::move(m));
+  hand_over(ctx, actor, std::move(t), last == 1 ? ctx.coordinator : core.cpu_workers[last - 2]);
   core.counters.cpu_tasks_shared.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

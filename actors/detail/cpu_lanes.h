@@ -45,10 +45,12 @@ namespace actorgrad::detail {
 //   task ready: the task handed over then waits in its mailbox when the
 //   node ends, instead of the lane waiting a whole node of its sharer's
 //   for it (a sharer shares only between its nodes). Each lane runs its
-//   heap in the ready order (depth, then sequence_nr), as every actor does. A lane with nothing to
-//   run polls its mailbox for EngineConfig::cpu_worker_spin before it sleeps (Note [Spinning before
-//   blocking] in runner.cpp): a node handed to a polling lane, and the last gradient sent to a
-//   polling coordinator, cost no wake-up, which on a VM takes longer than many nodes.
+//   heap in the ready order (depth, then sequence_nr), as every actor
+//   does. A lane with nothing to run polls its mailbox for
+//   EngineConfig::cpu_worker_spin before it sleeps (Note [Spinning before
+//   blocking] in runner.cpp): a node handed to a polling lane, and the last
+//   gradient sent to a polling coordinator, cost no wake-up, which on a VM
+//   takes longer than many nodes.
 // - Order. A joining node's gradients come from several threads in an order
 //   set by timing, and floating-point addition is not associative. In a
 //   spread call they wait on the coordinator until the last one came, then
@@ -121,8 +123,8 @@ namespace actorgrad::detail {
 // changed, a chain's next node included, moved almost none (about 7) but
 // handed over twice as many tasks and was slower. The placement is a hint:
 // results do not depend on it (rule Order above), and a node without one (a
-// new graph) stays where it became ready. EngineStats::cpu_nodes_moved counts the nodes that ran on
-// another lane than last time.
+// new graph) stays where it became ready. EngineStats::cpu_nodes_moved
+// counts the nodes that ran on another lane than last time.
 
 // Note [Nodes that need their call's thread]
 // libtorch keeps the GraphTask of the call a node runs for in a

@@ -28,6 +28,13 @@ inline constexpr bool has_hints_v = requires(const typename G::node& n) {
   G::table_hint(n);
 };
 
+/// Whether G keeps a LaneHint for its nodes (Note [Lanes that stay] in
+/// actors/detail/cpu_lanes.h).
+template <GraphTraits G>
+inline constexpr bool has_lane_hints_v = requires(const typename G::node& n) {
+  G::lane_hint(n);
+};
+
 /// One backward()/grad() call (PyTorch's GraphTask) over graph type G.
 ///
 /// Note [Node state ownership]
@@ -101,12 +108,12 @@ public:
     return static_cast<const NodeState*>(t.slot)->exec.on_coordinator();
   }
   unsigned last_lane(const ReadyTask& t) const override {
-    if constexpr (requires(const node& n) { G::lane_hint(n); })
+    if constexpr (has_lane_hints_v<G>)
       return G::lane_hint(node_of(t)).load(std::memory_order_relaxed);
     return 0;
   }
   bool set_last_lane(const ReadyTask& t, unsigned lane) override {
-    if constexpr (requires(const node& n) { G::lane_hint(n); }) {
+    if constexpr (has_lane_hints_v<G>) {
       LaneHint& hint = G::lane_hint(node_of(t));
       const auto last = hint.load(std::memory_order_relaxed);
       if (last == lane + 1)
