@@ -48,6 +48,11 @@
 /// threads that hand each other work pay per exchange; on the development VM
 /// it changed by itself, and the 2-worker rows with it (bench/RESULTS.md,
 /// "the host's two modes").
+/// Judge the targets with repetitions of 0.5 s or more
+/// (--benchmark_min_time=0.5): on the development VM the first ~45 ms of two
+/// threads running libtorch's kernels at once are slow for two independent
+/// copies as much as for two workers (bench/RESULTS.md, "the host's
+/// warm-up"), so repetitions of 0.03 s measure mostly that.
 /// Keep the default order: a row's ratios need the rows registered before it.
 
 #include <benchmark/benchmark.h>

@@ -2,12 +2,18 @@
 /// @file timed_loop.h
 /// A Google Benchmark loop that keeps every iteration's wall time, for the
 /// minimum (the least disturbed run on a shared machine) and the median.
+/// With ACTORGRAD_BENCH_ITERATION_TIMES set in the environment, each run of
+/// a loop also writes its iterations' times in order to stderr, one line
+/// ("iteration_us: t1 t2 ...") before the benchmark's own line: how a
+/// repetition warms up (bench/RESULTS.md, "the host's warm-up").
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <vector>
 
@@ -28,6 +34,12 @@ inline LoopTimes timed_loop(benchmark::State& state, const std::function<void()>
     auto t0 = clk::now();
     once();
     times.push_back(std::chrono::duration<double, std::nano>(clk::now() - t0).count());
+  }
+  if (std::getenv("ACTORGRAD_BENCH_ITERATION_TIMES") != nullptr) {
+    std::fputs("iteration_us:", stderr);
+    for (double t : times)
+      std::fprintf(stderr, " %.0f", t / 1000);
+    std::fputc('\n', stderr);
   }
   auto mid = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
   std::nth_element(times.begin(), mid, times.end());
