@@ -113,10 +113,7 @@ Graph wide_dag(int branches, int depth, int size) {
   Graph g;
   Tensor x = leaf({size, size}, 3);
   g.keep.push_back(x);
-  std::vector<double> identity(static_cast<std::size_t>(size * size), 0.0);
-  for (int i = 0; i < size; ++i)
-    identity[static_cast<std::size_t>(i * size + i)] = 1.0;
-  const Tensor eye = Tensor::from_vector(identity, {size, size});
+  const Tensor eye = Tensor::eye(size);
   Tensor total;
   for (int b = 0; b < branches; ++b) {
     // Near the identity, so that the gradients neither vanish into

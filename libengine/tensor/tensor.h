@@ -40,6 +40,8 @@ public:
   /// Every element `value`.
   static Tensor full(const Shape& shape, double value, DType dtype = DType::f64,
                      Device device = Device::cpu());
+  /// The `n` x `n` identity matrix (torch.eye); throws if `n` is negative.
+  static Tensor eye(std::int64_t n, DType dtype = DType::f64, Device device = Device::cpu());
   /// A 0-dim tensor holding `value`.
   static Tensor scalar(double value, DType dtype = DType::f64, Device device = Device::cpu());
   /// Copies `values` (row-major) into a new tensor; throws if the count does not match `shape`.

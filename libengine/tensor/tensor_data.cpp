@@ -66,6 +66,16 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device
   return filled(shape, dtype, device, [value] { return value; });
 }
 
+Tensor Tensor::eye(std::int64_t n, DType dtype, Device device) {
+  if (n < 0)
+    throw std::invalid_argument("eye: n must be non-negative, got " + std::to_string(n));
+  return filled({n, n}, dtype, device, [n, i = std::int64_t{0}]() mutable {
+    const bool diagonal = i / n == i % n;
+    ++i;
+    return diagonal ? 1.0 : 0.0;
+  });
+}
+
 Tensor Tensor::scalar(double value, DType dtype, Device device) {
   return full({}, value, dtype, device);
 }

@@ -64,6 +64,15 @@ BOOST_AUTO_TEST_CASE(helpers) {
   BOOST_TEST(!is_expandable_to({3, 2}, {3, 4}));
 }
 
+BOOST_AUTO_TEST_CASE(eye_is_the_identity) {
+  check_values(Tensor::eye(3), {3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1});
+  check_values(Tensor::eye(1, DType::f32), {1, 1}, {1});
+  BOOST_TEST(Tensor::eye(0).numel() == 0);
+  const Tensor a = seq({3, 3}, 1);
+  check_values(matmul(a, Tensor::eye(3)), {3, 3}, a.to_vector());
+  BOOST_CHECK_EXCEPTION(Tensor::eye(-2), std::invalid_argument, message_has({"eye", "-2"}));
+}
+
 BOOST_AUTO_TEST_CASE(broadcast_shapes_follow_numpy) {
   BOOST_TEST((broadcast_shapes({3, 1}, {1, 4}) == Shape{3, 4}));
   BOOST_TEST((broadcast_shapes({4}, {2, 3, 4}) == Shape{2, 3, 4}));

@@ -87,10 +87,7 @@ constexpr std::int64_t kWideSide = 28;
 std::function<Tensor()> wide_model(std::uint64_t seed) {
   Tensor x = Tensor::randn({kWideSide, kWideSide}, seed);
   x.set_requires_grad(true);
-  std::vector<double> identity(static_cast<std::size_t>(kWideSide * kWideSide), 0.0);
-  for (std::int64_t i = 0; i < kWideSide; ++i)
-    identity[static_cast<std::size_t>(i * kWideSide + i)] = 1.0;
-  const Tensor eye = Tensor::from_vector(identity, {kWideSide, kWideSide});
+  const Tensor eye = Tensor::eye(kWideSide);
   std::vector<Tensor> weights;
   const double spread = 0.1 / kWideSide;
   for (std::int64_t b = 0; b < kWideBranches; ++b)
