@@ -78,7 +78,7 @@ namespace actorgrad::detail {
 // Engine::run_on_coordinator runs a job, not a call, on a pooled
 // coordinator: code outside the engine (a process's part of a distributed
 // backward: Note [Distributed autograd on actors] in
-// actors/torch/dist_engine.cpp) whose task takes roots that arrive later,
+// actors/torch/detail/dist_engine.cpp) whose task takes roots that arrive later,
 // from other processes, and whose coordinator must therefore be no thread
 // that those roots need (an RPC agent's). A call of Engine::run the job
 // makes is coordinated by its coordinator (Runner::current). Such a job may

@@ -4,8 +4,8 @@
 #include <memory>
 #include <stdexcept>
 
-#include "actorgrad/actors/torch/bridge_engine.h"
-#include "actorgrad/actors/torch/dist_engine.h"
+#include "actorgrad/actors/torch/detail/bridge_engine.h"
+#include "actorgrad/actors/torch/detail/dist_engine.h"
 
 namespace actorgrad::torch {
 

@@ -7,9 +7,9 @@
 ///
 /// libtorch's backward(), torch::autograd::backward and torch::autograd::grad
 /// all go through libtorch's default engine; install() makes that an engine
-/// whose calls the actor engine schedules (actors/torch/bridge_engine.h).
+/// whose calls the actor engine schedules (actors/torch/detail/bridge_engine.h).
 /// take_over_distributed_autograd() makes torch::distributed::autograd's
-/// backward passes run their local parts on it too (actors/torch/dist_engine.h).
+/// backward passes run their local parts on it too (actors/torch/detail/dist_engine.h).
 /// Calls whose graph reaches a non-CPU device (CUDA) are given to libtorch's
 /// stock engine whole (counted in Stats::delegated). Without code changes:
 /// LD_PRELOAD=libactorgrad_torch_preload.so (preload.cpp).
@@ -68,7 +68,7 @@ struct Stats {
   /// process: one task per pass and process (started by a
   /// dist_autograd.backward call here, or by the first gradient of the pass
   /// that arrived by RPC), each one call counted in `calls`
-  /// (actors/torch/dist_engine.h).
+  /// (actors/torch/detail/dist_engine.h).
   std::uint64_t distributed_parts = 0;
   /// Those passes still running here now (listed until their task ended).
   std::int64_t distributed_running = 0;

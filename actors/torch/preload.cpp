@@ -47,7 +47,7 @@
 #include <unordered_map>
 
 #include "actorgrad/actors/default_engine.h"
-#include "actorgrad/actors/torch/dist_autograd_abi.h"
+#include "actorgrad/actors/torch/detail/dist_autograd_abi.h"
 #include "actorgrad/actors/torch/install.h"
 #include "actorgrad/tools/trace/trace_request.h"
 

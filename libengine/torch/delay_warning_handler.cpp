@@ -1,6 +1,6 @@
 /// @file delay_warning_handler.cpp
 /// libtorch's DelayWarningHandler, whose virtual table libtorch does not
-/// export: a libtorch GraphTask (actors/torch/bridge_engine.cpp makes one per
+/// export: a libtorch GraphTask (actors/torch/detail/bridge_engine.cpp makes one per
 /// call) holds one, so the program that makes it must define the handler's
 /// out-of-line members. Same behaviour as libtorch's warnings.cpp: warnings
 /// raised while nodes run are kept, then replayed on the caller's thread.

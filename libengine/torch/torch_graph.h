@@ -20,7 +20,7 @@ namespace actorgrad {
 
 /// The GraphTraits of torch::autograd::Node, Edge and Variable (CPU: a call
 /// that reaches another device is given to libtorch's engine whole; see
-/// actors/torch/bridge_engine.h).
+/// actors/torch/detail/bridge_engine.h).
 struct TorchGraph {
   using node = ::torch::autograd::Node;
   using edge = ::torch::autograd::Edge;
@@ -147,7 +147,7 @@ struct TorchGraph {
   /// Whether calling `n` may run code other than libtorch's own: a hook,
   /// or any node but a generated one (its formulas), AccumulateGrad and
   /// GraphRoot, e.g. a Python or C++ custom Function (see Note [Calls
-  /// without a libtorch GraphTask] in actors/torch/bridge_engine.cpp).
+  /// without a libtorch GraphTask] in actors/torch/detail/bridge_engine.cpp).
   static bool runs_user_code(const node& n);
   /// Whether `n` reads libtorch's current GraphTask, which only the thread
   /// that runs its call's has: user code (queue_callback, needs_input_grad,
@@ -163,7 +163,7 @@ struct TorchGraph {
   static void release_variables(node& fn) { fn.release_variables(); }
   /// The `k`th capture of `fn` (grad(inputs=)) through the capture hooks
   /// registered for it in libtorch's current GraphTask (the call's, see
-  /// actors/torch/bridge_engine.h), in order, when it is captured.
+  /// actors/torch/detail/bridge_engine.h), in order, when it is captured.
   static at::Tensor capture(const node& fn, std::size_t k, at::Tensor&& grad);
   static bool has_nan(const at::Tensor& t);
   /// libtorch's anomaly-mode text.

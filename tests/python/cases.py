@@ -317,7 +317,7 @@ class Nested(torch.autograd.Function):
 # runs of this case here). The race is at exit, after everything this test
 # compares. actorgrad's runs finalize as usual: its bridge leaves nothing of
 # a call on libtorch's threads (Note [Nothing of a call left on libtorch's
-# threads] in actors/torch/bridge_engine.cpp; 5 of 60 runs crashed so before,
+# threads] in actors/torch/detail/bridge_engine.cpp; 5 of 60 runs crashed so before,
 # 0 of 40 since).
 EXITS_WITHOUT_FINALIZING = {"reentrant_past_depth_60"}
 

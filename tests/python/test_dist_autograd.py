@@ -1,5 +1,5 @@
 """torch.distributed.autograd on actorgrad (Note [Distributed autograd on
-actors] in actors/torch/dist_engine.cpp): RPC worlds of 2 and 3 processes on
+actors] in actors/torch/detail/dist_engine.cpp): RPC worlds of 2 and 3 processes on
 localhost (dist_cases.py), on torch's engine and with actorgrad installed in
 every process: gradients and parameters bitwise equal, and every process ran
 its part of each backward on the actor engine."""

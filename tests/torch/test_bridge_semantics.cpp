@@ -325,7 +325,7 @@ BOOST_AUTO_TEST_CASE(capture_hooks_run_when_the_gradient_is_captured) {
 
 // A captured gradient's only reference is the caller's once the task ran,
 // though the task lives on (a distributed pass keeps its task while it adds
-// the leaves' gradients into its context, actors/torch/dist_task.cpp):
+// the leaves' gradients into its context, actors/torch/detail/dist_task.cpp):
 // libtorch's AccumulateGrad::accumulateGrad then takes the gradient over
 // instead of copying it, as with the stock engine, whose input buffer goes
 // when the node has run (PyTorch's test_grad_copy_sparse_indices_extra_ref).

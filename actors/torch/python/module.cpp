@@ -14,8 +14,8 @@
 #include <utility>
 
 #include "actorgrad/actors/default_engine.h"
+#include "actorgrad/actors/torch/detail/nodes_in_graph.h"
 #include "actorgrad/actors/torch/install.h"
-#include "actorgrad/actors/torch/nodes_in_graph.h"
 #include "actorgrad/actors/torch/python/fast_backward.h"
 #include "actorgrad/actors/torch/python/run_backward.h"
 #include "actorgrad/tools/trace/detail/summary.h"

@@ -186,7 +186,7 @@ PyObject* queue_callback(PyObject*, PyObject* callback) {
       throw python_error();
   };
   // A call that runs without a libtorch GraphTask (Note [Calls without a
-  // libtorch GraphTask] in actors/torch/bridge_engine.cpp) takes the
+  // libtorch GraphTask] in actors/torch/detail/bridge_engine.cpp) takes the
   // callback on the actor engine's task; everywhere else libtorch's engine
   // takes it (or refuses it, with its text, outside a backward call).
   if (!::torch::autograd::get_current_graph_task_exec_info() &&

@@ -632,7 +632,7 @@ typename BasicGraphTask<G>::value_list BasicGraphTask<G>::evaluate_node(node& fn
     // when evaluate_function returns: the captured gradients are then the
     // only references, which AccumulateGrad::accumulateGrad needs to take
     // one over instead of copying it (a distributed pass adds them into
-    // its context while its task lives on: actors/torch/dist_task.cpp).
+    // its context while its task lives on: actors/torch/detail/dist_task.cpp).
     if (selective() && (s.exec.first_capture() != 0 || !s.exec.needed()) &&
         !capture_inputs(fn, s, inputs)) {
       inputs = {};

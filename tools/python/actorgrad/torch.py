@@ -51,7 +51,7 @@ _stock_get_debug_info = None
 def _will_engine_execute_node(node):
     """torch._C._will_engine_execute_node while installed: torch's own, once
     the set of nodes it reads is filled for the call running on this thread
-    (Note [Nodes in graph on demand] in actors/torch/bridge_engine.cpp)."""
+    (Note [Nodes in graph on demand] in actors/torch/detail/bridge_engine.cpp)."""
     _C.fill_nodes_in_graph()
     return _stock_will_engine_execute_node(node)
 
@@ -234,7 +234,7 @@ def stats():
     "fast_backward": Tensor.backward calls the fast method ran itself,
     "distributed_parts": parts of torch.distributed.autograd backward passes
     run in this process (Note [Distributed autograd on actors] in
-    actors/torch/dist_engine.cpp), "distributed_running": those still
+    actors/torch/detail/dist_engine.cpp), "distributed_running": those still
     running here now, "distributed_taken_over": whether
     install() took over torch's distributed autograd engine}."""
     return _C.stats()

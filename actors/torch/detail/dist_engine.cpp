@@ -1,4 +1,4 @@
-#include "actorgrad/actors/torch/dist_engine.h"
+#include "actorgrad/actors/torch/detail/dist_engine.h"
 
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "actorgrad/actors/engine.h"
-#include "actorgrad/actors/torch/bridge_engine.h"
-#include "actorgrad/actors/torch/dist_autograd_abi.h"
-#include "actorgrad/actors/torch/dist_pass.h"
-#include "actorgrad/actors/torch/dist_task.h"
+#include "actorgrad/actors/torch/detail/bridge_engine.h"
+#include "actorgrad/actors/torch/detail/dist_autograd_abi.h"
+#include "actorgrad/actors/torch/detail/dist_pass.h"
+#include "actorgrad/actors/torch/detail/dist_task.h"
+#include "actorgrad/actors/torch/detail/plt_slots.h"
 #include "actorgrad/actors/torch/install.h"
-#include "actorgrad/actors/torch/plt_slots.h"
 
 namespace actorgrad::torch::detail {
 

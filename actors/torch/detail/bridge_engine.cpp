@@ -1,4 +1,4 @@
-#include "actorgrad/actors/torch/bridge_engine.h"
+#include "actorgrad/actors/torch/detail/bridge_engine.h"
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "actorgrad/actors/engine.h"
-#include "actorgrad/actors/torch/nodes_in_graph.h"
+#include "actorgrad/actors/torch/detail/nodes_in_graph.h"
 #include "actorgrad/libengine/autograd/grad_mode.h"
 #include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/torch/torch_graph.h"

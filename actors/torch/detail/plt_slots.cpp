@@ -1,4 +1,4 @@
-#include "actorgrad/actors/torch/plt_slots.h"
+#include "actorgrad/actors/torch/detail/plt_slots.h"
 
 #include <elf.h>
 #include <link.h>

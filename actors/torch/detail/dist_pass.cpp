@@ -1,4 +1,4 @@
-#include "actorgrad/actors/torch/dist_pass.h"
+#include "actorgrad/actors/torch/detail/dist_pass.h"
 
 // NOT-SCHEDULING-PATH: the one mutex here guards the table of the passes
 // listed, by context, at the RPC boundary (Note [Distributed autograd on
@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "actorgrad/actors/engine.h"
-#include "actorgrad/actors/torch/bridge_engine.h"
+#include "actorgrad/actors/torch/detail/bridge_engine.h"
 
 namespace actorgrad::torch::detail {
 

@@ -1,4 +1,4 @@
-#include "actorgrad/actors/torch/dist_task.h"
+#include "actorgrad/actors/torch/detail/dist_task.h"
 
 #include <ATen/core/jit_type.h>
 #include <torch/csrc/autograd/engine.h>
@@ -12,8 +12,8 @@
 #include <unordered_set>
 #include <utility>
 
-#include "actorgrad/actors/torch/bridge_engine.h"
-#include "actorgrad/actors/torch/dist_pass.h"
+#include "actorgrad/actors/torch/detail/bridge_engine.h"
+#include "actorgrad/actors/torch/detail/dist_pass.h"
 
 namespace actorgrad::torch::detail {
 

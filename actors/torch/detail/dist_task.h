@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "actorgrad/actors/torch/dist_autograd_abi.h"
+#include "actorgrad/actors/torch/detail/dist_autograd_abi.h"
 #include "actorgrad/libengine/engine/detail/ready_task.h"
 
 namespace actorgrad::torch::detail {
