@@ -4,7 +4,8 @@ install(fast_backward=False) with torch's own Tensor.backward), side by side in 
 intra-op thread. Then the ensemble of issue #60 (16 MLPs of 4 x
 (Linear(64, 64) + Tanh), batch 32, loss = the sum of their outputs' sums) on
 torch's engine, install(cpu_workers=1) and install(cpu_workers=2): the
-median and the minimum of the calls, each the median over the rounds; and
+median and the minimum of the calls, each the median over the rounds, and
+both against stock and 1 worker (issue #60 judges the minima); and
 the same ensemble with each MLP under torch.utils.checkpoint, whose
 backward nodes run Python (user code, which a call spread over CPU workers
 runs on its own thread: Note [Nodes that need their call's thread] in
@@ -129,12 +130,13 @@ def cpu_workers_table(args, title, root):
             minima[name].append(min(times))
     print(f"\n{title}, {repeats} calls x {args.rounds} rounds")
     print(f"{'engine':16} {'median us':>10} {'min us':>10} {'median vs stock':>16} "
-          f"{'vs 1 worker':>12}")
+          f"{'vs 1 worker':>12} {'min vs stock':>13} {'vs 1 worker':>12}")
     med = {name: statistics.median(v) for name, v in medians.items()}
     low = {name: statistics.median(v) for name, v in minima.items()}
     for name in engines:
         print(f"{name:16} {med[name]:10.1f} {low[name]:10.1f} {med[name] / med['stock']:16.2f} "
-              f"{med[name] / med['cpu_workers=1']:12.2f}")
+              f"{med[name] / med['cpu_workers=1']:12.2f} {low[name] / low['stock']:13.2f} "
+              f"{low[name] / low['cpu_workers=1']:12.2f}")
 
 
 def main():
