@@ -122,7 +122,11 @@ __attribute__((constructor)) void install_from_environment() {
 // object, as dist_engine.cpp calls DistEngine's), counts. The Python
 // module cannot interpose (Python loads it after libtorch, with
 // RTLD_LOCAL): install() wraps dist_autograd._get_debug_info instead
-// (tools/python/actorgrad/torch.py).
+// (tools/python/actorgrad/torch.py), but not in a process that runs under
+// this library (a program that calls uninstall() and install() to set its
+// own options), where the wrapper would count each pass a second time: it
+// looks for actorgrad_debug_info_counts_actors, defined below, in the
+// process's global scope (debug_info_counts_actors in python/module.cpp).
 std::unordered_map<std::string, int>
 torch::distributed::autograd::DistEngine::getDebugInfo() const {
   using DebugInfoFn = std::unordered_map<std::string, int> (*)(const DistEngine*);
@@ -134,3 +138,7 @@ torch::distributed::autograd::DistEngine::getDebugInfo() const {
     static_cast<int>(actorgrad::torch::stats().distributed_running);
   return info;
 }
+
+/// Says that DistEngine::getDebugInfo counts the passes on actors (Note
+/// [Counting the passes that run on actors]).
+extern "C" [[gnu::visibility("default")]] const int actorgrad_debug_info_counts_actors = 1;

@@ -348,6 +348,10 @@ def main(case, engine, world, rank, port, out):
     if engine == "actorgrad":
         import actorgrad.torch
         actorgrad.torch.install()
+    elif engine == "reinstalled":  # under the preload library: install() anew, 2 CPU workers
+        import actorgrad.torch
+        actorgrad.torch.uninstall()
+        actorgrad.torch.install(cpu_workers=2)
     options = rpc.TensorPipeRpcBackendOptions(
         num_worker_threads=8, rpc_timeout=20, init_method=f"tcp://127.0.0.1:{port}",
         _transports=["uv"])

@@ -147,7 +147,9 @@ def test_preload_library_runs_distributed_autograd_on_actors(tmp_path):
 def test_debug_info_counts_the_passes_running_on_actors(tmp_path):
     # dist_autograd._get_debug_info() read by a node of each process's part
     # of the pass says one pass runs there, as on stock, with install()
-    # (its wrapper) and under the preload library (its DistEngine::getDebugInfo).
+    # (its wrapper) and under the preload library (its DistEngine::getDebugInfo),
+    # also where a program run under it calls uninstall() and install() (once,
+    # not by both).
     expected = {"w0": [1], "w1": [1]}
     assert run_world("debug_info", "stock", 2, tmp_path) == expected
     assert run_world("debug_info", "actorgrad", 2, tmp_path) == expected
@@ -155,6 +157,8 @@ def test_debug_info_counts_the_passes_running_on_actors(tmp_path):
     if not preload:
         pytest.skip("run through ctest: ACTORGRAD_TORCH_PRELOAD names the preload library")
     assert run_world("debug_info", "stock", 2, tmp_path, env={"LD_PRELOAD": preload}) == expected
+    assert run_world("debug_info", "reinstalled", 2, tmp_path,
+                     env={"LD_PRELOAD": preload}) == expected
 
 
 def test_error_of_a_remote_node_reaches_the_caller(tmp_path):

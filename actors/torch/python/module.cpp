@@ -7,6 +7,7 @@
 /// `torch.autograd.Variable._execution_engine`, which every Python backward
 /// calls.
 
+#include <dlfcn.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -115,6 +116,11 @@ PYBIND11_MODULE(_C, m) {
                       py::arg("cpu_workers") = c.cpu_workers);
     },
     "The installed engine's settings (raises when not installed).");
+  m.def(
+    "debug_info_counts_actors",
+    [] { return dlsym(RTLD_DEFAULT, "actorgrad_debug_info_counts_actors") != nullptr; },
+    "Whether DistEngine::getDebugInfo counts the passes on actors already (the preload "
+    "library's definition: Note [Counting the passes that run on actors] in preload.cpp).");
   m.def("installed", &torch::installed);
   m.def("stats", [] {
     const auto s = torch::stats();

@@ -170,10 +170,14 @@ def _take_over_debug_info():
     """dist_autograd._get_debug_info() counts in "num_current_backward_passes"
     the passes of torch's DistEngine, which runs none once install() took
     over distributed autograd: it adds the passes that run here on actors
-    (stats()["distributed_running"]), as PyTorch's test_debug_info expects."""
+    (stats()["distributed_running"]), as PyTorch's test_debug_info expects.
+    Not under the preload library, whose DistEngine::getDebugInfo adds them
+    already (Note [Counting the passes that run on actors] in
+    actors/torch/preload.cpp)."""
     global _stock_get_debug_info
     dist_autograd = _dist_autograd()
-    if dist_autograd is None or not _C.stats()["distributed_taken_over"]:
+    if (dist_autograd is None or not _C.stats()["distributed_taken_over"]
+            or _C.debug_info_counts_actors()):
         return
     stock = dist_autograd._get_debug_info
 
