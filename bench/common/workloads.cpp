@@ -6,7 +6,6 @@
 #include <functional>
 #include <mutex>
 #include <queue>
-#include <random>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -17,6 +16,7 @@
 #include "actorgrad/libengine/engine/reference_executor.h"
 #include "actorgrad/libengine/ops.h"
 #include "bench/baseline/baseline_engine.h"
+#include "bench/common/random_dag.h"
 
 namespace actorgrad::bench {
 
@@ -130,21 +130,10 @@ Graph wide_dag(int branches, int depth, int size) {
 
 Graph random_dag(int n, std::uint64_t seed) {
   Graph g;
-  std::mt19937_64 rng(seed);
-  std::vector<Tensor> pool{leaf({1})};
-  g.keep.push_back(pool[0]);
-  auto pick = [&] {
-    std::size_t lo = pool.size() > 8 ? pool.size() - 8 : 0;
-    return pool[lo + rng() % (pool.size() - lo)];
-  };
-  for (int i = 0; i < n; ++i) {
-    switch (rng() % 3) {
-    case 0: pool.push_back(pick() + 1.0); break;
-    case 1: pool.push_back(pick() * 0.999); break;
-    default: pool.push_back(pick() + pick()); break;
-    }
-  }
-  return finish_graph(std::move(g), pool.back());
+  Tensor x = leaf({1});
+  g.keep.push_back(x);
+  Tensor y = random_dag_of(x, n, seed);
+  return finish_graph(std::move(g), y);
 }
 
 // -- busy nodes on sim devices ---------------------------------------------------

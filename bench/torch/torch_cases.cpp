@@ -1,13 +1,13 @@
 #include "bench/torch/torch_cases.h"
 
 #include <queue>
-#include <random>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
 #include <torch/torch.h>
 
+#include "bench/common/random_dag.h"
 #include "bench/common/ready_order.h"
 #if ACTORGRAD_BENCH_HAVE_TORCH_BRIDGE
 #include "actorgrad/actors/torch/install.h"
@@ -94,21 +94,9 @@ std::shared_ptr<TorchGraph> make(const std::string& kind, int n) {
       g->keep.push_back(p);
     y = layer(::torch::randn({16, 4, 64})).sum();
   } else if (kind == "random_dag") {
-    std::mt19937_64 rng(42);
-    std::vector<::torch::Tensor> pool{leaf({1})};
-    g->keep.push_back(pool[0]);
-    auto pick = [&] {
-      std::size_t lo = pool.size() > 8 ? pool.size() - 8 : 0;
-      return pool[lo + rng() % (pool.size() - lo)];
-    };
-    for (int i = 0; i < n; ++i) {
-      switch (rng() % 3) {
-      case 0: pool.push_back(pick() + 1.0); break;
-      case 1: pool.push_back(pick() * 0.999); break;
-      default: pool.push_back(pick() + pick()); break;
-      }
-    }
-    y = pool.back();
+    ::torch::Tensor x = leaf({1});
+    g->keep.push_back(x);
+    y = actorgrad::bench::random_dag_of(x, n, 42);
   } else {
     throw std::invalid_argument("unknown torch graph " + kind);
   }
