@@ -59,16 +59,21 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
   while (first < mine.size() &&
          mine[first].key.sequence_nr == std::numeric_limits<std::uint64_t>::max())
     ++first;
-  const bool stay = core.config.cpu_keep_lanes;
-  const auto placed_here = [&](std::size_t i) {
-    return stay && task->last_lane(mine[i]) == lane + 1;
-  };
+  // Each task's class, found once: it stays, it may go to any lane that
+  // wants work, or only to one that waits (this lane ran it last time).
+  enum class Goes : std::uint8_t { nowhere, anywhere, to_waiting_lane };
+  boost::container::small_vector<Goes, 16> goes(mine.size(), Goes::nowhere);
   std::size_t free = 0;
   std::size_t placed = 0;
-  for (std::size_t i = first; i < mine.size(); ++i)
-    if (!task->runs_on_coordinator(mine[i]))
-      ++(placed_here(i) ? placed : free);
+  for (std::size_t i = first; i < mine.size(); ++i) {
+    if (task->runs_on_coordinator(mine[i]))
+      continue;
+    const bool placed_here = core.config.cpu_keep_lanes && task->last_lane(mine[i]) == lane + 1;
+    goes[i] = placed_here ? Goes::to_waiting_lane : Goes::anywhere;
+    ++(placed_here ? placed : free);
+  }
   const bool give_placed = free == 0;
+  const Goes given_kind = give_placed ? Goes::to_waiting_lane : Goes::anywhere;
   const std::size_t movable = give_placed ? placed : free;
   // Claim at most one lane fewer than the tasks to give, so that each lane
   // claimed gets one (give below): a lane claimed for nothing would have
@@ -93,8 +98,7 @@ void share_ready_work(EngineCore& core, const EngineActor* self, const ObservedA
   const std::size_t give = movable * idle.size() / (idle.size() + 1);
   std::size_t given = 0;
   for (std::size_t i = 0; i < mine.size(); ++i) {
-    if (given == give || i < first || task->runs_on_coordinator(mine[i]) ||
-        placed_here(i) != give_placed) {
+    if (given == give || goes[i] != given_kind) {
       heap.push(std::move(mine[i]));
       continue;
     }

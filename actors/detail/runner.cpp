@@ -88,6 +88,10 @@ namespace actorgrad::detail {
 //
 namespace {
 thread_local Runner* current_runner = nullptr;
+
+/// Whether `t` is a node of a spread call (Note [Parallel CPU nodes] in
+/// cpu_lanes.h).
+bool of_spread_call(const ReadyTask& t) { return !t.is_shutdown() && t.graph_task->spread(); }
 } // namespace
 
 Runner::Runner(EngineCore& core, EngineActor* self, ObservedActor::Role role, ReadyQueue&& queue)
@@ -272,11 +276,10 @@ void Runner::dispatch_until(Done done) {
         await_message(done); // the rest of the work is on other actors
       continue;
     }
-    if (lanes_ && queue_.heap.size() > 1 && !queue_.heap.top().is_shutdown() &&
-        queue_.heap.top().graph_task->spread()) // Note [Parallel CPU nodes]
+    if (lanes_ && queue_.heap.size() > 1 && of_spread_call(queue_.heap.top()))
       share_ready_work(core_, self_, actor_, queue_.heap, cpu_lane(*queue_.heap.top().graph_task));
     ReadyTask t = queue_.heap.pop();
-    if (lanes_ && queue_.heap.empty() && !t.is_shutdown() && t.graph_task->spread()) {
+    if (lanes_ && queue_.heap.empty() && of_spread_call(t)) {
       self_->set_idle(EngineActor::Want::hungry); // Note [Parallel CPU nodes] in cpu_lanes.h
       hungry_ = true;
     }
