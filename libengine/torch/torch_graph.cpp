@@ -19,6 +19,7 @@
 #include <thread>
 #include <typeinfo>
 
+#include "actorgrad/libengine/engine/detail/address_hash.h"
 #include "actorgrad/libengine/engine/detail/basic_graph_task_impl.h"
 #include "actorgrad/libengine/engine/detail/current_graph_task.h"
 #include "actorgrad/libengine/engine/errors.h"
@@ -312,8 +313,7 @@ std::array<detail::LaneHint, std::size_t{1} << kLaneHintBits> lane_hints;
 } // namespace
 
 detail::LaneHint& TorchGraph::lane_hint(const node& n) {
-  const std::uint64_t address = reinterpret_cast<std::uintptr_t>(&n) >> 4; // nodes are 16-aligned
-  return lane_hints[(address * 0x9E3779B97F4A7C15ull) >> (64 - kLaneHintBits)]; // Fibonacci hashing
+  return lane_hints[detail::address_hash(&n, 64 - kLaneHintBits)];
 }
 
 NodeInfo TorchGraph::describe(const node& n) {

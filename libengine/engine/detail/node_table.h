@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "actorgrad/libengine/engine/detail/address_hash.h"
 #include "actorgrad/libengine/engine/detail/spare_stack.h"
 
 namespace actorgrad::detail {
@@ -369,10 +370,8 @@ private:
     mask_ = capacity - 1;
     shift_ = 64 - std::countr_zero(capacity);
   }
-  /// Fibonacci hashing of the key (its low bits are alignment zeros).
-  std::size_t home(const void* key) const {
-    return (reinterpret_cast<std::uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_;
-  }
+  /// The key's slot when nothing is in the way.
+  std::size_t home(const void* key) const { return address_hash(key, shift_); }
   std::vector<V> values_;
   /// The key of each state: the node's address, or its hint's.
   std::vector<const void*> keys_;
